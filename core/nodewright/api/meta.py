@@ -1,0 +1,194 @@
+"""Object metadata shared by every kind, and the base classes for API models.
+
+Models use the API's camelCase names on the wire and snake_case in Python. Kubernetes'
+own kinds keep fields nodewright does not model (``extra="allow"``), so an object read from
+a cluster and written back loses nothing; Karpenter's kinds reject unknown fields, so a typo
+in a manifest is an error naming the field instead of a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Model(BaseModel):
+    """Base for Kubernetes-shaped data: camelCase aliases, unknown fields preserved."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="allow",
+        serialize_by_alias=True,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as the API server would show it (camelCase, nulls omitted)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class StrictModel(Model):
+    """Base for Karpenter's CRD types: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class OwnerReference(Model):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Model):
+    name: str = ""
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    finalizers: list[str] = Field(default_factory=list)
+
+
+class ObjectReference(Model):
+    api_version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class Condition(Model):
+    """A status condition (metav1.Condition shape, used by NodePool, NodeClaim, NodeClasses)."""
+
+    type: str
+    status: ConditionStatus
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: datetime | None = None
+    observed_generation: int | None = None
+
+
+class KubeObject(Model):
+    """An object with apiVersion, kind and metadata.
+
+    Subclasses declare ``API_VERSION``, ``KIND`` and ``NAMESPACED``; the cluster adapters use
+    them to route reads and writes, so a Python class is the identity of a kind.
+    """
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = ""
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def model_post_init(self, context: Any, /) -> None:
+        if not self.api_version:
+            self.api_version = self.API_VERSION
+        if not self.kind:
+            self.kind = self.KIND
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` otherwise."""
+        return f"{self.namespace}/{self.name}" if self.NAMESPACED else self.name
+
+    @property
+    def deleting(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    def reference(self) -> ObjectReference:
+        return ObjectReference(
+            api_version=self.api_version,
+            kind=self.kind,
+            name=self.name,
+            namespace=self.metadata.namespace,
+            uid=self.metadata.uid,
+        )
+
+    def clone(self) -> Self:
+        return self.model_copy(deep=True)
+
+
+class StrictKubeObject(KubeObject):
+    """A Karpenter kind: the top-level object and its spec reject unknown fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def find_condition(conditions: list[Condition], kind: str) -> Condition | None:
+    for condition in conditions:
+        if condition.type == kind:
+            return condition
+    return None
+
+
+def set_condition(
+    conditions: list[Condition],
+    kind: str,
+    status: ConditionStatus,
+    now: datetime,
+    reason: str | None = None,
+    message: str | None = None,
+    observed_generation: int | None = None,
+) -> bool:
+    """Set a condition in place; keep its transition time unless the status changes.
+
+    Returns True when anything changed, so controllers can skip no-op writes.
+    """
+    current = find_condition(conditions, kind)
+    if current is None:
+        conditions.append(
+            Condition(
+                type=kind,
+                status=status,
+                reason=reason or kind,
+                message=message or "",
+                last_transition_time=now,
+                observed_generation=observed_generation,
+            )
+        )
+        return True
+    changed = (
+        current.status != status
+        or current.reason != (reason or kind)
+        or current.message != (message or "")
+        or current.observed_generation != observed_generation
+    )
+    if current.status != status:
+        current.last_transition_time = now
+    current.status = status
+    current.reason = reason or kind
+    current.message = message or ""
+    current.observed_generation = observed_generation
+    return changed
+
+
+def is_true(conditions: list[Condition], kind: str) -> bool:
+    condition = find_condition(conditions, kind)
+    return condition is not None and condition.status == "True"

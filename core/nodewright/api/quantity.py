@@ -1,0 +1,76 @@
+"""Kubernetes resource quantities as exact integers.
+
+Every quantity is held in *milli-units* (``"1"`` CPU is 1000, ``"1Gi"`` memory is
+1024**3 * 1000) so CPU, memory, pods and extended resources share one integer
+representation and sums never drift. Fractions smaller than a milli-unit round up, as the
+API server does for requests.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_PATTERN = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?[0-9]+))?$"
+)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float) -> int:
+    """Parse ``value`` into milli-units, rounding any remainder up."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, float):
+        value = repr(value)
+    text = value.strip()
+    match = _PATTERN.match(text)
+    if match is None:
+        raise QuantityError(
+            f"{value!r} is not a quantity (expected a number with an optional suffix such as "
+            "'500m', '2', '4Gi' or '1e3')"
+        )
+    number = Fraction(match["number"])
+    if match["suffix"] in _BINARY:
+        number *= _BINARY[match["suffix"]]
+    elif match["exp"] is not None:
+        number *= Fraction(10) ** int(match["exp"])
+    else:
+        number *= _DECIMAL[match["suffix"] or ""]
+    milli = number * 1000
+    result = -((-milli.numerator) // milli.denominator)  # ceiling
+    return -result if match["sign"] == "-" else result
+
+
+def format_quantity(milli: int, resource: str = "") -> str:
+    """Render milli-units the way ``kubectl`` would show them."""
+    if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
+        if milli % 1000 == 0:
+            units = milli // 1000
+            for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+                size = _BINARY[suffix]
+                if units and units % size == 0:
+                    return f"{units // size}{suffix}"
+            return str(units)
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli}m"

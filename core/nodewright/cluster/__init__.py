@@ -1,0 +1,102 @@
+"""The cluster port: the only way controllers read and write Kubernetes objects.
+
+Two adapters implement :class:`Cluster`: :class:`nodewright.cluster.memory.MemoryCluster`, an
+in-memory API store used by ``nodewright simulate`` and the tests, and (for ``nodewright run``)
+an adapter over the Kubernetes API server. Controllers depend on this protocol only.
+
+Semantics follow the API server: every write bumps a cluster-wide ``resourceVersion``;
+``update`` with a stale ``resourceVersion`` raises :class:`ConflictError`; ``delete`` of an
+object with finalizers only sets ``deletionTimestamp``, and the object disappears when its
+last finalizer is removed; ``create`` fills ``uid``, ``creationTimestamp`` and, from
+``generateName``, ``name``. Objects returned are copies: mutating them changes nothing until
+they are written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
+
+from nodewright.api.meta import KubeObject
+
+T = TypeVar("T", bound=KubeObject)
+
+
+class ClusterError(Exception):
+    """Base for API errors."""
+
+
+class NotFoundError(ClusterError):
+    """The object does not exist."""
+
+
+class AlreadyExistsError(ClusterError):
+    """An object with that name already exists."""
+
+
+class ConflictError(ClusterError):
+    """The object changed since it was read (stale resourceVersion)."""
+
+
+class InvalidError(ClusterError):
+    """The API server rejected the object."""
+
+
+class EvictionBlockedError(ClusterError):
+    """An eviction would violate a PodDisruptionBudget (HTTP 429 from the Eviction API)."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """A change to one object, in resourceVersion order."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED"]
+    object: KubeObject
+    resource_version: int
+
+
+class Cluster(Protocol):
+    """Reads and writes Kubernetes objects. See the module docstring for semantics."""
+
+    def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
+        """The object, or None when it does not exist."""
+        ...
+
+    def list(
+        self,
+        kind: type[T],
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[T]:
+        """Objects of ``kind`` (in ``namespace`` if given) whose labels include ``labels``,
+        sorted by namespace and name."""
+        ...
+
+    def create(self, obj: T) -> T:
+        """Store a new object; returns it as stored."""
+        ...
+
+    def update(self, obj: T) -> T:
+        """Replace metadata and spec (status is ignored); raises ConflictError when stale."""
+        ...
+
+    def update_status(self, obj: T) -> T:
+        """Replace status only; raises ConflictError when stale."""
+        ...
+
+    def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
+        """Delete, or mark for deletion when finalizers remain. Missing objects are ignored."""
+        ...
+
+    def bind(self, pod_name: str, namespace: str, node_name: str) -> None:
+        """Bind a pod to a node (the Binding subresource)."""
+        ...
+
+    def evict(self, pod_name: str, namespace: str) -> None:
+        """Evict a pod through the Eviction API; raises EvictionBlockedError under a PDB."""
+        ...
+
+    def resource_version(self) -> int:
+        """The latest resourceVersion written (a change counter for quiescence checks)."""
+        ...

@@ -1,0 +1,249 @@
+"""The provider contract: every hook a nodewright provider may implement.
+
+This module is the reference for provider authors; ``docs/plugins/hooks.md`` is generated
+from it. Hooks come in two kinds:
+
+* **Owner hooks** (most of them) are answered by exactly one provider: the one whose
+  :class:`~nodewright.plugin.model.ProviderInfo` declares the NodeClass kind in question, or
+  the provider that launched an instance. The core calls only that provider's implementation.
+* **Contributing hooks** (``nodewright_node_labels``) are called on every plugin that
+  implements them; results are merged, and one plugin failing does not stop the others.
+
+Hooks are synchronous. Implementations may accept fewer arguments than the spec lists
+(pluggy's opt-in arguments), so new arguments can be added without breaking providers.
+Unless a hook says otherwise, an exception other than those in :mod:`nodewright.plugin.errors`
+is reported with the provider's name and the call is retried later.
+
+A provider is a module or object registered under the entry-point group
+``nodewright.providers``::
+
+    [project.entry-points."nodewright.providers"]
+    mycloud = "nodewright_mycloud.plugin"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from nodewright.plugin.names import NAME
+
+if TYPE_CHECKING:
+    from nodewright.api.karpenter import NodeClaim, NodeClass
+    from nodewright.plugin.model import (
+        Instance,
+        InstanceType,
+        LaunchRequest,
+        NodeClassReadiness,
+        Offering,
+        ProviderContext,
+        ProviderInfo,
+    )
+
+hookspec = pluggy.HookspecMarker(NAME)
+
+# -------------------------------------------------------------------------------------------
+# Identity and set-up
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def nodewright_provider_info() -> ProviderInfo:  # type: ignore[empty-body]
+    """Declare the provider: its name, the NodeClass kinds it owns, its label domains.
+
+    **Called** once per implementing plugin when the plugin host starts, before any other
+    hook. Plugins that only contribute labels do not implement it.
+
+    **Returns** a :class:`~nodewright.plugin.model.ProviderInfo`. Two providers declaring the
+    same name or the same NodeClass kind are a
+    :class:`~nodewright.plugin.errors.PluginConflictError` naming both.
+
+    **Idempotent**: must return the same value on every call; must not do I/O.
+    """
+
+
+@hookspec
+def nodewright_configure(context: ProviderContext) -> None:
+    """Receive the cluster handle, the clock and the provider's own options.
+
+    **Called** once, after ``nodewright_provider_info`` and before any owner hook. Keep
+    what you need from ``context``; do no cloud I/O here (credentials may not be usable yet,
+    and a failure here marks the provider broken).
+
+    **Returns** nothing.
+
+    **Raises** ``ValueError`` for an invalid option; the message must name the option.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# NodeClasses
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def nodewright_node_class_status(node_class: NodeClass) -> NodeClassReadiness | None:
+    """Resolve a NodeClass and say whether nodes can be launched from it.
+
+    **Called** on the NodeClass's owner whenever the NodeClass changes and periodically
+    (every few minutes) after that. The core writes the answer to the NodeClass's ``Ready``
+    condition, and NodePools that reference a NodeClass that is not ready launch nothing.
+
+    **Returns** a :class:`~nodewright.plugin.model.NodeClassReadiness`. Returning ``None``
+    means "ready" for providers with nothing to resolve.
+
+    **Idempotent**: yes; it may call the cloud to resolve selectors.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Instance discovery and pricing
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def nodewright_instance_types(node_class: NodeClass) -> Sequence[InstanceType] | None:
+    """List every instance type that could be launched from ``node_class``.
+
+    **Called** on the NodeClass's owner when the core refreshes its catalog (at start, when
+    the NodeClass changes, and periodically). Results are cached by the core; do not cache
+    for longer than your data stays true.
+
+    **Returns** every instance type, including those with no available offering today (drift
+    and consolidation need to know them). Each type's ``requirements`` must define the
+    labels its nodes will carry (instance type, arch, os, the provider's own labels); the
+    core adds zone and capacity type from the offerings. Offerings may be left empty here:
+    ``nodewright_offerings`` supplies them.
+
+    **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when the cloud cannot
+    be reached; the core keeps its previous catalog.
+    """
+
+
+@hookspec(firstresult=True)
+def nodewright_offerings(
+    node_class: NodeClass, instance_types: Sequence[InstanceType]
+) -> Mapping[str, Sequence[Offering]] | None:
+    """Price the instance types: every zone and capacity type each can be bought in.
+
+    **Called** on the NodeClass's owner right after ``nodewright_instance_types``, and when
+    the core refreshes prices.
+
+    **Returns** a mapping from instance-type name to its offerings. An offering without a
+    known price should be returned with ``available=False``; a type missing from the mapping
+    keeps the offerings it already carried. Offerings marked unavailable are kept, not
+    launched.
+
+    **Idempotent**: yes.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Instances
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def nodewright_launch(request: LaunchRequest) -> Instance | None:
+    """Launch one instance for a NodeClaim.
+
+    **Called** on the owner of the NodeClaim's NodeClass, once the NodeClaim carries the
+    ``karpenter.sh/termination`` finalizer and has no ``Launched=True`` condition.
+
+    **Returns** the :class:`~nodewright.plugin.model.Instance`, which may still be starting.
+    Pick one of ``request.instance_types`` (they are ordered cheapest first) and one of its
+    offerings. The instance's labels must include zone and capacity type.
+
+    **Raises** :class:`~nodewright.plugin.errors.InsufficientCapacityError` naming the
+    offerings that had no capacity; :class:`~nodewright.plugin.errors.NodeClassNotReadyError`;
+    :class:`~nodewright.plugin.errors.LaunchError` for a failure the user must fix.
+
+    **Idempotent: required.** The core may call launch again for the same NodeClaim after a
+    crash or a lost status write. Tag instances with ``request.idempotency_key`` and, when an
+    instance with that key already exists, return it instead of launching another.
+    """
+
+
+@hookspec(firstresult=True)
+def nodewright_get(provider_id: str) -> Instance | None:
+    """Look up one instance by provider ID.
+
+    **Called** on the provider that launched it, by the lifecycle and garbage-collection
+    controllers.
+
+    **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` when it does not exist.
+    """
+
+
+@hookspec(firstresult=True)
+def nodewright_list() -> Sequence[Instance] | None:
+    """List every instance this provider runs for this cluster, in any state but terminated.
+
+    **Called** on every provider by garbage collection, which deletes NodeClaims whose
+    instance is gone and instances no NodeClaim owns.
+
+    **Returns** all instances, including those still starting.
+    """
+
+
+@hookspec(firstresult=True)
+def nodewright_delete(provider_id: str) -> None:
+    """Start terminating an instance.
+
+    **Called** on the provider that launched it, repeatedly (every few seconds) until it
+    raises :class:`~nodewright.plugin.errors.InstanceNotFoundError`.
+
+    **Returns** nothing while termination is under way.
+
+    **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` once the instance is
+    gone. **Idempotent: required.**
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Labels and drift
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def nodewright_node_labels(node_claim: NodeClaim, instance: Instance) -> Mapping[str, str] | None:
+    """Contribute labels for the Node of a launched NodeClaim.
+
+    **Called** on every plugin that implements it (providers and others), once per NodeClaim,
+    when the Node registers. Results are merged into the Node's labels; two plugins giving
+    different values for one key is an error naming both, and keys in a restricted domain
+    are rejected unless the contributing provider owns that domain.
+
+    **Returns** a mapping of label keys to values, or ``None``.
+    """
+
+
+@hookspec(firstresult=True)
+def nodewright_is_drifted(node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+    """Say whether an instance no longer matches its NodeClass (image, network, ...).
+
+    **Called** on the owner periodically for every launched NodeClaim.
+
+    **Returns** a drift reason (a short CamelCase word, e.g. ``AMIDrift``) or ``None``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Background work
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def nodewright_reconcile(now: datetime) -> timedelta | None:
+    """Do the provider's own periodic work (refresh caches, read interruption queues,
+    emulate kubelets).
+
+    **Called** on every provider on every pass of the controller loop once the time it last
+    asked for has come.
+
+    **Returns** how long until it wants to be called again (``None``: the default period).
+    Must not block for long; must not sleep.
+    """

@@ -1,0 +1,221 @@
+"""The data providers exchange with the core. Frozen dataclasses: cheap, hashable, and
+impossible for a provider to mutate behind the core's back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, CAPACITY_TYPES, ZONE_LABEL
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.resources import ResourceList, merge, subtract
+
+if TYPE_CHECKING:
+    from nodewright.api.karpenter import NodeClaim, NodeClass
+    from nodewright.api.meta import KubeObject
+
+
+@dataclass(frozen=True)
+class NodeClassKind:
+    """A NodeClass kind a provider owns, and the model that parses its manifests."""
+
+    group: str
+    kind: str
+    model: type[NodeClass]
+    #: Other apiVersions (e.g. ``karpenter.azure.com/v1alpha2``) the model also accepts.
+    extra_versions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """Who a provider is and what it owns. Returned once, when the host starts."""
+
+    #: Declared name; NodePools are routed to a provider by NodeClass kind, metrics and
+    #: errors name the provider by this. Lower-case, unique among loaded providers.
+    name: str
+    node_classes: tuple[NodeClassKind, ...]
+    #: Label domains users may not set (e.g. ``karpenter.kwok.sh``); keys the provider sets
+    #: itself must then be listed in ``well_known_labels``.
+    restricted_label_domains: frozenset[str] = frozenset()
+    #: Labels every instance type of this provider defines (e.g. ``karpenter.kwok.sh/instance-cpu``).
+    well_known_labels: frozenset[str] = frozenset()
+    #: How to install the distribution, shown when a NodePool needs it and it is missing.
+    install_hint: str = ""
+
+
+@dataclass(frozen=True)
+class Offering:
+    """One way to buy an instance type: a zone and capacity type at a price."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+    #: Further labels a node launched from this offering gets (e.g. a reservation ID).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def requirements(self) -> Requirements:
+        return Requirements.from_labels(
+            {ZONE_LABEL: self.zone, CAPACITY_TYPE_LABEL: self.capacity_type, **self.labels}
+        )
+
+
+@dataclass(frozen=True)
+class InstanceTypeOverhead:
+    """Resources the node keeps for itself (kubelet, system daemons, eviction headroom)."""
+
+    kube_reserved: ResourceList = field(default_factory=dict)
+    system_reserved: ResourceList = field(default_factory=dict)
+    eviction_threshold: ResourceList = field(default_factory=dict)
+
+    def total(self) -> ResourceList:
+        return merge(self.kube_reserved, self.system_reserved, self.eviction_threshold)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A machine shape a provider can launch.
+
+    ``requirements`` must define every label the provider sets on such nodes (instance type,
+    arch, os and the provider's own); the core adds zone and capacity type from the
+    offerings. ``offerings`` may be empty when returned from discovery; the pricing hook
+    fills them in.
+    """
+
+    name: str
+    requirements: Requirements
+    capacity: ResourceList
+    overhead: InstanceTypeOverhead = field(default_factory=InstanceTypeOverhead)
+    offerings: tuple[Offering, ...] = ()
+
+    def allocatable(self) -> ResourceList:
+        """Capacity less overhead (and less hugepages from memory), never negative."""
+        values = subtract(self.capacity, self.overhead.total())
+        hugepages = sum(v for k, v in self.capacity.items() if k.startswith("hugepages-"))
+        if hugepages and "memory" in values:
+            values["memory"] -= hugepages
+        return {name: max(0, value) for name, value in values.items()}
+
+    def with_offerings(self, offerings: Sequence[Offering]) -> InstanceType:
+        """This instance type with ``offerings`` and the zone and capacity-type requirements
+        they imply."""
+        zones = frozenset(o.zone for o in offerings)
+        capacity_types = frozenset(o.capacity_type for o in offerings)
+        requirements = Requirements(
+            [
+                *(r for k, r in self.requirements.items()
+                  if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)),
+                Requirement(ZONE_LABEL, False, zones),
+                Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
+            ]
+        )
+        return InstanceType(self.name, requirements, self.capacity, self.overhead, tuple(offerings))
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What the core asks a provider to launch for one NodeClaim.
+
+    ``instance_types`` are the NodeClaim's options, cheapest first, each with only the
+    offerings compatible with the NodeClaim's requirements that are available. The provider
+    picks one (usually the cheapest) and must honour ``requirements`` and ``labels``.
+    """
+
+    node_claim: NodeClaim
+    node_class: NodeClass
+    instance_types: tuple[InstanceType, ...]
+    requirements: Requirements
+
+    @property
+    def idempotency_key(self) -> str:
+        """The NodeClaim's identity: a launch repeated with this key must not launch twice."""
+        return self.node_claim.metadata.uid or self.node_claim.name
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A machine the provider runs (or is starting or stopping) for a NodeClaim."""
+
+    provider_id: str
+    node_claim: str
+    node_pool: str
+    node_class: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+    created_at: datetime
+    #: Labels the node will carry, beyond those the NodeClaim already states.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    capacity: ResourceList = field(default_factory=dict)
+    allocatable: ResourceList = field(default_factory=dict)
+    image_id: str = ""
+    #: ``pending``, ``running``, ``terminating`` or ``terminated``.
+    state: str = "running"
+
+
+@dataclass(frozen=True)
+class NodeClassReadiness:
+    """Whether a NodeClass can be used to launch nodes, and why not."""
+
+    ready: bool
+    reason: str = ""
+    message: str = ""
+    #: Extra status fields the provider resolved (e.g. subnets, AMIs), written to ``status``.
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ProviderCluster(Protocol):
+    """The slice of the cluster a provider may use (the KWOK provider creates Nodes).
+
+    It goes through the core's cluster adapter, so providers never talk to the API server
+    themselves.
+    """
+
+    def get(self, kind: type[Any], name: str, namespace: str = "") -> Any: ...
+
+    def list(self, kind: type[Any], namespace: str | None = None) -> list[Any]: ...
+
+    def create(self, obj: KubeObject) -> Any: ...
+
+    def update(self, obj: KubeObject) -> Any: ...
+
+    def update_status(self, obj: KubeObject) -> Any: ...
+
+    def delete(self, kind: type[Any], name: str, namespace: str = "") -> None: ...
+
+
+class ClockLike(Protocol):
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """Handed to every provider once, before any other hook but ``provider_info``."""
+
+    cluster: ProviderCluster
+    clock: ClockLike
+    #: The provider's own settings (``--provider-option kwok.registration-delay=5s`` style).
+    options: Mapping[str, str]
+    #: The cluster's name, for tags and labels.
+    cluster_name: str = "nodewright"
+
+
+#: How often provider background work runs when a provider does not say.
+DEFAULT_RECONCILE_PERIOD = timedelta(seconds=10)
+
+__all__ = [
+    "CAPACITY_TYPES",
+    "Instance",
+    "InstanceType",
+    "InstanceTypeOverhead",
+    "LaunchRequest",
+    "NodeClassKind",
+    "NodeClassReadiness",
+    "Offering",
+    "ProviderCluster",
+    "ProviderContext",
+    "ProviderInfo",
+]

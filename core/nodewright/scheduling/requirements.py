@@ -1,0 +1,335 @@
+"""Karpenter's requirements algebra: node label constraints as sets that intersect.
+
+A :class:`Requirement` is a set of allowed values for one label key: a finite set (``In``,
+``DoesNotExist`` as the empty set) or the complement of one (``NotIn``, ``Exists`` as the
+complement of nothing), optionally bounded by integers (``Gt``, ``Lt``, ``Gte``, ``Lte``).
+:class:`Requirements` maps keys to requirements. Everything here is immutable and pure.
+
+Two asymmetries matter (``kubernetes-sigs/karpenter:pkg/scheduling/requirements.go``):
+a key that only one side defines is fine when it is well known (every instance type has a
+zone, so a pod may ask for one) or when the incoming operator is ``NotIn``/``DoesNotExist``;
+a custom key a pod requires with ``In``/``Exists`` must be defined by the other side.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from nodewright.api.labels import WELL_KNOWN_LABELS, normalize_label
+
+IN = "In"
+NOT_IN = "NotIn"
+EXISTS = "Exists"
+DOES_NOT_EXIST = "DoesNotExist"
+GT = "Gt"
+LT = "Lt"
+GTE = "Gte"
+LTE = "Lte"
+OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
+
+_UNBOUNDED = 2**63 - 1  # what Karpenter reports as the size of a complement set
+
+
+class RequirementError(ValueError):
+    """A requirement that cannot be built: unknown operator or a non-integer bound."""
+
+
+def _as_int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """The set of values allowed for one key.
+
+    ``greater_than`` and ``less_than`` are exclusive integer bounds (``Gte 3`` is stored as
+    ``greater_than=2``). Bounds only ever appear on complement sets.
+    """
+
+    key: str
+    complement: bool
+    values: frozenset[str]
+    greater_than: int | None = None
+    less_than: int | None = None
+    min_values: int | None = None
+
+    @classmethod
+    def of(
+        cls, key: str, operator: str, values: Iterable[str] = (), min_values: int | None = None
+    ) -> Requirement:
+        """Build a requirement from a NodeSelectorRequirement's key, operator and values."""
+        key = normalize_label(key)
+        vals = frozenset(str(v) for v in values)
+        if operator == IN:
+            return cls(key, False, vals, min_values=min_values)
+        if operator == NOT_IN:
+            return cls(key, True, vals, min_values=min_values)
+        if operator == EXISTS:
+            return cls(key, True, frozenset(), min_values=min_values)
+        if operator == DOES_NOT_EXIST:
+            return cls(key, False, frozenset(), min_values=min_values)
+        if operator in (GT, LT, GTE, LTE):
+            if len(vals) != 1:
+                raise RequirementError(f"operator {operator} on {key!r} needs exactly one value")
+            bound = _as_int(next(iter(vals)))
+            if bound is None:
+                raise RequirementError(
+                    f"operator {operator} on {key!r} needs an integer, got {next(iter(vals))!r}"
+                )
+            if operator == GT:
+                return cls(key, True, frozenset(), greater_than=bound, min_values=min_values)
+            if operator == GTE:
+                return cls(key, True, frozenset(), greater_than=bound - 1, min_values=min_values)
+            if operator == LT:
+                return cls(key, True, frozenset(), less_than=bound, min_values=min_values)
+            return cls(key, True, frozenset(), less_than=bound + 1, min_values=min_values)
+        raise RequirementError(f"unknown operator {operator!r} on {key!r}")
+
+    # -- set properties -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        if self.complement:
+            return _UNBOUNDED - len(self.values)
+        return len(self.values)
+
+    @property
+    def operator(self) -> str:
+        """The operator that describes this set (bounded complements read as Exists)."""
+        if self.complement:
+            return NOT_IN if self.values else EXISTS
+        return IN if self.values else DOES_NOT_EXIST
+
+    def _within_bounds(self, value: str) -> bool:
+        if self.greater_than is None and self.less_than is None:
+            return True
+        number = _as_int(value)
+        if number is None:
+            return False
+        if self.greater_than is not None and number <= self.greater_than:
+            return False
+        return not (self.less_than is not None and number >= self.less_than)
+
+    def has(self, value: str) -> bool:
+        """True when ``value`` is in the set."""
+        if self.complement:
+            return value not in self.values and self._within_bounds(value)
+        return value in self.values and self._within_bounds(value)
+
+    def intersection(self, other: Requirement) -> Requirement:
+        """The values allowed by both requirements; minValues takes the larger."""
+        complement = self.complement and other.complement
+        greater_than = _max_opt(self.greater_than, other.greater_than)
+        less_than = _min_opt(self.less_than, other.less_than)
+        min_values = _max_opt(self.min_values, other.min_values)
+        if greater_than is not None and less_than is not None and greater_than >= less_than:
+            return Requirement(self.key, False, frozenset(), min_values=min_values)
+        if self.complement and other.complement:
+            values = self.values | other.values
+        elif self.complement:
+            values = other.values - self.values
+        elif other.complement:
+            values = self.values - other.values
+        else:
+            values = self.values & other.values
+        if greater_than is not None or less_than is not None:
+            bounded = Requirement(self.key, True, frozenset(), greater_than, less_than)
+            values = frozenset(v for v in values if bounded._within_bounds(v))
+        if not complement:
+            greater_than = less_than = None
+        return Requirement(self.key, complement, values, greater_than, less_than, min_values)
+
+    def any_value(self, rng: random.Random | None = None) -> str:
+        """A value from the set: the smallest for finite sets, an integer for complements."""
+        if not self.complement:
+            return min(self.values) if self.values else ""
+        low = (self.greater_than + 1) if self.greater_than is not None else 0
+        high = (self.less_than - 1) if self.less_than is not None else 2**31 - 1
+        generator = rng or random.Random(0)
+        for _ in range(100):
+            candidate = str(generator.randint(low, max(low, high)))
+            if candidate not in self.values:
+                return candidate
+        return ""
+
+    def __str__(self) -> str:
+        if self.greater_than is not None or self.less_than is not None:
+            parts = []
+            if self.greater_than is not None:
+                parts.append(f"{self.key} Gt {self.greater_than}")
+            if self.less_than is not None:
+                parts.append(f"{self.key} Lt {self.less_than}")
+            text = " and ".join(parts)
+        elif self.operator in (EXISTS, DOES_NOT_EXIST):
+            text = f"{self.key} {self.operator}"
+        else:
+            shown = sorted(self.values)
+            suffix = ""
+            if len(shown) > 5:
+                suffix = f" and {len(shown) - 5} others"
+                shown = shown[:5]
+            text = f"{self.key} {self.operator} [{' '.join(shown)}]{suffix}"
+        if self.min_values is not None:
+            text += f", minValues {self.min_values}"
+        return text
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+class IncompatibleError(ValueError):
+    """Two sets of requirements that no node could satisfy together; says which keys."""
+
+
+class Requirements(Mapping[str, Requirement]):
+    """An immutable map from label key to :class:`Requirement`."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Requirement] = ()) -> None:
+        merged: dict[str, Requirement] = {}
+        for requirement in items:
+            existing = merged.get(requirement.key)
+            merged[requirement.key] = (
+                requirement if existing is None else existing.intersection(requirement)
+            )
+        self._items = merged
+
+    @classmethod
+    def from_labels(cls, labels: Mapping[str, str]) -> Requirements:
+        """One single-valued ``In`` requirement per label."""
+        return cls(Requirement(normalize_label(k), False, frozenset((v,))) for k, v in labels.items())
+
+    @classmethod
+    def of(cls, *specs: tuple[str, str, Iterable[str]]) -> Requirements:
+        """Build from ``(key, operator, values)`` tuples."""
+        return cls(Requirement.of(key, op, values) for key, op, values in specs)
+
+    # -- Mapping ---------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Requirement:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Requirements({str(self)!r})"
+
+    def __str__(self) -> str:
+        return ", ".join(str(self._items[k]) for k in sorted(self._items))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Requirements):
+            return NotImplemented
+        return self._items == other._items
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    # -- algebra ---------------------------------------------------------------------------
+
+    def get_or_exists(self, key: str) -> Requirement:
+        """The requirement for ``key``; an undefined key allows any value (``Exists``)."""
+        found = self._items.get(key)
+        return found if found is not None else Requirement(key, True, frozenset())
+
+    def add(self, *others: Requirements | Requirement) -> Requirements:
+        """The intersection of these requirements with ``others``."""
+        items: list[Requirement] = list(self._items.values())
+        for other in others:
+            if isinstance(other, Requirement):
+                items.append(other)
+            else:
+                items.extend(other.values())
+        return Requirements(items)
+
+    def intersects(self, incoming: Requirements) -> list[str]:
+        """Problems with keys both sides define; empty when every shared key intersects."""
+        problems: list[str] = []
+        for key in self._items.keys() & incoming._items.keys():
+            existing = self._items[key]
+            other = incoming._items[key]
+            if len(existing.intersection(other)) == 0:
+                if other.operator in (NOT_IN, DOES_NOT_EXIST) and existing.operator in (
+                    NOT_IN,
+                    DOES_NOT_EXIST,
+                ):
+                    continue
+                problems.append(f"key {key}, {other} not in {existing}")
+        return sorted(problems)
+
+    def compatibility_problems(
+        self, incoming: Requirements, allow_undefined: frozenset[str] = WELL_KNOWN_LABELS
+    ) -> list[str]:
+        """Why ``incoming`` cannot be satisfied together with these requirements ([] if it can).
+
+        Keys in ``allow_undefined`` may be missing here; other keys ``incoming`` requires with
+        ``In``/``Exists`` must be defined here.
+        """
+        problems: list[str] = []
+        for key in incoming._items.keys() - self._items.keys():
+            operator = incoming._items[key].operator
+            if key in allow_undefined or operator in (NOT_IN, DOES_NOT_EXIST):
+                continue
+            problems.append(f'label "{key}" does not have known values')
+        return sorted(problems) + self.intersects(incoming)
+
+    def compatible(
+        self, incoming: Requirements, allow_undefined: frozenset[str] = WELL_KNOWN_LABELS
+    ) -> bool:
+        """True when some node could satisfy both these requirements and ``incoming``."""
+        for key, other in incoming._items.items():
+            existing = self._items.get(key)
+            if existing is None:
+                if key in allow_undefined or other.operator in (NOT_IN, DOES_NOT_EXIST):
+                    continue
+                return False
+            if len(existing.intersection(other)) == 0 and not (
+                other.operator in (NOT_IN, DOES_NOT_EXIST)
+                and existing.operator in (NOT_IN, DOES_NOT_EXIST)
+            ):
+                return False
+        return True
+
+    def labels(self) -> dict[str, str]:
+        """Labels implied by single-valued ``In`` requirements."""
+        return {
+            key: next(iter(req.values))
+            for key, req in self._items.items()
+            if not req.complement and len(req.values) == 1
+        }
+
+    def matches_labels(self, labels: Mapping[str, str]) -> bool:
+        """True when a node with exactly these labels satisfies every requirement.
+
+        An absent label satisfies only ``NotIn`` and ``DoesNotExist``.
+        """
+        for key, req in self._items.items():
+            value = labels.get(key)
+            if value is None:
+                if req.operator not in (NOT_IN, DOES_NOT_EXIST):
+                    return False
+            elif not req.has(value):
+                return False
+        return True
