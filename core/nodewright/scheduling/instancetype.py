@@ -1,0 +1,83 @@
+"""Instance types and offerings: the machine shapes a provider sells, and at what price.
+
+These are scheduling data (the solver reads them) and part of the plugin API (providers
+build them); :mod:`nodewright.plugin` re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.resources import ResourceList, merge, subtract
+
+
+@dataclass(frozen=True)
+class Offering:
+    """One way to buy an instance type: a zone and capacity type at a price."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+    #: Further labels a node launched from this offering gets (e.g. a reservation ID).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def requirements(self) -> Requirements:
+        return Requirements.from_labels(
+            {ZONE_LABEL: self.zone, CAPACITY_TYPE_LABEL: self.capacity_type, **self.labels}
+        )
+
+
+@dataclass(frozen=True)
+class InstanceTypeOverhead:
+    """Resources the node keeps for itself (kubelet, system daemons, eviction headroom)."""
+
+    kube_reserved: ResourceList = field(default_factory=dict)
+    system_reserved: ResourceList = field(default_factory=dict)
+    eviction_threshold: ResourceList = field(default_factory=dict)
+
+    def total(self) -> ResourceList:
+        return merge(self.kube_reserved, self.system_reserved, self.eviction_threshold)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A machine shape a provider can launch.
+
+    ``requirements`` must define every label the provider sets on such nodes (instance type,
+    arch, os and the provider's own); the core adds zone and capacity type from the
+    offerings. ``offerings`` may be empty when returned from discovery; the pricing hook
+    fills them in.
+    """
+
+    name: str
+    requirements: Requirements
+    capacity: ResourceList
+    overhead: InstanceTypeOverhead = field(default_factory=InstanceTypeOverhead)
+    offerings: tuple[Offering, ...] = ()
+
+    def allocatable(self) -> ResourceList:
+        """Capacity less overhead (and less hugepages from memory), never negative."""
+        values = subtract(self.capacity, self.overhead.total())
+        hugepages = sum(v for k, v in self.capacity.items() if k.startswith("hugepages-"))
+        if hugepages and "memory" in values:
+            values["memory"] -= hugepages
+        return {name: max(0, value) for name, value in values.items()}
+
+    def with_offerings(self, offerings: Sequence[Offering]) -> InstanceType:
+        """This instance type with ``offerings`` and the zone and capacity-type requirements
+        they imply."""
+        zones = frozenset(o.zone for o in offerings)
+        capacity_types = frozenset(o.capacity_type for o in offerings)
+        requirements = Requirements(
+            [
+                *(r for k, r in self.requirements.items()
+                  if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)),
+                Requirement(ZONE_LABEL, False, zones),
+                Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
+            ]
+        )
+        return InstanceType(self.name, requirements, self.capacity, self.overhead, tuple(offerings))

@@ -1,0 +1,133 @@
+"""The solver's inputs and outputs.
+
+The provisioning controller builds these from cluster state; :func:`nodewright.scheduling.
+scheduler.solve` consumes and produces them without I/O, so the same solver serves
+provisioning, consolidation simulations, benchmarks and property tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nodewright.scheduling.instancetype import InstanceType
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.resources import ResourceList
+from nodewright.scheduling.taints import Taint, Toleration
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wildcard = ("0.0.0.0", "::", "")
+        return self.ip in wildcard or other.ip in wildcard or self.ip == other.ip
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """What one pending pod needs from a node.
+
+    ``requirement_terms`` are the pod's node requirements, one entry per ORed required
+    node-affinity term (each already intersected with the nodeSelector); a pod with no
+    affinity has exactly one term. ``preferred_terms`` are preferred node-affinity terms,
+    heaviest first; while preferences are respected, the heaviest is treated as required.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    requests: ResourceList
+    requirement_terms: tuple[Requirements, ...] = (Requirements(),)
+    preferred_terms: tuple[tuple[int, Requirements], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
+    #: Position in creation order (creationTimestamp, then UID), used to break ties.
+    order: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ExistingNode:
+    """A node, or an in-flight NodeClaim not yet registered, that pods may be placed on."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: ResourceList
+    #: Requests of pods already bound or nominated to it (daemonsets included).
+    requested: ResourceList
+    host_ports: tuple[HostPort, ...] = ()
+    initialized: bool = True
+    #: The NodeClaim behind it, if nodewright manages it.
+    node_claim: str | None = None
+    node_pool: str | None = None
+    #: True for a NodeClaim that has not registered a Node yet.
+    in_flight: bool = False
+
+
+@dataclass(frozen=True)
+class NodePoolTemplate:
+    """A NodePool as the solver sees it: what a new NodeClaim from it would look like."""
+
+    name: str
+    weight: int
+    #: NodePool requirements, template labels and ``karpenter.sh/nodepool`` as one set.
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    #: Instance types with their offerings (unavailable offerings included).
+    instance_types: tuple[InstanceType, ...]
+    #: Limits minus current usage; None when the pool has no limits.
+    remaining: ResourceList | None = None
+    #: Requests of the daemonset pods that would land on a node of this pool.
+    daemon_overhead: ResourceList = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    #: ``Respect`` treats the heaviest preferences as required (relaxing them when they
+    #: cannot be met); ``Ignore`` drops them.
+    preference_policy: str = "Respect"
+    #: Karpenter's cap on instance types carried by one NodeClaim.
+    max_instance_types: int = 600
+
+
+@dataclass
+class NewNodeClaim:
+    """A NodeClaim the solver wants created, and the pods it was sized for."""
+
+    node_pool: str
+    #: Final requirements: the template's, intersected with every pod's, plus
+    #: ``node.kubernetes.io/instance-type In [...]`` and ``karpenter.sh/capacity-type In [...]``.
+    requirements: Requirements
+    #: Options, cheapest compatible available offering first; at most ``max_instance_types``.
+    instance_types: list[InstanceType]
+    pods: list[PodRequest]
+    #: Pod requests plus daemonset overhead: what the node must fit.
+    requests: ResourceList
+    #: A placeholder name used while solving (``hostname-placeholder-0001``).
+    hostname: str = ""
+
+
+@dataclass
+class SchedulingResult:
+    new_node_claims: list[NewNodeClaim] = field(default_factory=list)
+    #: Existing node (or in-flight NodeClaim) name → pods expected to land there.
+    existing_nodes: dict[str, list[PodRequest]] = field(default_factory=dict)
+    #: Pod key (``namespace/name``) → why it cannot be scheduled, in Karpenter's words.
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def scheduled_count(self) -> int:
+        return sum(len(c.pods) for c in self.new_node_claims) + sum(
+            len(p) for p in self.existing_nodes.values()
+        )
