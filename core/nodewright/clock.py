@@ -50,5 +50,4 @@ class SimulatedClock:
         self._now += delta
 
     def advance_to(self, instant: datetime) -> None:
-        if instant > self._now:
-            self._now = instant
+        self._now = max(self._now, instant)

@@ -7,7 +7,12 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from nodewright.api.core import LabelSelector, NodeSelectorRequirement, PersistentVolumeClaim, PodTemplateSpec
+from nodewright.api.core import (
+    LabelSelector,
+    NodeSelectorRequirement,
+    PersistentVolumeClaim,
+    PodTemplateSpec,
+)
 from nodewright.api.meta import KubeObject, Model
 
 

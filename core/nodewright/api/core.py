@@ -8,14 +8,16 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from nodewright.api.meta import Condition, KubeObject, Model, ObjectMeta, ObjectReference
+from nodewright.api.meta import KubeObject, Model, ObjectMeta, ObjectReference
 
 
 def _quantities(value: object) -> object:
     """YAML gives ``cpu: 1`` as an int; the API keeps quantities as strings."""
     if isinstance(value, dict):
-        return {k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-                for k, v in value.items()}
+        return {
+            k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+            for k, v in value.items()
+        }
     return value
 
 

@@ -24,8 +24,10 @@ class NodeSelectorRequirementWithMinValues(StrictModel):
     @classmethod
     def _stringify(cls, value: Any) -> Any:
         if isinstance(value, list):
-            return [str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-                    for v in value]
+            return [
+                str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for v in value
+            ]
         return value
 
 
@@ -172,9 +174,9 @@ CONDITION_INSTANCE_TERMINATING = "InstanceTerminating"
 
 
 __all__ = [
-    "ObjectMeta",
     "KubeObject",
     "NodeClaim",
     "NodeClass",
     "NodePool",
+    "ObjectMeta",
 ]

@@ -153,6 +153,7 @@ def set_condition(
     kind: str,
     status: ConditionStatus,
     now: datetime,
+    *,
     reason: str | None = None,
     message: str | None = None,
     observed_generation: int | None = None,

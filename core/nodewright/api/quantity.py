@@ -63,14 +63,14 @@ def parse_quantity(value: str | int | float) -> int:
 
 def format_quantity(milli: int, resource: str = "") -> str:
     """Render milli-units the way ``kubectl`` would show them."""
-    if resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage")):
-        if milli % 1000 == 0:
-            units = milli // 1000
-            for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-                size = _BINARY[suffix]
-                if units and units % size == 0:
-                    return f"{units // size}{suffix}"
-            return str(units)
+    binary = resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage"))
+    if binary and milli % 1000 == 0:
+        units = milli // 1000
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            size = _BINARY[suffix]
+            if units and units % size == 0:
+                return f"{units // size}{suffix}"
+        return str(units)
     if milli % 1000 == 0:
         return str(milli // 1000)
     return f"{milli}m"

@@ -28,7 +28,9 @@ class InsufficientCapacityError(ProviderError):
     """
 
     def __init__(
-        self, message: str, offerings: Sequence[tuple[str, str, str]] = (),
+        self,
+        message: str,
+        offerings: Sequence[tuple[str, str, str]] = (),
         ttl: timedelta = timedelta(minutes=3),
     ) -> None:
         super().__init__(message)

@@ -40,7 +40,8 @@ class ProviderInfo:
     #: Label domains users may not set (e.g. ``karpenter.kwok.sh``); keys the provider sets
     #: itself must then be listed in ``well_known_labels``.
     restricted_label_domains: frozenset[str] = frozenset()
-    #: Labels every instance type of this provider defines (e.g. ``karpenter.kwok.sh/instance-cpu``).
+    #: Labels every instance type of this provider defines
+    #: (e.g. ``karpenter.kwok.sh/instance-cpu``).
     well_known_labels: frozenset[str] = frozenset()
     #: How to install the distribution, shown when a NodePool needs it and it is missing.
     install_hint: str = ""

@@ -74,8 +74,11 @@ class InstanceType:
         capacity_types = frozenset(o.capacity_type for o in offerings)
         requirements = Requirements(
             [
-                *(r for k, r in self.requirements.items()
-                  if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)),
+                *(
+                    r
+                    for k, r in self.requirements.items()
+                    if k not in (ZONE_LABEL, CAPACITY_TYPE_LABEL)
+                ),
                 Requirement(ZONE_LABEL, False, zones),
                 Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
             ]

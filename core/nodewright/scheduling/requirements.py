@@ -215,7 +215,9 @@ class Requirements(Mapping[str, Requirement]):
     @classmethod
     def from_labels(cls, labels: Mapping[str, str]) -> Requirements:
         """One single-valued ``In`` requirement per label."""
-        return cls(Requirement(normalize_label(k), False, frozenset((v,))) for k, v in labels.items())
+        return cls(
+            Requirement(normalize_label(k), False, frozenset((v,))) for k, v in labels.items()
+        )
 
     @classmethod
     def of(cls, *specs: tuple[str, str, Iterable[str]]) -> Requirements:

@@ -18,7 +18,9 @@ class Taint:
     value: str = ""
 
     def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        return (
+            f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""KWOK provider for nodewright."""
