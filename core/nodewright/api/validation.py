@@ -1,0 +1,525 @@
+"""Karpenter's validation rules for NodePools and NodeClaims.
+
+Karpenter enforces these in two places: CEL rules and patterns in the CRDs (the API server
+rejects the object) and ``RuntimeValidate`` (the NodePool's ``ValidationSucceeded`` condition
+goes False). nodewright has no admission step of its own, so both sets are checked here and
+every problem is reported, not just the first. Each error names the object, the field (camelCase
+path, as in the manifest) and the offending value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from nodewright.api.core import Taint
+from nodewright.api.cron import CronError, parse_cron
+from nodewright.api.karpenter import (
+    Budget,
+    Disruption,
+    NodeClaim,
+    NodeClassReference,
+    NodePool,
+    NodeSelectorRequirementWithMinValues,
+)
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPES,
+    NODEPOOL_LABEL,
+    RESTRICTED_LABEL_DOMAINS,
+    RESTRICTED_LABELS,
+    WELL_KNOWN_LABELS,
+    normalize_label,
+)
+from nodewright.api.quantity import QuantityError, parse_quantity
+
+# Limits from the CRDs.
+MAX_LABELS = 100
+MAX_REQUIREMENTS = 100
+MAX_REQUIREMENT_KEY_LENGTH = 316
+MIN_VALUES_RANGE = (1, 50)
+MAX_BUDGETS = 50
+MAX_BUDGET_REASONS = 50
+WEIGHT_RANGE = (1, 100)
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+NUMERIC_OPERATORS = frozenset({"Gt", "Lt", "Gte", "Lte"})
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
+
+#: Values a well-known key may take; a requirement naming none of them can never be met.
+WELL_KNOWN_VALUES: Mapping[str, frozenset[str]] = {CAPACITY_TYPE_LABEL: frozenset(CAPACITY_TYPES)}
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_NON_NEGATIVE_INTEGER = re.compile(r"\+?[0-9]+")
+_DURATION_OR_NEVER = re.compile(r"([0-9]+(s|m|h))+|Never")
+_DURATION = re.compile(r"([0-9]+(s|m|h))+")
+_BUDGET_DURATION = re.compile(r"(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?")
+_BUDGET_NODES = re.compile(r"(100|[0-9]{1,2})%|[0-9]+")
+
+_DNS_SUBDOMAIN_MAX = 253
+_NAME_PART_MAX = 63
+_LABEL_VALUE_MAX = 63
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One broken rule: which object, which field, and what is wrong with it."""
+
+    kind: str
+    name: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f'{self.kind} "{self.name}": {self.field}: {self.message}'
+
+
+# --- reusable checks (each returns the problems in plain words; empty means valid) --------
+
+
+def dns_subdomain_problems(value: str) -> list[str]:
+    """Problems with ``value`` as an object name (RFC 1123 subdomain)."""
+    if not value:
+        return ["must not be empty"]
+    problems = []
+    if len(value) > _DNS_SUBDOMAIN_MAX:
+        problems.append(f"must be at most {_DNS_SUBDOMAIN_MAX} characters, got {len(value)}")
+    if not _DNS_SUBDOMAIN.fullmatch(value):
+        problems.append(
+            f"must consist of lower case letters, digits, '-' and '.', and start and end "
+            f"with a letter or digit, got {value!r}"
+        )
+    return problems
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """Problems with ``value`` as a label or taint key (``[prefix/]name``)."""
+    if not value:
+        return ["must not be empty"]
+    prefix, slash, name = value.rpartition("/")
+    problems = []
+    if slash and not prefix:
+        problems.append(f"prefix before '/' must not be empty, got {value!r}")
+    if prefix and prefix.count("/") == 0:
+        problems.extend(f"prefix {p}" for p in dns_subdomain_problems(prefix))
+    elif prefix:
+        problems.append(f"may contain at most one '/', got {value!r}")
+    if not name:
+        problems.append(f"name part must not be empty, got {value!r}")
+    else:
+        if len(name) > _NAME_PART_MAX:
+            problems.append(
+                f"name part must be at most {_NAME_PART_MAX} characters, got {len(name)} "
+                f"in {value!r}"
+            )
+        if not _QUALIFIED_NAME_PART.fullmatch(name):
+            problems.append(
+                "name part must consist of letters, digits, '-', '_' and '.', and start and "
+                f"end with a letter or digit, got {value!r}"
+            )
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """Problems with ``value`` as a label value (empty is allowed)."""
+    problems = []
+    if len(value) > _LABEL_VALUE_MAX:
+        problems.append(
+            f"must be at most {_LABEL_VALUE_MAX} characters, got {len(value)} in {value!r}"
+        )
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append(
+            "must be empty or consist of letters, digits, '-', '_' and '.', and start and end "
+            f"with a letter or digit, got {value!r}"
+        )
+    return problems
+
+
+def label_domain(key: str) -> str:
+    prefix, slash, _ = key.partition("/")
+    return prefix if slash else ""
+
+
+def restricted_label_problem(
+    key: str,
+    *,
+    restricted_domains: frozenset[str] = RESTRICTED_LABEL_DOMAINS,
+    well_known_labels: frozenset[str] = WELL_KNOWN_LABELS,
+) -> str | None:
+    """Why a NodePool, NodeClaim or pod may not use label ``key``, or None if it may.
+
+    Keys in a restricted domain (``karpenter.sh`` and any domain a provider adds) or its
+    subdomains are reserved unless well-known; ``kubernetes.io/hostname`` is always reserved.
+    """
+    if key in well_known_labels:
+        return None
+    domain = label_domain(key)
+    for restricted in sorted(restricted_domains):
+        if domain == restricted or domain.endswith("." + restricted):
+            return (
+                f"label {key!r} is in the restricted domain {restricted!r}; use a well-known "
+                f"label ({', '.join(sorted(well_known_labels))}) or a custom label outside "
+                f"{', '.join(sorted(restricted_domains))}"
+            )
+    if key in RESTRICTED_LABELS:
+        return f"label {key!r} is restricted; Karpenter sets it itself"
+    return None
+
+
+# --- object validation -----------------------------------------------------------------------
+
+
+@dataclass
+class _Report:
+    """Collects errors for one object."""
+
+    kind: str
+    name: str
+    errors: list[FieldError] = field(default_factory=list)
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(self.kind, self.name, path, message))
+
+    def add_all(self, path: str, messages: Iterable[str]) -> None:
+        for message in messages:
+            self.add(path, message)
+
+
+@dataclass(frozen=True)
+class _KeyRules:
+    restricted_domains: frozenset[str]
+    well_known_labels: frozenset[str]
+    forbid_nodepool_key: bool
+
+
+def validate_node_pool(
+    pool: NodePool,
+    *,
+    restricted_domains: frozenset[str] = RESTRICTED_LABEL_DOMAINS,
+    well_known_labels: frozenset[str] = WELL_KNOWN_LABELS,
+) -> list[FieldError]:
+    """Every rule of Karpenter's NodePool CRD and runtime validation that ``pool`` breaks."""
+    report = _Report("NodePool", pool.name)
+    rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=True)
+    _check_name(report, pool.name)
+    if len(pool.name) > _LABEL_VALUE_MAX:
+        report.add(
+            "metadata.name",
+            f"must be at most {_LABEL_VALUE_MAX} characters because it becomes the value of "
+            f"the {NODEPOOL_LABEL} label, got {len(pool.name)}",
+        )
+    spec = pool.spec
+    template = spec.template
+    _check_template_labels(report, "spec.template.metadata.labels", template.metadata.labels, rules)
+    node = template.spec
+    _check_requirements(report, "spec.template.spec.requirements", node.requirements, rules)
+    _check_taints(report, "spec.template.spec", node.taints, node.startup_taints)
+    _check_node_class_ref(report, "spec.template.spec.nodeClassRef", node.node_class_ref)
+    _check_expire_after(report, "spec.template.spec.expireAfter", node.expire_after)
+    _check_grace_period(
+        report, "spec.template.spec.terminationGracePeriod", node.termination_grace_period
+    )
+    _check_disruption(report, "spec.disruption", spec.disruption)
+    _check_quantities(report, "spec.limits", spec.limits)
+    if spec.weight is not None and not WEIGHT_RANGE[0] <= spec.weight <= WEIGHT_RANGE[1]:
+        report.add(
+            "spec.weight",
+            f"must be between {WEIGHT_RANGE[0]} and {WEIGHT_RANGE[1]}, got {spec.weight}",
+        )
+    if spec.replicas is not None:
+        if spec.replicas < 0:
+            report.add("spec.replicas", f"must not be negative, got {spec.replicas}")
+        others = sorted(set(spec.limits) - {"nodes"})
+        if others:
+            report.add(
+                "spec.limits",
+                "only 'nodes' may be limited on a static NodePool (spec.replicas is set), "
+                f"got {', '.join(others)}",
+            )
+        if spec.weight is not None:
+            report.add(
+                "spec.weight",
+                f"is not supported on a static NodePool (spec.replicas is set), got {spec.weight}",
+            )
+    return report.errors
+
+
+def validate_node_claim(
+    claim: NodeClaim,
+    *,
+    restricted_domains: frozenset[str] = RESTRICTED_LABEL_DOMAINS,
+    well_known_labels: frozenset[str] = WELL_KNOWN_LABELS,
+) -> list[FieldError]:
+    """Every rule of Karpenter's NodeClaim CRD that ``claim`` breaks.
+
+    Unlike a NodePool, a NodeClaim may require ``karpenter.sh/nodepool``: Karpenter writes
+    that requirement itself when it launches a claim for a pool.
+    """
+    report = _Report("NodeClaim", claim.name)
+    rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=False)
+    _check_name(report, claim.name)
+    spec = claim.spec
+    _check_requirements(report, "spec.requirements", spec.requirements, rules)
+    _check_taints(report, "spec", spec.taints, spec.startup_taints)
+    _check_node_class_ref(report, "spec.nodeClassRef", spec.node_class_ref)
+    _check_expire_after(report, "spec.expireAfter", spec.expire_after)
+    _check_grace_period(report, "spec.terminationGracePeriod", spec.termination_grace_period)
+    _check_quantities(report, "spec.resources.requests", spec.resources.requests)
+    return report.errors
+
+
+def _key_path(path: str, key: str) -> str:
+    return f"{path}[{key}]"
+
+
+def _check_name(report: _Report, name: str) -> None:
+    report.add_all("metadata.name", dns_subdomain_problems(name))
+
+
+def _check_key(report: _Report, path: str, key: str, rules: _KeyRules) -> None:
+    """The key rules shared by template labels and requirements."""
+    if rules.forbid_nodepool_key and key == NODEPOOL_LABEL:
+        report.add(path, f"label {NODEPOOL_LABEL!r} is restricted; Karpenter sets it itself")
+        return
+    allowed = rules.well_known_labels | {NODEPOOL_LABEL}
+    problem = restricted_label_problem(
+        key, restricted_domains=rules.restricted_domains, well_known_labels=allowed
+    )
+    if problem is not None:
+        report.add(path, problem)
+
+
+def _check_template_labels(
+    report: _Report, path: str, labels: Mapping[str, str], rules: _KeyRules
+) -> None:
+    if len(labels) > MAX_LABELS:
+        report.add(path, f"must have at most {MAX_LABELS} labels, got {len(labels)}")
+    for key, value in labels.items():
+        key_path = _key_path(path, key)
+        problems = qualified_name_problems(key)
+        report.add_all(key_path, (f"key {p}" for p in problems))
+        if not problems:
+            _check_key(report, key_path, key, rules)
+        report.add_all(key_path, (f"value {p}" for p in label_value_problems(value)))
+
+
+def _check_requirements(
+    report: _Report,
+    path: str,
+    requirements: list[NodeSelectorRequirementWithMinValues],
+    rules: _KeyRules,
+) -> None:
+    if len(requirements) > MAX_REQUIREMENTS:
+        report.add(path, f"must have at most {MAX_REQUIREMENTS} entries, got {len(requirements)}")
+    for index, requirement in enumerate(requirements):
+        _check_requirement(report, f"{path}[{index}]", requirement, rules)
+
+
+def _check_requirement(
+    report: _Report,
+    path: str,
+    requirement: NodeSelectorRequirementWithMinValues,
+    rules: _KeyRules,
+) -> None:
+    key = normalize_label(requirement.key)
+    operator = requirement.operator
+    values = requirement.values
+    key_path = f"{path}.key"
+    values_path = f"{path}.values"
+    min_values_path = f"{path}.minValues"
+
+    if len(requirement.key) > MAX_REQUIREMENT_KEY_LENGTH:
+        report.add(
+            key_path,
+            f"must be at most {MAX_REQUIREMENT_KEY_LENGTH} characters, got {len(requirement.key)}",
+        )
+    key_problems = qualified_name_problems(requirement.key)
+    report.add_all(key_path, key_problems)
+    if not key_problems:
+        _check_key(report, key_path, key, rules)
+
+    if operator not in OPERATORS:
+        report.add(
+            f"{path}.operator",
+            f"must be one of {', '.join(OPERATORS)}, got {operator!r}",
+        )
+    for value_index, value in enumerate(values):
+        report.add_all(f"{values_path}[{value_index}]", label_value_problems(value))
+
+    if operator == "In" and not values:
+        report.add(values_path, f"operator In needs at least one value (key {key!r})")
+    elif operator in NUMERIC_OPERATORS:
+        if len(values) != 1 or not _NON_NEGATIVE_INTEGER.fullmatch(values[0]):
+            report.add(
+                values_path,
+                f"operator {operator} needs exactly one non-negative integer value, "
+                f"got {values!r} (key {key!r})",
+            )
+    elif operator in ("Exists", "DoesNotExist") and values:
+        report.add(
+            values_path,
+            f"operator {operator} takes no values, got {values!r} (key {key!r})",
+        )
+
+    min_values = requirement.min_values
+    if min_values is not None:
+        low, high = MIN_VALUES_RANGE
+        if not low <= min_values <= high:
+            report.add(min_values_path, f"must be between {low} and {high}, got {min_values}")
+        elif operator == "In" and len(values) < min_values:
+            report.add(
+                min_values_path,
+                f"is {min_values} but only {len(values)} value(s) are listed (key {key!r})",
+            )
+
+    known = WELL_KNOWN_VALUES.get(key)
+    if known is not None and operator == "In" and values:
+        valid = [v for v in values if v in known]
+        if not valid:
+            report.add(
+                values_path,
+                f"none of {values!r} is a valid value for {key!r}; "
+                f"expected one of {', '.join(sorted(known))}",
+            )
+        elif min_values is not None and len(set(valid)) < min_values:
+            report.add(
+                min_values_path,
+                f"is {min_values} but only {len(set(valid))} of {values!r} are valid values "
+                f"for {key!r} ({', '.join(sorted(known))})",
+            )
+
+
+def _check_taints(
+    report: _Report, spec_path: str, taints: list[Taint], startup_taints: list[Taint]
+) -> None:
+    """Taints and startup taints; a key/effect pair may appear once across both lists."""
+    seen: dict[tuple[str, str], str] = {}
+    for list_name, items in (("taints", taints), ("startupTaints", startup_taints)):
+        for index, taint in enumerate(items):
+            path = f"{spec_path}.{list_name}[{index}]"
+            report.add_all(f"{path}.key", qualified_name_problems(taint.key))
+            if taint.value:
+                report.add_all(f"{path}.value", qualified_name_problems(taint.value))
+            if taint.effect not in TAINT_EFFECTS:
+                report.add(
+                    f"{path}.effect",
+                    f"must be one of {', '.join(TAINT_EFFECTS)}, got {taint.effect!r}",
+                )
+            pair = (taint.key, taint.effect)
+            first = seen.get(pair)
+            if first is not None:
+                report.add(
+                    path,
+                    f"duplicate taint {taint.key}:{taint.effect}; the same key and effect "
+                    f"are already set at {first}",
+                )
+            else:
+                seen[pair] = path
+
+
+def _check_node_class_ref(report: _Report, path: str, ref: NodeClassReference) -> None:
+    for name, value in (("group", ref.group), ("kind", ref.kind), ("name", ref.name)):
+        if not value:
+            report.add(f"{path}.{name}", "must not be empty")
+    if "/" in ref.group:
+        report.add(
+            f"{path}.group",
+            f"must be an API group without a version (no '/'), got {ref.group!r}",
+        )
+
+
+def _check_expire_after(report: _Report, path: str, value: str) -> None:
+    if not _DURATION_OR_NEVER.fullmatch(value):
+        report.add(
+            path,
+            f"must be a duration in hours, minutes and seconds (e.g. 720h, 1h30m) or Never, "
+            f"got {value!r}",
+        )
+
+
+def _check_grace_period(report: _Report, path: str, value: str | None) -> None:
+    if value is not None and not _DURATION.fullmatch(value):
+        report.add(
+            path,
+            f"must be a duration in hours, minutes and seconds (e.g. 48h, 10m30s), got {value!r}",
+        )
+
+
+def _check_disruption(report: _Report, path: str, disruption: Disruption) -> None:
+    if disruption.consolidation_policy not in CONSOLIDATION_POLICIES:
+        report.add(
+            f"{path}.consolidationPolicy",
+            f"must be one of {', '.join(CONSOLIDATION_POLICIES)}, "
+            f"got {disruption.consolidation_policy!r}",
+        )
+    if not _DURATION_OR_NEVER.fullmatch(disruption.consolidate_after):
+        report.add(
+            f"{path}.consolidateAfter",
+            "must be a duration in hours, minutes and seconds (e.g. 0s, 5m) or Never, "
+            f"got {disruption.consolidate_after!r}",
+        )
+    budgets = disruption.budgets
+    if len(budgets) > MAX_BUDGETS:
+        report.add(
+            f"{path}.budgets", f"must have at most {MAX_BUDGETS} entries, got {len(budgets)}"
+        )
+    for index, budget in enumerate(budgets):
+        _check_budget(report, f"{path}.budgets[{index}]", budget)
+
+
+def _check_budget(report: _Report, path: str, budget: Budget) -> None:
+    if not _BUDGET_NODES.fullmatch(budget.nodes):
+        report.add(
+            f"{path}.nodes",
+            f"must be a whole number of nodes or a percentage from 0% to 100%, "
+            f"got {budget.nodes!r}",
+        )
+    if (budget.schedule is None) != (budget.duration is None):
+        missing = "duration" if budget.duration is None else "schedule"
+        report.add(path, f"schedule and duration must be set together; {missing} is missing")
+    if budget.schedule is not None:
+        try:
+            parse_cron(budget.schedule)
+        except CronError as error:
+            report.add(
+                f"{path}.schedule",
+                f"must be a 5-field cron schedule or one of @yearly, @annually, @monthly, "
+                f"@weekly, @daily, @midnight, @hourly; {error}",
+            )
+    if budget.duration is not None and not _BUDGET_DURATION.fullmatch(budget.duration):
+        report.add(
+            f"{path}.duration",
+            f"must be a duration in hours and minutes only (e.g. 8h, 30m, 1h30m), "
+            f"got {budget.duration!r}",
+        )
+    if budget.reasons is not None:
+        if len(budget.reasons) > MAX_BUDGET_REASONS:
+            report.add(
+                f"{path}.reasons",
+                f"must have at most {MAX_BUDGET_REASONS} entries, got {len(budget.reasons)}",
+            )
+        seen: set[str] = set()
+        for index, reason in enumerate(budget.reasons):
+            reason_path = f"{path}.reasons[{index}]"
+            if reason not in DISRUPTION_REASONS:
+                report.add(
+                    reason_path,
+                    f"must be one of {', '.join(DISRUPTION_REASONS)}, got {reason!r}",
+                )
+            elif reason in seen:
+                report.add(reason_path, f"duplicate reason {reason!r}")
+            seen.add(reason)
+
+
+def _check_quantities(report: _Report, path: str, quantities: Mapping[str, str]) -> None:
+    for resource, value in quantities.items():
+        try:
+            parse_quantity(value)
+        except QuantityError as error:
+            report.add(_key_path(path, resource), str(error))
