@@ -1,0 +1,517 @@
+"""An in-memory API server: the :class:`~nodewright.cluster.Cluster` adapter for simulations
+and tests.
+
+It keeps the API server's rules that controllers depend on (resourceVersion conflicts,
+finalizers and ``deletionTimestamp``, garbage collection through ownerReferences, the
+Binding and Eviction subresources, watch order) and nothing else: no admission, no
+defaulting beyond what the rules need, no validation of specs. Everything random (UIDs,
+generated names) comes from one seeded generator, so a simulation replays exactly.
+
+Objects are stored as private copies and every write replaces the stored object instead of
+mutating it, so a snapshot handed to the watch history never changes afterwards. The store is
+single-threaded, like the simulation loop that drives it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import copy
+import gc
+import itertools
+import math
+import random
+import string
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
+from nodewright.api.core import LabelSelector, Pod, PodCondition
+from nodewright.api.meta import KubeObject
+from nodewright.clock import Clock
+from nodewright.cluster import (
+    AlreadyExistsError,
+    ClusterError,
+    ConflictError,
+    EvictionBlockedError,
+    InvalidError,
+    NotFoundError,
+    WatchEvent,
+)
+from nodewright.cluster.selectors import label_selector_matches
+
+T = TypeVar("T", bound=KubeObject)
+
+DEFAULT_NAMESPACE = "default"
+#: How many watch events the store remembers; older resourceVersions are "gone" (HTTP 410).
+WATCH_HISTORY = 100_000
+_NAME_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+_NAME_SUFFIX_LENGTH = 5
+_MAX_NAME_ATTEMPTS = 64
+
+_Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped kinds
+
+
+class WatchExpiredError(ClusterError):
+    """The requested resourceVersion is older than the watch history (HTTP 410 Gone)."""
+
+
+# --- copying ------------------------------------------------------------------------------------
+
+_IMMUTABLE: frozenset[type] = frozenset({str, int, float, bool, type(None), datetime})
+_new_instance = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy specialised for API models: about 3x faster than ``model_copy(deep=True)``.
+
+    Reads dominate a simulation (every controller lists every pod each pass), so this is the
+    store's hottest path. It rebuilds pydantic models field by field without validation and
+    falls back to :func:`copy.deepcopy` for anything it does not know.
+    """
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {k: (v if type(v) in _IMMUTABLE else _copy(v)) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _IMMUTABLE else _copy(v) for v in value]
+    if isinstance(value, BaseModel):
+        clone = _new_instance(kind)
+        _set_attribute(
+            clone,
+            "__dict__",
+            {k: (v if type(v) in _IMMUTABLE else _copy(v)) for k, v in value.__dict__.items()},
+        )
+        _set_attribute(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        extra = value.__pydantic_extra__
+        _set_attribute(clone, "__pydantic_extra__", None if extra is None else _copy(extra))
+        private = value.__pydantic_private__
+        _set_attribute(clone, "__pydantic_private__", None if private is None else _copy(private))
+        return clone
+    return copy.deepcopy(value)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while copying many objects.
+
+    Copies create tens of thousands of small containers and no cycles; with a large store,
+    every collection the allocations trigger walks the whole heap, which triples the cost of
+    ``list(Pod)``.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def copy_object(obj: T) -> T:
+    """A deep copy of an API object, as the store hands them out."""
+    copied: T = _copy(obj)
+    return copied
+
+
+# --- the store ----------------------------------------------------------------------------------
+
+
+class MemoryCluster:
+    """Kubernetes objects in memory, with API-server semantics (see the module docstring)."""
+
+    def __init__(self, clock: Clock, seed: int = 0) -> None:
+        self._clock = clock
+        self._rng = random.Random(seed)
+        self._resource_version = 0
+        self._objects: dict[type[KubeObject], dict[_Key, KubeObject]] = {}
+        self._sorted_keys: dict[type[KubeObject], list[_Key]] = {}
+        self._by_uid: dict[str, tuple[type[KubeObject], _Key]] = {}
+        #: owner uid -> dependents that name it in ownerReferences
+        self._dependents: dict[str, set[tuple[type[KubeObject], _Key]]] = {}
+        self._history: deque[WatchEvent] = deque(maxlen=WATCH_HISTORY)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
+        stored = self._objects.get(kind, {}).get(self._key(kind, name, namespace))
+        return None if stored is None else copy_object(stored)  # type: ignore[return-value]
+
+    def list(
+        self,
+        kind: type[T],
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[T]:
+        with _collector_paused():
+            return [copy_object(obj) for obj in self.peek(kind, namespace, labels)]
+
+    def select(
+        self, kind: type[T], selector: LabelSelector, namespace: str | None = None
+    ) -> builtins.list[T]:
+        """Objects whose labels satisfy a full label selector, sorted by namespace and name."""
+        with _collector_paused():
+            return [
+                copy_object(obj)
+                for obj in self.peek(kind, namespace)
+                if label_selector_matches(selector, obj.metadata.labels)
+            ]
+
+    def peek(
+        self,
+        kind: type[T],
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Iterator[T]:
+        """The stored objects themselves, without copying, sorted by namespace and name.
+
+        For the embedded controllers that read thousands of objects each pass: callers must
+        treat them as read-only (copy with :func:`copy_object` before changing one).
+        """
+        objects = self._objects.get(kind)
+        if not objects:
+            return
+        keys = self._sorted_keys.get(kind)
+        if keys is None:
+            keys = sorted(objects)
+            self._sorted_keys[kind] = keys
+        wanted = list(labels.items()) if labels else []
+        for key in keys:
+            if namespace is not None and key[0] != namespace:
+                continue
+            obj = objects[key]
+            if wanted:
+                own = obj.metadata.labels
+                if any(own.get(k) != v for k, v in wanted):
+                    continue
+            yield obj  # type: ignore[misc]
+
+    def resource_version(self) -> int:
+        return self._resource_version
+
+    def watch(self, since: int) -> builtins.list[WatchEvent]:
+        """Every change after resourceVersion ``since``, oldest first.
+
+        Raises :class:`WatchExpiredError` when ``since`` is older than the kept history, as
+        the API server answers 410 Gone; the watcher should then list again.
+        """
+        if since >= self._resource_version:
+            return []
+        oldest = self._history[0].resource_version if self._history else self._resource_version + 1
+        if since + 1 < oldest:
+            raise WatchExpiredError(
+                f"resourceVersion {since} is too old; the watch history starts after {oldest - 1}"
+            )
+        start = since + 1 - self._history[0].resource_version
+        with _collector_paused():
+            return [
+                WatchEvent(event.type, copy_object(event.object), event.resource_version)
+                for event in itertools.islice(self._history, start, None)
+            ]
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def create(self, obj: T) -> T:
+        kind = type(obj)
+        new = copy_object(obj)
+        meta = new.metadata
+        if kind.NAMESPACED:
+            meta.namespace = meta.namespace or DEFAULT_NAMESPACE
+        else:
+            meta.namespace = None
+        objects = self._objects.setdefault(kind, {})
+        if not meta.name:
+            if not meta.generate_name:
+                raise InvalidError(f"{kind.KIND}: metadata.name or generateName is required")
+            meta.name = self._generated_name(kind, meta.generate_name, meta.namespace or "")
+        key = (meta.namespace or "", meta.name)
+        if key in objects:
+            where = f"{meta.namespace}/" if meta.namespace else ""
+            raise AlreadyExistsError(f'{kind.KIND} "{where}{meta.name}" already exists')
+        meta.uid = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta.creation_timestamp = self._clock.now()
+        meta.deletion_timestamp = None
+        meta.generation = 1
+        if isinstance(new, Pod) and new.status.phase is None:
+            new.status.phase = "Pending"
+        self._store(kind, key, new, None, "ADDED")
+        return copy_object(new)
+
+    def update(self, obj: T) -> T:
+        kind = type(obj)
+        key, current = self._current(obj)
+        new = copy_object(obj)
+        meta, old_meta = new.metadata, current.metadata
+        if old_meta.deletion_timestamp is not None and set(meta.finalizers) - set(
+            old_meta.finalizers
+        ):
+            raise InvalidError(
+                f"{kind.KIND} {current.key}: no new finalizers can be added while it is deleting"
+            )
+        meta.namespace = old_meta.namespace
+        meta.uid = old_meta.uid
+        meta.creation_timestamp = old_meta.creation_timestamp
+        meta.deletion_timestamp = old_meta.deletion_timestamp
+        meta.generation = old_meta.generation
+        meta.resource_version = old_meta.resource_version
+        meta.generate_name = old_meta.generate_name
+        if "status" in kind.model_fields:
+            new.__dict__["status"] = getattr(current, "status")  # noqa: B009 - shared, never mutated
+        if _spec_of(new) != _spec_of(current):
+            meta.generation = (old_meta.generation or 0) + 1
+        if new == current:
+            return copy_object(current)
+        if meta.deletion_timestamp is not None and not meta.finalizers:
+            self._remove(kind, key, new)
+            return copy_object(new)
+        self._store(kind, key, new, current, "MODIFIED")
+        return copy_object(new)
+
+    def update_status(self, obj: T) -> T:
+        kind = type(obj)
+        if "status" not in kind.model_fields:
+            raise InvalidError(f"{kind.KIND} has no status subresource")
+        key, current = self._current(obj)
+        new = copy_object(current)
+        new.__dict__["status"] = _copy(getattr(obj, "status"))  # noqa: B009
+        if new == current:
+            return copy_object(current)
+        self._store(kind, key, new, current, "MODIFIED")
+        return copy_object(new)
+
+    def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
+        key = self._key(kind, name, namespace)
+        current = self._objects.get(kind, {}).get(key)
+        if current is None:
+            return
+        self._delete_stored(kind, key, current)
+
+    def bind(self, pod_name: str, namespace: str, node_name: str) -> None:
+        key = self._key(Pod, pod_name, namespace)
+        current = self._objects.get(Pod, {}).get(key)
+        if not isinstance(current, Pod):
+            raise NotFoundError(f'pods "{pod_name}" not found in namespace "{namespace}"')
+        if current.spec.node_name:
+            raise ConflictError(
+                f"pod {current.key} is already assigned to node {current.spec.node_name!r}"
+            )
+        if current.deleting:
+            raise InvalidError(f"pod {current.key} is being deleted")
+        pod = copy_object(current)
+        pod.spec.node_name = node_name
+        now = self._clock.now()
+        scheduled = pod.condition("PodScheduled")
+        if scheduled is None:
+            pod.status.conditions.append(
+                PodCondition(type="PodScheduled", status="True", last_transition_time=now)
+            )
+        else:
+            if scheduled.status != "True":
+                scheduled.last_transition_time = now
+            scheduled.status = "True"
+            scheduled.reason = None
+            scheduled.message = None
+        pod.status.nominated_node_name = None
+        self._store(Pod, key, pod, current, "MODIFIED")
+
+    def evict(self, pod_name: str, namespace: str) -> None:
+        key = self._key(Pod, pod_name, namespace)
+        current = self._objects.get(Pod, {}).get(key)
+        if not isinstance(current, Pod):
+            raise NotFoundError(f'pods "{pod_name}" not found in namespace "{namespace}"')
+        # The API server lets pods that are not running (or already going) leave freely.
+        if not (current.deleting or current.status.phase in ("Pending", "Succeeded", "Failed")):
+            budgets = [
+                pdb
+                for pdb in self.peek(PodDisruptionBudget, current.namespace)
+                if label_selector_matches(pdb.spec.selector, current.metadata.labels)
+            ]
+            if len(budgets) > 1:
+                names = ", ".join(pdb.name for pdb in budgets)
+                raise EvictionBlockedError(
+                    f"pod {current.key} has more than one PodDisruptionBudget ({names}), "
+                    "which the eviction subresource does not support"
+                )
+            if budgets and self._disruptions_allowed(budgets[0]) <= 0:
+                raise EvictionBlockedError(
+                    f"Cannot evict pod {current.key} as it would violate the pod's disruption "
+                    f"budget {budgets[0].name}."
+                )
+        self._delete_stored(Pod, key, current)
+
+    # -- PodDisruptionBudgets --------------------------------------------------------------------
+
+    def _disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
+        """How many more pods the budget lets go: healthy pods minus the desired count."""
+        pods = [
+            pod
+            for pod in self.peek(Pod, pdb.namespace)
+            if label_selector_matches(pdb.spec.selector, pod.metadata.labels)
+            and pod.status.phase not in ("Succeeded", "Failed")
+        ]
+        healthy = sum(1 for pod in pods if pod.status.phase == "Running" and not pod.deleting)
+        expected = self._expected_pods(pods)
+        if pdb.spec.max_unavailable is not None:
+            desired = max(0, expected - _scaled(pdb.spec.max_unavailable, expected))
+        elif pdb.spec.min_available is not None:
+            desired = _scaled(pdb.spec.min_available, expected)
+        else:
+            desired = expected  # policy/v1 default: minAvailable 100%
+        return healthy - desired
+
+    def _expected_pods(self, pods: Iterable[Pod]) -> int:
+        """Pods the budget expects: the scale of each owning controller, else one per live pod."""
+        expected = 0
+        controllers: set[tuple[str, str]] = set()
+        for pod in pods:
+            owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
+            scale = self._controller_scale(pod.namespace, owner.kind, owner.name) if owner else None
+            if scale is None or owner is None:
+                expected += 0 if pod.deleting else 1
+            elif (owner.kind, owner.name) not in controllers:
+                controllers.add((owner.kind, owner.name))
+                expected += scale
+        return expected
+
+    def _controller_scale(self, namespace: str, kind: str, name: str) -> int | None:
+        scalable: dict[str, type[KubeObject]] = {
+            "ReplicaSet": ReplicaSet,
+            "StatefulSet": StatefulSet,
+        }
+        owner_kind = scalable.get(kind)
+        if owner_kind is None:
+            return None
+        owner = self._objects.get(owner_kind, {}).get((namespace, name))
+        if owner is None:
+            return None
+        replicas: int = getattr(owner, "spec").replicas  # noqa: B009
+        return replicas
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _key(self, kind: type[KubeObject], name: str, namespace: str) -> _Key:
+        if kind.NAMESPACED:
+            return (namespace or DEFAULT_NAMESPACE, name)
+        return ("", name)
+
+    def _current(self, obj: T) -> tuple[_Key, T]:
+        kind = type(obj)
+        key = self._key(kind, obj.name, obj.namespace)
+        current = self._objects.get(kind, {}).get(key)
+        if current is None:
+            where = f' in namespace "{key[0]}"' if key[0] else ""
+            raise NotFoundError(f'{kind.KIND} "{obj.name}" not found{where}')
+        given = obj.metadata.resource_version
+        if given and given != current.metadata.resource_version:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on {kind.KIND} "{obj.name}": the object has been '
+                "modified; please apply your changes to the latest version and try again"
+            )
+        return key, current  # type: ignore[return-value]
+
+    def _generated_name(self, kind: type[KubeObject], prefix: str, namespace: str) -> str:
+        objects = self._objects.get(kind, {})
+        for _ in range(_MAX_NAME_ATTEMPTS):
+            suffix = "".join(self._rng.choices(_NAME_SUFFIX_ALPHABET, k=_NAME_SUFFIX_LENGTH))
+            if (namespace, prefix + suffix) not in objects:
+                return prefix + suffix
+        raise AlreadyExistsError(f"could not generate a unique name from {prefix!r}")
+
+    def _next_version(self) -> int:
+        self._resource_version += 1
+        return self._resource_version
+
+    def _store(
+        self,
+        kind: type[KubeObject],
+        key: _Key,
+        new: KubeObject,
+        old: KubeObject | None,
+        event: Literal["ADDED", "MODIFIED"],
+    ) -> None:
+        version = self._next_version()
+        new.metadata.resource_version = str(version)
+        objects = self._objects.setdefault(kind, {})
+        if key not in objects:
+            self._sorted_keys.pop(kind, None)
+        objects[key] = new
+        uid = new.metadata.uid or ""
+        self._by_uid[uid] = (kind, key)
+        old_owners = {ref.uid for ref in old.metadata.owner_references} if old else set()
+        new_owners = {ref.uid for ref in new.metadata.owner_references}
+        for owner in old_owners - new_owners:
+            self._dependents.get(owner, set()).discard((kind, key))
+        for owner in new_owners - old_owners:
+            self._dependents.setdefault(owner, set()).add((kind, key))
+        self._history.append(WatchEvent(type=event, object=new, resource_version=version))
+
+    def _delete_stored(self, kind: type[KubeObject], key: _Key, current: KubeObject) -> None:
+        if current.metadata.finalizers:
+            if current.metadata.deletion_timestamp is None:
+                marked = copy_object(current)
+                marked.metadata.deletion_timestamp = self._clock.now()
+                self._store(kind, key, marked, current, "MODIFIED")
+            return
+        self._remove(kind, key, current)
+
+    def _remove(self, kind: type[KubeObject], key: _Key, final: KubeObject) -> None:
+        """Drop an object, record its DELETED event, and collect its dependents."""
+        objects = self._objects[kind]
+        del objects[key]
+        self._sorted_keys.pop(kind, None)
+        uid = final.metadata.uid or ""
+        self._by_uid.pop(uid, None)
+        for ref in final.metadata.owner_references:
+            self._dependents.get(ref.uid, set()).discard((kind, key))
+        gone = copy_object(final)
+        version = self._next_version()
+        gone.metadata.resource_version = str(version)
+        self._history.append(WatchEvent(type="DELETED", object=gone, resource_version=version))
+        self._collect_dependents(uid)
+
+    def _collect_dependents(self, owner_uid: str) -> None:
+        """Background garbage collection: a dependent goes once none of its owners exist."""
+        dependents = self._dependents.pop(owner_uid, set())
+        for kind, key in sorted(dependents, key=lambda d: (d[0].KIND, d[1])):
+            current = self._objects.get(kind, {}).get(key)
+            if current is None:
+                continue
+            refs = current.metadata.owner_references
+            if any(ref.uid != owner_uid and ref.uid in self._by_uid for ref in refs):
+                orphaned = copy_object(current)
+                orphaned.metadata.owner_references = [r for r in refs if r.uid != owner_uid]
+                self._store(kind, key, orphaned, current, "MODIFIED")
+                continue
+            self._delete_stored(kind, key, current)
+
+
+def _spec_of(obj: KubeObject) -> dict[str, Any]:
+    """Everything but metadata and status: what a change to bumps ``generation``."""
+    return {k: v for k, v in obj.__dict__.items() if k not in ("metadata", "status")} | {
+        "__extra__": obj.__pydantic_extra__
+    }
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """An int, or a percentage of ``total`` rounded up (as the disruption controller does)."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%"):
+        try:
+            percent = int(text[:-1])
+        except ValueError as error:
+            raise InvalidError(f"invalid percentage {value!r}") from error
+        return math.ceil(percent * total / 100)
+    try:
+        return int(text)
+    except ValueError as error:
+        raise InvalidError(f"invalid int-or-percentage {value!r}") from error
