@@ -1,0 +1,161 @@
+"""Faults a test or scenario can inject into the fake cloud.
+
+Each fault mimics something real clouds do to Karpenter: offerings that run out of capacity,
+an account quota, a throttled API, instances that are slow to boot. Faults are plain state
+on a :class:`Faults` object; :meth:`Faults.configure` sets them from provider options so a
+scenario file can set them too (see the README for the option syntax).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.labels import CAPACITY_TYPES
+from nodewright.plugin.errors import TemporaryProviderError
+
+#: Matches any instance type, zone or capacity type in an insufficient-capacity pattern.
+ANY = "*"
+
+#: Hooks whose next calls can be made to fail (``fail_next("launch", 2)``).
+FAILABLE_HOOKS = ("instance_types", "offerings", "launch", "get", "list", "delete")
+
+#: Option names, as given to ``--provider-option kwok.<name>=<value>``.
+OPTION_INSUFFICIENT_CAPACITY = "fault-insufficient-capacity"
+OPTION_INSTANCE_QUOTA = "fault-instance-quota"
+OPTION_API_ERRORS = "fault-api-errors"
+OPTION_LATENCY = "fault-latency"
+OPTIONS = (
+    OPTION_INSUFFICIENT_CAPACITY,
+    OPTION_INSTANCE_QUOTA,
+    OPTION_API_ERRORS,
+    OPTION_LATENCY,
+)
+
+
+@dataclass(frozen=True)
+class CapacityPattern:
+    """Offerings without capacity: each part is a value or ``*`` for any."""
+
+    instance_type: str = ANY
+    zone: str = ANY
+    capacity_type: str = ANY
+
+    def matches(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        return (
+            self.instance_type in (ANY, instance_type)
+            and self.zone in (ANY, zone)
+            and self.capacity_type in (ANY, capacity_type)
+        )
+
+    def __str__(self) -> str:
+        return f"{self.instance_type}/{self.zone}/{self.capacity_type}"
+
+
+@dataclass
+class Faults:
+    """The faults in force. Mutate through the methods; :meth:`reset` clears everything."""
+
+    insufficient_capacity: list[CapacityPattern] = field(default_factory=list)
+    #: Most instances that may run at once (pending and running); None for no quota.
+    instance_quota: int | None = None
+    #: Hook name → how many of its next calls fail.
+    api_errors: dict[str, int] = field(default_factory=dict)
+    #: Added to every instance's registration delay.
+    latency: timedelta = timedelta(0)
+
+    def reset(self) -> None:
+        """Remove every fault."""
+        self.insufficient_capacity.clear()
+        self.instance_quota = None
+        self.api_errors.clear()
+        self.latency = timedelta(0)
+
+    # -- setting faults ---------------------------------------------------------------------
+
+    def add_insufficient_capacity(
+        self, instance_type: str = ANY, zone: str = ANY, capacity_type: str = ANY
+    ) -> None:
+        """Make matching offerings fail to launch (``capacity_type="spot"``: all spot)."""
+        if capacity_type != ANY and capacity_type not in CAPACITY_TYPES:
+            raise ValueError(
+                f"capacity type {capacity_type!r} is not one of {', '.join(CAPACITY_TYPES)}"
+            )
+        self.insufficient_capacity.append(CapacityPattern(instance_type, zone, capacity_type))
+
+    def fail_next(self, hook: str, count: int = 1) -> None:
+        """Make the next ``count`` calls of ``hook`` raise TemporaryProviderError."""
+        if hook not in FAILABLE_HOOKS:
+            raise ValueError(f"hook {hook!r} cannot fail; choose from {', '.join(FAILABLE_HOOKS)}")
+        if count < 0:
+            raise ValueError(f"count must not be negative, got {count}")
+        self.api_errors[hook] = self.api_errors.get(hook, 0) + count
+
+    # -- consulting faults ------------------------------------------------------------------
+
+    def lacks_capacity(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        return any(
+            pattern.matches(instance_type, zone, capacity_type)
+            for pattern in self.insufficient_capacity
+        )
+
+    def check_api(self, hook: str) -> None:
+        """Raise TemporaryProviderError if a failure of ``hook`` is due; counts it down."""
+        remaining = self.api_errors.get(hook, 0)
+        if remaining <= 0:
+            return
+        self.api_errors[hook] = remaining - 1
+        raise TemporaryProviderError(f"kwok: injected API error in {hook} ({remaining - 1} left)")
+
+    # -- options ----------------------------------------------------------------------------
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Replace the faults with those the provider options name; errors name the option."""
+        self.reset()
+        if text := options.get(OPTION_INSUFFICIENT_CAPACITY, "").strip():
+            for item in _items(text):
+                self._add_pattern(item)
+        if text := options.get(OPTION_INSTANCE_QUOTA, "").strip():
+            try:
+                quota = int(text)
+            except ValueError:
+                quota = -1
+            if quota < 0:
+                raise ValueError(
+                    f"{OPTION_INSTANCE_QUOTA}: {text!r} is not a non-negative whole number"
+                )
+            self.instance_quota = quota
+        if text := options.get(OPTION_API_ERRORS, "").strip():
+            for item in _items(text):
+                hook, _, count = item.partition("=")
+                try:
+                    self.fail_next(hook.strip(), int(count) if count.strip() else 1)
+                except ValueError as error:
+                    raise ValueError(
+                        f"{OPTION_API_ERRORS}: {item!r}: {error} (expected e.g. 'launch=2,get')"
+                    ) from error
+        if text := options.get(OPTION_LATENCY, "").strip():
+            try:
+                self.latency = parse_duration(text)
+            except DurationError as error:
+                raise ValueError(f"{OPTION_LATENCY}: {error}") from error
+
+    def _add_pattern(self, item: str) -> None:
+        parts = [part.strip() or ANY for part in item.split("/")]
+        if len(parts) == 1 and parts[0] in CAPACITY_TYPES:
+            parts = [ANY, ANY, parts[0]]  # "spot": every spot offering
+        if len(parts) != 3:
+            raise ValueError(
+                f"{OPTION_INSUFFICIENT_CAPACITY}: {item!r} must be 'spot', 'on-demand' or "
+                "'<instance-type>/<zone>/<capacity-type>' with '*' for any"
+            )
+        try:
+            self.add_insufficient_capacity(*parts)
+        except ValueError as error:
+            raise ValueError(f"{OPTION_INSUFFICIENT_CAPACITY}: {item!r}: {error}") from error
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]

@@ -1,0 +1,329 @@
+"""The KWOK provider: a fake cloud that launches instances into a ledger and registers
+their Nodes in the cluster after a delay, as Karpenter's KWOK provider does.
+
+:mod:`nodewright_kwok.plugin` exposes one :class:`KWOKProvider` through the hooks; tests
+may build their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from nodewright.api.core import Node, Pod
+from nodewright.api.karpenter import NodeClaim, NodeClass
+from nodewright.api.labels import NODEPOOL_LABEL, node_class_label
+from nodewright.api.meta import find_condition
+from nodewright.plugin.errors import (
+    InstanceNotFoundError,
+    LaunchError,
+    NodeClassNotReadyError,
+)
+from nodewright.plugin.model import (
+    DEFAULT_RECONCILE_PERIOD,
+    ClockLike,
+    Instance,
+    InstanceType,
+    LaunchRequest,
+    NodeClassKind,
+    NodeClassReadiness,
+    Offering,
+    ProviderCluster,
+    ProviderContext,
+    ProviderInfo,
+)
+from nodewright.scheduling.requirements import Requirements
+from nodewright_kwok import kubelet
+from nodewright_kwok.catalog import Catalog, default_catalog, load_catalog
+from nodewright_kwok.faults import Faults
+from nodewright_kwok.labels import GROUP, INSTANCE_LABELS, PROVIDER_ID_PREFIX
+from nodewright_kwok.ledger import PENDING, RUNNING, TERMINATED, Ledger, LedgerEntry
+from nodewright_kwok.nodeclass import KWOKNodeClass
+from nodewright_kwok.options import INSTANCE_TYPES_FILE, Settings, parse_settings
+from nodewright_kwok.selection import cheapest_offering, instance_labels
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", Node, Pod)
+
+NAME = "kwok"
+INSTALL_HINT = 'pip install "nodewright[kwok]"'
+
+
+@functools.cache
+def _default_catalog() -> Catalog:
+    return default_catalog()
+
+
+def provider_info() -> ProviderInfo:
+    return ProviderInfo(
+        name=NAME,
+        node_classes=(NodeClassKind(group=GROUP, kind=KWOKNodeClass.KIND, model=KWOKNodeClass),),
+        restricted_label_domains=frozenset({GROUP}),
+        well_known_labels=INSTANCE_LABELS,
+        install_hint=INSTALL_HINT,
+    )
+
+
+def provider_id(node_name: str) -> str:
+    return f"{PROVIDER_ID_PREFIX}{node_name}"
+
+
+class KWOKProvider:
+    """The fake cloud's state: catalog, ledger of instances, faults, and the cluster handle.
+
+    ``faults`` and ``ledger`` are the same objects for the provider's whole life;
+    :meth:`configure` clears them.
+    """
+
+    def __init__(self) -> None:
+        self.ledger = Ledger()
+        self.faults = Faults()
+        self.catalog = _default_catalog()
+        self.settings = Settings()
+        self._cluster: ProviderCluster | None = None
+        self._clock: ClockLike | None = None
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def configure(self, context: ProviderContext) -> None:
+        """Take the cluster, clock and options; forget earlier instances and faults."""
+        settings = parse_settings(context.options)
+        self.faults.configure(context.options)
+        if settings.instance_types_file:
+            try:
+                self.catalog = load_catalog(settings.instance_types_file)
+            except ValueError as error:
+                raise ValueError(f"{INSTANCE_TYPES_FILE}: {error}") from error
+        else:
+            self.catalog = _default_catalog()
+        self.settings = settings
+        self.ledger.clear()
+        self._cluster = context.cluster
+        self._clock = context.clock
+
+    @property
+    def cluster(self) -> ProviderCluster:
+        if self._cluster is None:
+            raise RuntimeError("the kwok provider is not configured (nodewright_configure)")
+        return self._cluster
+
+    @property
+    def clock(self) -> ClockLike:
+        if self._clock is None:
+            raise RuntimeError("the kwok provider is not configured (nodewright_configure)")
+        return self._clock
+
+    # -- NodeClasses and catalog ------------------------------------------------------------
+
+    def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
+        """A KWOKNodeClass has nothing to resolve: it is always ready."""
+        return NodeClassReadiness(ready=True)
+
+    def instance_types(self, node_class: NodeClass) -> Sequence[InstanceType]:
+        self.faults.check_api("instance_types")
+        return self.catalog.instance_types
+
+    def offerings(
+        self, node_class: NodeClass, instance_types: Sequence[InstanceType]
+    ) -> Mapping[str, Sequence[Offering]]:
+        """Offerings from the catalog; capacity faults show up only at launch, as in a cloud."""
+        self.faults.check_api("offerings")
+        result: dict[str, Sequence[Offering]] = {}
+        for instance_type in instance_types:
+            known = self.catalog.get(instance_type.name)
+            if known is not None:
+                result[instance_type.name] = known.offerings
+        return result
+
+    # -- instances ----------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        """Buy the cheapest compatible offering; the Node registers after the delay."""
+        self.faults.check_api("launch")
+        existing = self.ledger.by_idempotency_key(request.idempotency_key)
+        if existing is not None:
+            return existing.instance
+        ready = find_condition(request.node_class.status.conditions, "Ready")
+        if ready is not None and ready.status == "False":
+            raise NodeClassNotReadyError(
+                f"KWOKNodeClass {request.node_class.name!r} is not ready: {ready.message or ''}"
+            )
+        quota = self.faults.instance_quota
+        if quota is not None and len(self.ledger.entries()) >= quota:
+            raise LaunchError(
+                "QuotaExceeded", f"kwok: instance quota of {quota} running instances reached"
+            )
+        node_claim = request.node_claim
+        node_name = node_claim.name
+        if self.ledger.by_provider_id(provider_id(node_name)) is not None:
+            raise LaunchError(
+                "NameConflict", f"kwok: an instance named {node_name!r} is already running"
+            )
+        instance_type, offering = cheapest_offering(
+            request.instance_types, request.requirements, self.faults.lacks_capacity
+        )
+        now = self.clock.now()
+        instance = Instance(
+            provider_id=provider_id(node_name),
+            node_claim=node_name,
+            node_pool=node_claim.metadata.labels.get(NODEPOOL_LABEL, ""),
+            node_class=request.node_class.name,
+            instance_type=instance_type.name,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            price=offering.price,
+            created_at=now,
+            labels=instance_labels(instance_type, offering, request.requirements, node_name),
+            capacity=dict(instance_type.capacity),
+            allocatable=instance_type.allocatable(),
+            state=PENDING,
+        )
+        self.ledger.record(
+            LedgerEntry(
+                instance=instance,
+                idempotency_key=request.idempotency_key,
+                registers_at=now + self._registration_delay(request.node_class),
+                node_labels=_node_claim_labels(node_claim, request.node_class),
+                node_annotations=dict(node_claim.metadata.annotations),
+            )
+        )
+        log.info(
+            "kwok: launched %s (%s, %s, %s) for NodeClaim %s",
+            instance.provider_id,
+            instance.instance_type,
+            instance.zone,
+            instance.capacity_type,
+            node_name,
+        )
+        return instance
+
+    def get(self, provider_id: str) -> Instance:
+        self.faults.check_api("get")
+        entry = self.ledger.by_provider_id(provider_id)
+        if entry is None:
+            raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
+        return entry.instance
+
+    def list(self) -> Sequence[Instance]:
+        self.faults.check_api("list")
+        return self.ledger.instances()
+
+    def delete(self, provider_id: str) -> None:
+        """Terminate at once: remove the Node and mark the instance terminated."""
+        self.faults.check_api("delete")
+        entry = self.ledger.by_provider_id(provider_id)
+        if entry is None:
+            raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
+        if entry.state == RUNNING:
+            node = self.cluster.get(Node, entry.node_name)
+            if node is not None and node.spec.provider_id == provider_id:
+                self.cluster.delete(Node, entry.node_name)
+        entry.set_state(TERMINATED)
+        entry.terminated_at = self.clock.now()
+        log.info("kwok: terminated %s", provider_id)
+
+    # -- labels and drift -----------------------------------------------------------------------
+
+    def node_labels(self, node_claim: NodeClaim, instance: Instance) -> Mapping[str, str] | None:
+        """The ``karpenter.kwok.sh/*`` labels, for this provider's instances only."""
+        if self.ledger.by_provider_id(instance.provider_id) is None:
+            return None
+        return {k: v for k, v in instance.labels.items() if k in INSTANCE_LABELS}
+
+    def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+        return None
+
+    # -- background work ----------------------------------------------------------------------
+
+    def reconcile(self, now: datetime) -> timedelta:
+        """Register Nodes whose time has come and, when managing nodes, play kubelet."""
+        for entry in self.ledger.entries():
+            if entry.state == PENDING and entry.registers_at <= now:
+                self._register(entry, now)
+        if self.settings.manage_nodes:
+            self._run_kubelets(now)
+        wait = self.settings.kubelet_period if self.settings.manage_nodes else None
+        wait = wait or DEFAULT_RECONCILE_PERIOD
+        for entry in self.ledger.entries():
+            if entry.state == PENDING:
+                wait = min(wait, max(timedelta(0), entry.registers_at - now))
+        return wait
+
+    def _registration_delay(self, node_class: NodeClass) -> timedelta:
+        delay = self.settings.registration_delay
+        if delay is None and isinstance(node_class, KWOKNodeClass):
+            delay = node_class.spec.registration_delay()
+        return (delay or timedelta(0)) + self.faults.latency
+
+    def _register(self, entry: LedgerEntry, now: datetime) -> None:
+        existing = self.cluster.get(Node, entry.node_name)
+        if existing is not None:
+            if existing.spec.provider_id == entry.instance.provider_id:
+                entry.set_state(RUNNING)  # registered before a restart or a lost write
+            else:
+                log.warning(
+                    "kwok: cannot register %s: Node %s exists with providerID %s",
+                    entry.instance.provider_id,
+                    entry.node_name,
+                    existing.spec.provider_id,
+                )
+            return
+        extra = {}
+        if entry.instance.node_pool:
+            extra[NODEPOOL_LABEL] = entry.instance.node_pool
+        node = kubelet.build_node(entry, extra, now, ready=self.settings.manage_nodes)
+        try:
+            self.cluster.create(node)
+        except Exception:  # retried on the next pass, like a kubelet retrying registration
+            log.exception("kwok: registering Node %s failed", entry.node_name)
+            return
+        entry.set_state(RUNNING)
+
+    def _run_kubelets(self, now: datetime) -> None:
+        running = {
+            e.node_name: e.instance.provider_id for e in self.ledger.entries() if e.state == RUNNING
+        }
+        if not running:
+            return
+        for node in self._read(Node):
+            if running.get(node.name) != node.spec.provider_id or node.deleting:
+                continue
+            if kubelet.node_needs_ready(node):
+                ready = node.clone()
+                kubelet.mark_node_ready(ready, now)
+                self._write_status(ready)
+        for pod in self._read(Pod):
+            if pod.spec.node_name in running and kubelet.pod_needs_start(pod):
+                started = pod.clone()
+                kubelet.mark_pod_running(started, now)
+                self._write_status(started)
+
+    def _read(self, kind: type[T]) -> Iterable[T]:
+        """Every object of ``kind``, read-only: the store's own objects when it offers them
+        without copying (``MemoryCluster.peek``), since most of them need no change."""
+        peek = getattr(self.cluster, "peek", None)
+        if callable(peek):
+            return list(peek(kind))
+        return list(self.cluster.list(kind))
+
+    def _write_status(self, obj: Node | Pod) -> None:
+        try:
+            self.cluster.update_status(obj)
+        except Exception:  # stale or gone: the next pass reads it again
+            log.debug("kwok: status update of %s %s failed", obj.kind, obj.key, exc_info=True)
+
+
+def _node_claim_labels(node_claim: NodeClaim, node_class: NodeClass) -> dict[str, str]:
+    """The NodeClaim's labels and single-valued ``In`` requirements, as Karpenter's KWOK
+    copies them onto the Node, plus the NodeClass label that marks the Node as managed."""
+    labels = dict(node_claim.metadata.labels)
+    requirements = Requirements.of(
+        *((r.key, r.operator, r.values) for r in node_claim.spec.requirements)
+    )
+    labels.update(requirements.labels())
+    labels[node_class_label(GROUP, KWOKNodeClass.KIND)] = node_class.name
+    return labels
