@@ -74,6 +74,8 @@ class ExistingNode:
     node_pool: str | None = None
     #: True for a NodeClaim that has not registered a Node yet.
     in_flight: bool = False
+    #: The NodeClaim's startup taints; ignored (like known ephemeral taints) until initialized.
+    startup_taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True)

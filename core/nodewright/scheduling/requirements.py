@@ -201,9 +201,10 @@ class IncompatibleError(ValueError):
 class Requirements(Mapping[str, Requirement]):
     """An immutable map from label key to :class:`Requirement`."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_hash", "_items")
 
     def __init__(self, items: Iterable[Requirement] = ()) -> None:
+        self._hash: int | None = None
         merged: dict[str, Requirement] = {}
         for requirement in items:
             existing = merged.get(requirement.key)
@@ -247,7 +248,10 @@ class Requirements(Mapping[str, Requirement]):
         return self._items == other._items
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._items.items()))
+        # Cached: the solver keys its memo tables on requirements.
+        if self._hash is None:
+            self._hash = hash(frozenset(self._items.items()))
+        return self._hash
 
     # -- algebra ---------------------------------------------------------------------------
 

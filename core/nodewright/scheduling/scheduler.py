@@ -1,0 +1,628 @@
+"""The provisioning solver: place pending pods on existing nodes, or size new NodeClaims.
+
+This follows Karpenter's scheduler (``pkg/controllers/provisioning/scheduling``) decision for
+decision, because users read its outcomes and its messages:
+
+* pods are tried largest first (CPU, then memory), each failure going to the back of the
+  queue, until a full pass over the queue makes no progress;
+* a pod goes to the first existing node that takes it (initialized nodes first, then by
+  name), else to a NodeClaim opened earlier in this solve (fewest pods first), else to a new
+  NodeClaim from the first NodePool that can launch one (heaviest weight first, equal
+  weights by name descending);
+* a NodeClaim keeps every instance type that could still hold all its pods, and the result
+  lists them cheapest first rather than choosing one;
+* a pod that fits nowhere has one preference relaxed (first ORed required term, then the
+  heaviest preferred term, then PreferNoSchedule taints) and is retried.
+
+Everything here is pure. Per-instance-type data (allocatable, available offerings) is
+computed once per solve, and requirement merges and compatibility sets are memoised on
+their (hash-cached) :class:`~nodewright.scheduling.requirements.Requirements`, so pods that
+ask for the same thing share the work.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    KNOWN_EPHEMERAL_TAINTS,
+    ZONE_LABEL,
+)
+from nodewright.scheduling.instancetype import InstanceType, Offering
+from nodewright.scheduling.model import (
+    ExistingNode,
+    HostPort,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PodRequest,
+    SchedulingResult,
+    SolverOptions,
+)
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.resources import (
+    CPU,
+    MEMORY,
+    ResourceList,
+    format_resources_json,
+    merge,
+)
+from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, Toleration
+
+#: The ``nodes`` key of NodePool limits counts NodeClaims; one node in milli-units.
+NODES = "nodes"
+ONE_NODE = 1000
+IGNORE_PREFERENCES = "Ignore"
+#: A CPU request this large is almost certainly ``M`` typed for ``m``.
+_TYPO_CPU = 10**6 * 1000
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
+    for name, value in requests.items():
+        if value > 0 and value > allocatable.get(name, 0):
+            return False
+    return True
+
+
+def offering_matches(offering: Offering, requirements: Requirements) -> bool:
+    """True when a node bought through ``offering`` satisfies ``requirements``."""
+    zone = requirements.get(ZONE_LABEL)
+    if zone is not None and not zone.has(offering.zone):
+        return False
+    capacity_type = requirements.get(CAPACITY_TYPE_LABEL)
+    if capacity_type is not None and not capacity_type.has(offering.capacity_type):
+        return False
+    for key, value in offering.labels.items():
+        requirement = requirements.get(key)
+        if requirement is not None and not requirement.has(value):
+            return False
+    return True
+
+
+def _untolerated(
+    tolerations: Sequence[Toleration], taints: Iterable[Taint], tolerate_prefer_no_schedule: bool
+) -> list[Taint]:
+    """Taints the pod does not tolerate, Karpenter's way: every effect counts, including
+    ``PreferNoSchedule`` until that preference is relaxed."""
+    return [
+        taint
+        for taint in taints
+        if not (tolerate_prefer_no_schedule and taint.effect == PREFER_NO_SCHEDULE)
+        and not any(t.tolerates(taint) for t in tolerations)
+    ]
+
+
+def _taint_error(taints: Sequence[Taint]) -> str:
+    return "; ".join(f"did not tolerate taint (taint={taint})" for taint in taints)
+
+
+def _port_text(port: HostPort) -> str:
+    return f"IP={port.ip} Port={port.port} Proto={port.protocol}"
+
+
+def _port_conflict(wanted: Sequence[HostPort], used: Sequence[HostPort]) -> str | None:
+    for port in wanted:
+        for other in used:
+            if port.conflicts(other):
+                return (
+                    f"checking host port usage, {_port_text(port)} conflicts with existing "
+                    f"HostPort configuration {_port_text(other)}"
+                )
+    return None
+
+
+def _is_ephemeral(taint: Taint, startup: Sequence[Taint]) -> bool:
+    if (taint.key, taint.effect) in KNOWN_EPHEMERAL_TAINTS:
+        return True
+    if taint.key.startswith("readiness.k8s.io/"):
+        return True
+    return any(s.key == taint.key and s.effect == taint.effect for s in startup)
+
+
+# -- instance types --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TypeOption:
+    """An instance type with what the solver asks of it precomputed."""
+
+    index: int
+    instance_type: InstanceType
+    allocatable: ResourceList
+    #: Available offerings only; unavailable ones never launch.
+    offerings: tuple[Offering, ...]
+
+    def has_offering(self, requirements: Requirements) -> bool:
+        return any(offering_matches(o, requirements) for o in self.offerings)
+
+    def cheapest(self, requirements: Requirements) -> float:
+        prices = [o.price for o in self.offerings if offering_matches(o, requirements)]
+        return min(prices) if prices else float("inf")
+
+    def compatible(self, requirements: Requirements) -> bool:
+        return not self.instance_type.requirements.intersects(requirements)
+
+
+def order_by_price(
+    instance_types: Iterable[InstanceType], requirements: Requirements
+) -> list[InstanceType]:
+    """Instance types by their cheapest available offering compatible with ``requirements``
+    (types without one last), ties by name."""
+    options = [
+        _TypeOption(i, it, it.allocatable(), tuple(o for o in it.offerings if o.available))
+        for i, it in enumerate(instance_types)
+    ]
+    options.sort(key=lambda o: (o.cheapest(requirements), o.instance_type.name))
+    return [o.instance_type for o in options]
+
+
+# -- node pools ------------------------------------------------------------------------------
+
+
+class _Template:
+    """A NodePool during one solve: its launchable types, limits left, and memo tables."""
+
+    def __init__(self, template: NodePoolTemplate) -> None:
+        self.name = template.name
+        self.requirements = template.requirements
+        self.taints = template.taints
+        self.daemon_overhead: ResourceList = dict(template.daemon_overhead)
+        self.remaining: ResourceList | None = (
+            dict(template.remaining) if template.remaining is not None else None
+        )
+        options: list[_TypeOption] = []
+        for it in template.instance_types:
+            option = _TypeOption(
+                len(options), it, it.allocatable(), tuple(o for o in it.offerings if o.available)
+            )
+            if option.compatible(self.requirements) and option.has_offering(self.requirements):
+                options.append(option)
+                option.index = len(options) - 1
+        self.options = options
+        self._within_limits: list[_TypeOption] | str | None = None
+        self._compatible: dict[Requirements, frozenset[int]] = {}
+        self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
+
+    def taint_problem(self, tolerations: tuple[Toleration, ...], relaxed: bool) -> str | None:
+        key = (tolerations, relaxed)
+        if key not in self._tolerations:
+            untolerated = _untolerated(tolerations, self.taints, relaxed)
+            self._tolerations[key] = _taint_error(untolerated) if untolerated else None
+        return self._tolerations[key]
+
+    def compatible_ids(self, requirements: Requirements) -> frozenset[int]:
+        """Indices of types that meet ``requirements`` and can be bought under them."""
+        found = self._compatible.get(requirements)
+        if found is None:
+            found = frozenset(
+                o.index
+                for o in self.options
+                if o.compatible(requirements) and o.has_offering(requirements)
+            )
+            self._compatible[requirements] = found
+        return found
+
+    def within_limits(self) -> list[_TypeOption] | str:
+        """Types that would not breach the pool's limits, or why none can be launched."""
+        if self._within_limits is not None:
+            return self._within_limits
+        remaining = self.remaining
+        if remaining is None:
+            result: list[_TypeOption] | str = self.options
+        elif NODES in remaining and remaining[NODES] < ONE_NODE:
+            result = f'node limits have been exhausted for nodepool: "{self.name}"'
+        else:
+            limited = [
+                o
+                for o in self.options
+                if all(
+                    o.instance_type.capacity.get(name, 0) <= value
+                    for name, value in remaining.items()
+                    if name != NODES
+                )
+            ]
+            result = (
+                limited
+                if limited
+                else f'all available instance types exceed limits for nodepool: "{self.name}"'
+            )
+        self._within_limits = result
+        return result
+
+    def charge(self, options: Sequence[_TypeOption]) -> None:
+        """Count a new NodeClaim against the limits, pessimistically at its largest option."""
+        if self.remaining is None or not options:
+            return
+        for name in self.remaining:
+            if name == NODES:
+                self.remaining[name] -= ONE_NODE
+            else:
+                self.remaining[name] -= max(o.instance_type.capacity.get(name, 0) for o in options)
+        self._within_limits = None
+
+
+# -- NodeClaims being sized ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Plan:
+    requirements: Requirements
+    options: list[_TypeOption]
+    requests: ResourceList
+
+
+class _Claim:
+    """A NodeClaim opened in this solve: its pods and the types that could still hold them."""
+
+    def __init__(self, template: _Template, options: list[_TypeOption], memo: _MergeMemo) -> None:
+        self.template = template
+        self.requirements = template.requirements
+        self.options = options
+        self.requests: ResourceList = dict(template.daemon_overhead)
+        self.pods: list[PodRequest] = []
+        self.ports: list[HostPort] = []
+        self.ceiling = _ceiling(options)
+        self.hostname = ""
+        self._memo = memo
+
+    def plan(
+        self, pod: PodRequest, requirements: Requirements, relaxed_taints: bool, explain: bool
+    ) -> _Plan | str:
+        """What the claim would look like with ``pod`` added, or why it cannot take it.
+
+        With ``explain`` false the reason may be empty: callers trying many open claims only
+        need a yes or no, and working out Karpenter's failure wording costs a full pass.
+        """
+        problem = self.template.taint_problem(pod.tolerations, relaxed_taints)
+        if problem is not None:
+            return problem
+        if pod.host_ports and self.ports:
+            conflict = _port_conflict(pod.host_ports, self.ports)
+            if conflict is not None:
+                return conflict
+        merged = self._memo.merge(self.requirements, requirements)
+        if isinstance(merged, str):
+            return merged
+        if not explain:
+            for name, value in pod.requests.items():
+                if value > 0 and self.requests.get(name, 0) + value > self.ceiling.get(name, 0):
+                    return ""
+        requests = merge(self.requests, pod.requests)
+        if merged is self.requirements:
+            remaining = [o for o in self.options if _fits(requests, o.allocatable)]
+        else:
+            compatible = self.template.compatible_ids(merged)
+            remaining = [
+                o for o in self.options if o.index in compatible and _fits(requests, o.allocatable)
+            ]
+        if not remaining:
+            return self._explain(pod, merged, requests) if explain else ""
+        short = _min_values_problem(merged, remaining)
+        if short is not None:
+            return short
+        return _Plan(merged, remaining, requests)
+
+    def commit(self, pod: PodRequest, plan: _Plan) -> None:
+        if len(plan.options) != len(self.options):
+            self.ceiling = _ceiling(plan.options)
+        self.requirements = plan.requirements
+        self.options = plan.options
+        self.requests = plan.requests
+        self.pods.append(pod)
+        self.ports.extend(pod.host_ports)
+
+    def _explain(self, pod: PodRequest, requirements: Requirements, requests: ResourceList) -> str:
+        """Karpenter's account of why no instance type survived (``FailureReason``)."""
+        met = fit = offered = met_fit = met_offered = fit_offered = False
+        for option in self.options:
+            compatible = option.compatible(requirements)
+            fits = _fits(requests, option.allocatable)
+            has_offering = option.has_offering(requirements)
+            met |= compatible
+            fit |= fits
+            offered |= has_offering
+            met_fit |= compatible and fits and not has_offering
+            met_offered |= compatible and has_offering and not fits
+            fit_offered |= fits and has_offering and not compatible
+        if not met and not fit and not offered:
+            reason = (
+                "no instance type met the scheduling requirements or had enough resources or "
+                "had a required offering"
+            )
+        elif not met and not fit:
+            reason = "no instance type met the scheduling requirements or had enough resources"
+        elif not met and not offered:
+            reason = "no instance type met the scheduling requirements or had a required offering"
+        elif not fit and not offered:
+            reason = "no instance type had enough resources or had a required offering"
+        elif not met:
+            reason = "no instance type met all requirements"
+        elif not fit:
+            reason = "no instance type has enough resources"
+            if requests.get(CPU, 0) >= _TYPO_CPU:
+                reason += " (CPU request >= 1 Million, m vs M typo?)"
+        elif not offered:
+            reason = "no instance type has the required offering"
+        elif met_fit:
+            reason = (
+                "no instance type which met the scheduling requirements and had enough "
+                "resources, had a required offering"
+            )
+        elif fit_offered:
+            reason = (
+                "no instance type which had enough resources and the required offering met "
+                "the scheduling requirements"
+            )
+        elif met_offered:
+            reason = (
+                "no instance type which met the scheduling requirements and the required "
+                "offering had the required resources"
+            )
+        else:
+            reason = "no instance type met the requirements/resources/offering tuple"
+        asked = merge(self.template.daemon_overhead, pod.requests)
+        return (
+            f"no instance type satisfied resources {format_resources_json(asked)} and "
+            f"requirements {requirements} ({reason})"
+        )
+
+    def finish(self, max_instance_types: int) -> NewNodeClaim:
+        """The NodeClaim to create: its types cheapest first, pinned in its requirements."""
+        requirements = self.requirements
+        ranked = sorted(
+            self.options, key=lambda o: (o.cheapest(requirements), o.instance_type.name)
+        )[:max_instance_types]
+        capacity_types = frozenset(
+            offering.capacity_type
+            for option in ranked
+            for offering in option.offerings
+            if offering_matches(offering, requirements)
+        )
+        final = requirements.add(
+            Requirement(
+                INSTANCE_TYPE_LABEL, False, frozenset(o.instance_type.name for o in ranked)
+            ),
+            Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
+        )
+        return NewNodeClaim(
+            node_pool=self.template.name,
+            requirements=final,
+            instance_types=[o.instance_type for o in ranked],
+            pods=list(self.pods),
+            requests=dict(self.requests),
+            hostname=self.hostname,
+        )
+
+
+def _ceiling(options: Sequence[_TypeOption]) -> ResourceList:
+    """Element-wise largest allocatable: a quick upper bound for what a claim can hold."""
+    ceiling: ResourceList = {}
+    for option in options:
+        for name, value in option.allocatable.items():
+            if value > ceiling.get(name, -1):
+                ceiling[name] = value
+    return ceiling
+
+
+def _min_values_problem(requirements: Requirements, options: Sequence[_TypeOption]) -> str | None:
+    for key, requirement in requirements.items():
+        if requirement.min_values is None:
+            continue
+        values: set[str] = set()
+        for option in options:
+            found = option.instance_type.requirements.get(key)
+            if found is not None and not found.complement:
+                values |= found.values
+        if len(values) < requirement.min_values:
+            return f"min requirement not met for {key}"
+    return None
+
+
+class _MergeMemo:
+    """Memoised ``compatible`` + ``add`` of a claim's requirements with a pod's."""
+
+    def __init__(self) -> None:
+        self._table: dict[tuple[Requirements, Requirements], Requirements | str] = {}
+
+    def merge(self, base: Requirements, incoming: Requirements) -> Requirements | str:
+        key = (base, incoming)
+        found = self._table.get(key)
+        if found is None:
+            problems = base.compatibility_problems(incoming)
+            if problems:
+                found = "incompatible requirements, " + "; ".join(problems)
+            else:
+                merged = base.add(incoming)
+                found = base if merged == base else merged
+            self._table[key] = found
+        return found
+
+
+# -- existing nodes --------------------------------------------------------------------------
+
+
+class _Node:
+    """An existing node or in-flight NodeClaim, with what this solve has placed on it."""
+
+    def __init__(self, node: ExistingNode) -> None:
+        self.node = node
+        managed = node.node_claim is not None or node.node_pool is not None or node.in_flight
+        if managed and not node.initialized:
+            self.taints = tuple(t for t in node.taints if not _is_ephemeral(t, node.startup_taints))
+        else:
+            self.taints = node.taints
+        remaining = dict(node.allocatable)
+        for name, value in node.requested.items():
+            remaining[name] = remaining.get(name, 0) - value
+        self.remaining = remaining
+        self.ports = list(node.host_ports)
+        self.pods: list[PodRequest] = []
+
+    def add(self, pod: PodRequest, requirements: Requirements, relaxed_taints: bool) -> bool:
+        if _untolerated(pod.tolerations, self.taints, relaxed_taints):
+            return False
+        if pod.host_ports and _port_conflict(pod.host_ports, self.ports) is not None:
+            return False
+        remaining = self.remaining
+        for name, value in pod.requests.items():
+            if value > 0 and value > remaining.get(name, 0):
+                return False
+        if any(value < 0 for value in remaining.values()):
+            return False
+        if not requirements.matches_labels(self.node.labels):
+            return False
+        for name, value in pod.requests.items():
+            remaining[name] = remaining.get(name, 0) - value
+        self.ports.extend(pod.host_ports)
+        self.pods.append(pod)
+        return True
+
+
+# -- pods ------------------------------------------------------------------------------------
+
+
+class _PodState:
+    """A queued pod and how far its preferences have been relaxed."""
+
+    __slots__ = ("pod", "preferred", "relaxed_taints", "required", "requirements", "seq")
+
+    def __init__(self, pod: PodRequest, seq: int, respect_preferences: bool) -> None:
+        self.pod = pod
+        self.seq = seq
+        self.required = 0
+        self.preferred = 0 if respect_preferences else len(pod.preferred_terms)
+        self.relaxed_taints = False
+        self.requirements = self._active()
+
+    def _active(self) -> Requirements:
+        terms = self.pod.requirement_terms or (Requirements(),)
+        active = terms[self.required]
+        if self.preferred < len(self.pod.preferred_terms):
+            active = active.add(self.pod.preferred_terms[self.preferred][1])
+        return active
+
+    def relax(self, prefer_no_schedule_exists: bool) -> bool:
+        """Drop one preference (Karpenter's order); False when nothing is left to drop."""
+        if self.required < len(self.pod.requirement_terms) - 1:
+            self.required += 1
+        elif self.preferred < len(self.pod.preferred_terms):
+            self.preferred += 1
+        elif prefer_no_schedule_exists and not self.relaxed_taints:
+            self.relaxed_taints = True
+            return True
+        else:
+            return False
+        self.requirements = self._active()
+        return True
+
+
+def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
+    return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.order, pod.uid)
+
+
+# -- the solver ------------------------------------------------------------------------------
+
+
+class _Solver:
+    def __init__(
+        self,
+        existing: Sequence[ExistingNode],
+        templates: Sequence[NodePoolTemplate],
+        options: SolverOptions,
+    ) -> None:
+        self.options = options
+        self.nodes = [_Node(n) for n in sorted(existing, key=lambda n: (not n.initialized, n.name))]
+        ordered = sorted(templates, key=lambda t: t.name, reverse=True)
+        ordered.sort(key=lambda t: t.weight, reverse=True)
+        self.templates = [_Template(t) for t in ordered]
+        self.usable = [t for t in self.templates if t.options]
+        self.prefer_no_schedule_exists = any(
+            taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
+        )
+        self.claims: list[_Claim] = []
+        self.memo = _MergeMemo()
+        self.hostnames = 0
+
+    def solve(self, pods: Sequence[PodRequest]) -> SchedulingResult:
+        respect = self.options.preference_policy != IGNORE_PREFERENCES
+        states = [_PodState(p, i, respect) for i, p in enumerate(pods)]
+        states.sort(key=lambda s: _queue_order(s.pod))
+        queue = deque(states)
+        seen_at: dict[int, int] = {}
+        errors: dict[str, str] = {}
+        while queue:
+            state = queue[0]
+            if seen_at.get(state.seq) == len(queue):
+                break  # a full pass without progress
+            queue.popleft()
+            error = self._add(state)
+            if error is None:
+                errors.pop(state.pod.key, None)
+                continue
+            errors[state.pod.key] = error
+            relaxed = state.relax(self.prefer_no_schedule_exists)
+            queue.append(state)
+            if relaxed:
+                seen_at.clear()
+            else:
+                seen_at[state.seq] = len(queue)
+        return SchedulingResult(
+            new_node_claims=[c.finish(self.options.max_instance_types) for c in self.claims],
+            existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
+            errors={s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors},
+        )
+
+    def _add(self, state: _PodState) -> str | None:
+        pod, requirements, relaxed = state.pod, state.requirements, state.relaxed_taints
+        for node in self.nodes:
+            if node.add(pod, requirements, relaxed):
+                return None
+        self.claims.sort(key=lambda c: len(c.pods))
+        for claim in self.claims:
+            plan = claim.plan(pod, requirements, relaxed, explain=False)
+            if isinstance(plan, _Plan):
+                claim.commit(pod, plan)
+                return None
+        problems: list[str] = []
+        for template in self.usable:
+            options = template.within_limits()
+            if isinstance(options, str):
+                problems.append(options)
+                continue
+            claim = _Claim(template, options, self.memo)
+            plan = claim.plan(pod, requirements, relaxed, explain=True)
+            if isinstance(plan, str):
+                overhead = (
+                    f"daemonset overhead={format_resources_json(template.daemon_overhead)}, "
+                    if template.daemon_overhead
+                    else ""
+                )
+                problems.append(f'incompatible with nodepool "{template.name}", {overhead}{plan}')
+                continue
+            claim.commit(pod, plan)
+            self.hostnames += 1
+            claim.hostname = f"hostname-placeholder-{self.hostnames:04d}"
+            self.claims.append(claim)
+            template.charge(claim.options)
+            return None
+        if not problems:
+            return "no nodepools found that can launch instance types"
+        return "; ".join(problems)
+
+
+def solve(
+    pods: Sequence[PodRequest],
+    existing: Sequence[ExistingNode],
+    templates: Sequence[NodePoolTemplate],
+    options: SolverOptions = SolverOptions(),  # noqa: B008 - frozen, safe to share
+) -> SchedulingResult:
+    """Place ``pods`` on ``existing`` nodes or on new NodeClaims from ``templates``.
+
+    Pods that cannot be placed appear in ``errors`` with Karpenter's explanation.
+    """
+    return _Solver(existing, templates, options).solve(pods)
