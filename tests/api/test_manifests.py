@@ -189,6 +189,19 @@ def test_map_keys_render_in_brackets() -> None:
     assert raised.value.source == "inline"
 
 
+def test_union_fields_get_one_error() -> None:
+    document = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": [1]},
+    }
+    with pytest.raises(ManifestError) as raised:
+        parse_object(document, KindRegistry(), "pdb.yaml")
+    assert raised.value.field == "spec.minAvailable"
+    assert raised.value.message == "must be a valid integer or a valid string, got [1]"
+
+
 def test_retired_api_version_says_what_to_use() -> None:
     text = NODE_POOL.replace("karpenter.sh/v1", "karpenter.sh/v1beta1")
     with pytest.raises(ManifestErrors) as raised:

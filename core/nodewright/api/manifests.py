@@ -319,6 +319,7 @@ def parse_object(document: Mapping[str, object], registry: KindRegistry, source:
             )
             for problem in error.errors(include_url=False)
         ]
+        problems = _merge_alternatives(problems)
     if len(problems) == 1:
         raise problems[0]
     raise ManifestErrors(problems)
@@ -492,6 +493,36 @@ def _field_error(
             text = text.removeprefix("Value error, ")
         message = f"{text}, got {_short(problem.get('input'))}"
     return ManifestError(where, message, kind=kind, name=name, field=path)
+
+
+def _merge_alternatives(problems: list[ManifestError]) -> list[ManifestError]:
+    """One error per field when pydantic reports each branch of a union separately.
+
+    ``minAvailable: [1]`` fails both ``int`` and ``str``; say "must be a valid integer or a
+    valid string" once.
+    """
+    merged: list[ManifestError] = []
+    for problem in problems:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and (previous.source, previous.field) == (problem.source, problem.field)
+            and previous.message.startswith("must be ")
+            and problem.message.startswith("must be ")
+        ):
+            head, _, got = previous.message.rpartition(", got ")
+            other, _, other_got = problem.message.rpartition(", got ")
+            if got == other_got:
+                merged[-1] = ManifestError(
+                    previous.source,
+                    f"{head} or {other.removeprefix('must be ')}, got {got}",
+                    kind=previous.kind,
+                    name=previous.name,
+                    field=previous.field,
+                )
+                continue
+        merged.append(problem)
+    return merged
 
 
 def _short(value: object) -> str:
