@@ -1,1 +1,62 @@
-"""."""
+"""The test kit for provider authors and for the core's own tests.
+
+* :class:`FakeProvider`: an in-memory provider with a call log, error injection and
+  Karpenter's fake catalog.
+* :class:`ProviderConformance`: the contract every provider must pass; subclass it in a
+  provider package's tests (needs pytest).
+* :func:`make_node_claim`, :func:`launch_request`: build what the core would send.
+
+Nothing in the core imports this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from nodewright.testing.fake_provider import (
+    FakeNodeClass,
+    FakeNodeClassSpec,
+    FakeProvider,
+    default_instance_types,
+    fake_instance_type,
+    fake_node_class,
+    price_from_resources,
+)
+
+if TYPE_CHECKING:
+    from nodewright.testing.conformance import (
+        ProviderConformance,
+        launch_request,
+        make_node_claim,
+        node_claim_requirements,
+    )
+
+_NEEDS_PYTEST = {
+    "ProviderConformance",
+    "launch_request",
+    "make_node_claim",
+    "node_claim_requirements",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The conformance suite imports pytest; load it only when asked for.
+    if name in _NEEDS_PYTEST:
+        return getattr(importlib.import_module("nodewright.testing.conformance"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "FakeNodeClass",
+    "FakeNodeClassSpec",
+    "FakeProvider",
+    "ProviderConformance",
+    "default_instance_types",
+    "fake_instance_type",
+    "fake_node_class",
+    "launch_request",
+    "make_node_claim",
+    "node_claim_requirements",
+    "price_from_resources",
+]
