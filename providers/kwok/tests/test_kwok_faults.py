@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from kwok_helpers import launch_request
+
+from nodewright.api.core import Node
+from nodewright.api.labels import INSTANCE_TYPE_LABEL
+from nodewright.clock import SimulatedClock
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.plugin.errors import (
+    InsufficientCapacityError,
+    LaunchError,
+    TemporaryProviderError,
+)
+from nodewright_kwok.provider import KWOKProvider
+
+
+def test_without_spot_capacity_launch_falls_back_to_on_demand(provider: KWOKProvider) -> None:
+    provider.faults.add_insufficient_capacity(capacity_type="spot")
+    instance = provider.launch(launch_request(provider))
+    assert instance.capacity_type == "on-demand"
+    assert instance.instance_type == "c-1x-amd64-linux"
+
+
+def test_an_exhausted_zone_is_skipped(provider: KWOKProvider) -> None:
+    provider.faults.add_insufficient_capacity(zone="test-zone-a")
+    assert provider.launch(launch_request(provider)).zone == "test-zone-b"
+
+
+def test_when_nothing_has_capacity_launch_names_the_offerings(provider: KWOKProvider) -> None:
+    provider.faults.add_insufficient_capacity(instance_type="c-2x-amd64-linux")
+    request = launch_request(provider, "nc", (INSTANCE_TYPE_LABEL, "In", ["c-2x-amd64-linux"]))
+    with pytest.raises(InsufficientCapacityError) as raised:
+        provider.launch(request)
+    assert len(raised.value.offerings) == 8
+    assert ("c-2x-amd64-linux", "test-zone-a", "spot") in raised.value.offerings
+    assert provider.ledger.instances() == []
+
+
+def test_a_request_with_no_compatible_offering_is_insufficient_capacity(
+    provider: KWOKProvider,
+) -> None:
+    request = launch_request(provider, "nc", (INSTANCE_TYPE_LABEL, "In", ["no-such-type"]))
+    assert request.instance_types == ()
+    with pytest.raises(InsufficientCapacityError, match="no available offering"):
+        provider.launch(request)
+
+
+def test_the_quota_stops_launches_until_an_instance_is_deleted(provider: KWOKProvider) -> None:
+    provider.faults.instance_quota = 2
+    provider.launch(launch_request(provider, "a"))
+    provider.launch(launch_request(provider, "b"))
+    with pytest.raises(LaunchError) as raised:
+        provider.launch(launch_request(provider, "c"))
+    assert raised.value.reason == "QuotaExceeded"
+    # a repeated launch of an existing NodeClaim is not a new instance
+    assert provider.launch(launch_request(provider, "a")).node_claim == "a"
+    provider.delete("kwok://a")
+    assert provider.launch(launch_request(provider, "c")).node_claim == "c"
+
+
+def test_api_errors_fail_the_next_calls_then_stop(provider: KWOKProvider) -> None:
+    provider.faults.fail_next("launch", 2)
+    provider.faults.fail_next("list")
+    request = launch_request(provider)
+    for _ in range(2):
+        with pytest.raises(TemporaryProviderError):
+            provider.launch(request)
+    instance = provider.launch(request)
+    with pytest.raises(TemporaryProviderError):
+        provider.list()
+    assert provider.list() == [instance]
+
+
+def test_latency_delays_registration(
+    provider: KWOKProvider, cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    provider.faults.latency = timedelta(seconds=3)
+    provider.launch(launch_request(provider, "late"))
+    assert provider.reconcile(clock.now()) == timedelta(seconds=3)
+    assert cluster.get(Node, "late") is None
+    clock.advance(timedelta(seconds=3))
+    provider.reconcile(clock.now())
+    assert cluster.get(Node, "late") is not None
+
+
+def test_reset_clears_every_fault(provider: KWOKProvider) -> None:
+    provider.faults.add_insufficient_capacity()
+    provider.faults.instance_quota = 0
+    provider.faults.fail_next("launch")
+    provider.faults.latency = timedelta(minutes=1)
+    provider.faults.reset()
+    assert provider.launch(launch_request(provider)).capacity_type == "spot"
+
+
+def test_faults_can_be_set_through_options(
+    make_provider: Callable[..., KWOKProvider], cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    provider = make_provider(
+        fault_insufficient_capacity="spot, c-1x-amd64-linux/test-zone-a/*",
+        fault_instance_quota="1",
+        fault_api_errors="get=1",
+        fault_latency="2s",
+        manage_nodes="off",
+    )
+    instance = provider.launch(launch_request(provider))
+    assert (instance.zone, instance.capacity_type) == ("test-zone-b", "on-demand")
+    with pytest.raises(LaunchError):
+        provider.launch(launch_request(provider, "second"))
+    with pytest.raises(TemporaryProviderError):
+        provider.get(instance.provider_id)
+    assert provider.get(instance.provider_id) == instance
+    assert provider.reconcile(clock.now()) == timedelta(seconds=2)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("fault-insufficient-capacity", "cheap"),
+        ("fault-insufficient-capacity", "a/b/c/d"),
+        ("fault-insufficient-capacity", "*/*/cheap"),
+        ("fault-instance-quota", "-1"),
+        ("fault-instance-quota", "many"),
+        ("fault-api-errors", "reboot=1"),
+        ("fault-api-errors", "launch=x"),
+        ("fault-latency", "soon"),
+        ("registration-delay", "5 seconds"),
+        ("manage-nodes", "perhaps"),
+        ("kubelet-period", "0s"),
+        ("registration_delay", "5s"),
+    ],
+)
+def test_a_bad_option_is_an_error_naming_it(
+    provider: KWOKProvider, cluster: MemoryCluster, clock: SimulatedClock, option: str, value: str
+) -> None:
+    from nodewright.plugin.model import ProviderContext
+
+    with pytest.raises(ValueError, match=option):
+        provider.configure(ProviderContext(cluster=cluster, clock=clock, options={option: value}))
