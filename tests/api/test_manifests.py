@@ -260,6 +260,14 @@ items:
     assert [(o.kind, o.name) for o in objects] == [("Namespace", "team-a"), ("Pod", "web")]
 
 
+def test_typed_lists_are_flattened() -> None:
+    item = "\n".join(f"    {line}" for line in NODE_POOL.splitlines())
+    text = "apiVersion: karpenter.sh/v1\nkind: NodePoolList\nitems:\n  -\n" + item + "\n"
+    (pool,) = load_text(text, "pools.yaml", KindRegistry())
+    assert isinstance(pool, NodePool)
+    assert pool.name == "default"
+
+
 def test_list_item_errors_carry_their_own_line() -> None:
     text = "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Gadget\n"
     with pytest.raises(ManifestErrors) as raised:

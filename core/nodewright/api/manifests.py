@@ -407,9 +407,9 @@ def _retry_as_json(
 def _flatten_lists(
     documents: Iterable[Mapping[str, object]], source: str, errors: list[ManifestError]
 ) -> Iterator[Mapping[str, object]]:
-    """Yield documents, replacing each ``kind: List`` by its items."""
+    """Yield documents, replacing each list (``kind: List``, ``NodePoolList``...) by its items."""
     for document in documents:
-        if document.get("kind") != "List":
+        if not _is_list(document):
             yield document
             continue
         items = document.get("items", [])
@@ -435,6 +435,13 @@ def _flatten_lists(
                         field=f"items[{index}]",
                     )
                 )
+
+
+def _is_list(document: Mapping[str, object]) -> bool:
+    kind = document.get("kind")
+    if kind == "List":
+        return True
+    return isinstance(kind, str) and kind.endswith("List") and "items" in document
 
 
 def _object_name(document: Mapping[str, object]) -> str:
