@@ -51,6 +51,8 @@ T = TypeVar("T", Node, Pod)
 
 NAME = "kwok"
 INSTALL_HINT = 'pip install "nodewright[kwok]"'
+#: How soon a Node that failed to register is tried again.
+REGISTRATION_RETRY = timedelta(seconds=5)
 
 
 @functools.cache
@@ -250,7 +252,9 @@ class KWOKProvider:
         wait = wait or DEFAULT_RECONCILE_PERIOD
         for entry in self.ledger.entries():
             if entry.state == PENDING:
-                wait = min(wait, max(timedelta(0), entry.registers_at - now))
+                # an overdue entry failed to register just now: retry, but do not spin
+                due = entry.registers_at - now
+                wait = min(wait, due if due > timedelta(0) else REGISTRATION_RETRY)
         return wait
 
     def _registration_delay(self, node_class: NodeClass) -> timedelta:

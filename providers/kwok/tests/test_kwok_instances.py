@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from kwok_helpers import launch_request, node_class
 
-from nodewright.api.core import Node, Pod, PodSpec
+from nodewright.api.core import Node, NodeSpec, Pod, PodSpec
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
@@ -189,11 +189,17 @@ def test_registration_adopts_a_node_already_there_and_skips_a_foreign_one(
 ) -> None:
     cluster.create(Node(metadata=ObjectMeta(name="taken")))
     provider.launch(launch_request(provider, "taken"))
-    provider.reconcile(clock.now())
+    # retried later, without spinning
+    assert provider.reconcile(clock.now()) == timedelta(seconds=5)
     assert provider.get("kwok://taken").state == "pending"
     node = _node(cluster, "taken")
     assert node is not None
     assert node.spec.provider_id is None
+
+    cluster.create(Node(metadata=ObjectMeta(name="mine"), spec=NodeSpec(provider_id="kwok://mine")))
+    provider.launch(launch_request(provider, "mine"))
+    provider.reconcile(clock.now())
+    assert provider.get("kwok://mine").state == "running"
 
 
 # -- kubelet emulation -------------------------------------------------------------------------
