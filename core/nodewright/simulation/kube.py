@@ -1,0 +1,881 @@
+"""The rest of Kubernetes, as much of it as a node-autoscaling simulation needs.
+
+A simulated cluster needs the controllers that turn workloads into pods (Deployment,
+ReplicaSet, StatefulSet, Job, DaemonSet), a scheduler that binds pending pods to nodes that
+fit them and explains why the others do not fit, a kubelet that starts pods on nodes the
+KWOK provider does not manage, pod garbage collection for vanished nodes, and persistent
+volume provisioning. :class:`EmbeddedKubernetes` runs them all, one pass per
+:meth:`~EmbeddedKubernetes.reconcile`, against a :class:`~nodewright.cluster.memory.
+MemoryCluster`.
+
+Each controller is a simplified, deterministic version of the real one: objects are visited
+in namespace/name order, generated names come from the store's seeded generator, and there
+are no rollouts, backoffs or ordered start-up. What nodewright can observe (which pods exist,
+where they are bound, why the others are pending, where their volumes live) follows
+Kubernetes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.api.apps import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, StorageClass
+from nodewright.api.core import (
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource,
+    PersistentVolumeSpec,
+    PersistentVolumeStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodTemplateSpec,
+    Toleration,
+    Volume,
+    VolumeNodeAffinity,
+)
+from nodewright.api.labels import ZONE_LABEL
+from nodewright.api.meta import KubeObject, ObjectMeta, ObjectReference, OwnerReference
+from nodewright.clock import Clock
+from nodewright.cluster import ClusterError
+from nodewright.cluster.memory import MemoryCluster, copy_object
+from nodewright.cluster.selectors import node_selector_matches
+from nodewright.scheduling.model import HostPort, PodRequest
+from nodewright.scheduling.pods import (
+    node_fit_problem,
+    pod_host_ports,
+    pod_request,
+    pod_requests,
+    pod_tolerations,
+    taints_from_api,
+)
+from nodewright.scheduling.requirements import RequirementError
+from nodewright.scheduling.resources import CPU, MEMORY, ResourceList, parse_resources
+from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, tolerates_all
+from nodewright.scheduling.taints import Toleration as SchedulingToleration
+
+#: Nodes the KWOK provider simulates carry this annotation; KWOK plays their kubelet.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+DEFAULT_SCHEDULER = "default-scheduler"
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+DEFAULT_STORAGE_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+#: Tolerations the DaemonSet controller adds to every daemon pod, so daemons run on nodes
+#: that are starting, under pressure or cordoned.
+DAEMON_TOLERATIONS = (
+    Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect=NO_EXECUTE),
+    Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect=NO_EXECUTE),
+    Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect=NO_SCHEDULE),
+    Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect=NO_SCHEDULE),
+    Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect=NO_SCHEDULE),
+    Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect=NO_SCHEDULE),
+)
+
+# kube-scheduler's words for nodes it filtered before looking at the pod.
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+VOLUME_AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
+VOLUME_TOPOLOGY_MISMATCH = "node(s) didn't find available persistent volumes to bind"
+NO_NODES = "no nodes available to schedule pods"
+
+
+def _active(pod: Pod) -> bool:
+    return not pod.deleting and pod.status.phase not in TERMINAL_PHASES
+
+
+def _controller_uid(obj: KubeObject) -> str | None:
+    for ref in obj.metadata.owner_references:
+        if ref.controller:
+            return ref.uid
+    return None
+
+
+def _controller_ref(owner: KubeObject) -> OwnerReference:
+    return OwnerReference(
+        api_version=owner.api_version,
+        kind=owner.kind,
+        name=owner.name,
+        uid=owner.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+
+
+def _template_hash(template: PodTemplateSpec) -> str:
+    """A stable name suffix for a pod template: a change to the template changes it."""
+    text = json.dumps(template.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _pod_from_template(
+    template: PodTemplateSpec,
+    owner: KubeObject,
+    *,
+    name: str = "",
+    generate_name: str = "",
+    labels: Mapping[str, str] | None = None,
+) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(
+            name=name,
+            generate_name=generate_name or None,
+            namespace=owner.namespace,
+            labels={**template.metadata.labels, **(labels or {})},
+            annotations=dict(template.metadata.annotations),
+            owner_references=[_controller_ref(owner)],
+        ),
+        spec=template.spec.model_copy(deep=True),
+    )
+
+
+def _set_pod_condition(
+    pod: Pod,
+    kind: str,
+    status: str,
+    clock: Clock,
+    *,
+    reason: str | None = None,
+    message: str | None = None,
+) -> bool:
+    """Set a condition in place; returns True when anything a reader sees changed."""
+    current = pod.condition(kind)
+    if current is None:
+        pod.status.conditions.append(
+            PodCondition(
+                type=kind,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=clock.now(),
+            )
+        )
+        return True
+    if (current.status, current.reason, current.message) == (status, reason, message):
+        return False
+    if current.status != status:
+        current.last_transition_time = clock.now()
+    current.status, current.reason, current.message = status, reason, message
+    return True
+
+
+def _by_controller(pods: Iterable[Pod]) -> dict[str, list[Pod]]:
+    owned: dict[str, list[Pod]] = defaultdict(list)
+    for pod in pods:
+        uid = _controller_uid(pod)
+        if uid is not None:
+            owned[uid].append(pod)
+    return owned
+
+
+@dataclass
+class _NodeState:
+    """What the binder knows about one schedulable node during a pass."""
+
+    node: Node
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: ResourceList
+    requested: ResourceList = field(default_factory=dict)
+    ports: list[HostPort] = field(default_factory=list)
+
+
+class EmbeddedKubernetes:
+    """Kubernetes' own controllers and scheduler for a simulated cluster.
+
+    :meth:`reconcile` runs one pass of every controller in a fixed order: pod garbage
+    collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, immediate volume
+    binding, the scheduler (which provisions WaitForFirstConsumer volumes as it binds), the
+    kubelet of static nodes, then WaitForFirstConsumer binding for pods that reached a node
+    without the scheduler. Pods created by a controller get their first scheduling attempt in
+    the same pass.
+    """
+
+    def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self._requests: dict[str, ResourceList] = {}
+
+    def reconcile(self) -> bool:
+        """Run one pass; True when it wrote anything."""
+        before = self.cluster.resource_version()
+        self.collect_orphaned_pods()
+        self.reconcile_deployments()
+        self.reconcile_replica_sets()
+        self.reconcile_stateful_sets()
+        self.reconcile_jobs()
+        self.reconcile_daemon_sets()
+        self.bind_immediate_volumes()
+        self.schedule_pods()
+        self.run_static_kubelets()
+        self.bind_waiting_volumes()
+        return self.cluster.resource_version() != before
+
+    # -- pod garbage collection ------------------------------------------------------------------
+
+    def collect_orphaned_pods(self) -> None:
+        """Delete pods bound to nodes that no longer exist; their owners replace them."""
+        nodes = {node.name for node in self.cluster.peek(Node)}
+        orphans = [
+            pod
+            for pod in self.cluster.peek(Pod)
+            if pod.spec.node_name and pod.spec.node_name not in nodes and not pod.deleting
+        ]
+        for pod in orphans:
+            self.cluster.delete(Pod, pod.name, pod.namespace)
+
+    # -- Deployment ------------------------------------------------------------------------------
+
+    def reconcile_deployments(self) -> None:
+        """One ReplicaSet per pod template; the current one gets the replicas, older ones 0."""
+        replica_sets = _by_controller_objects(self.cluster.peek(ReplicaSet))
+        for deployment in list(self.cluster.peek(Deployment)):
+            if deployment.deleting:
+                continue
+            template_hash = _template_hash(deployment.spec.template)
+            name = f"{deployment.name}-{template_hash}"
+            owned = replica_sets.get(deployment.metadata.uid or "", [])
+            current = next((rs for rs in owned if rs.name == name), None)
+            if current is None:
+                self.cluster.create(self._replica_set(deployment, name, template_hash))
+            elif current.spec.replicas != deployment.spec.replicas:
+                scaled = copy_object(current)
+                scaled.spec.replicas = deployment.spec.replicas
+                self.cluster.update(scaled)
+            for old in owned:
+                if old.name != name and old.spec.replicas != 0 and not old.deleting:
+                    retired = copy_object(old)
+                    retired.spec.replicas = 0
+                    self.cluster.update(retired)
+            replicas = sum(rs.status.replicas for rs in owned)
+            ready = sum(rs.status.ready_replicas for rs in owned)
+            if (deployment.status.replicas, deployment.status.ready_replicas) != (replicas, ready):
+                status = copy_object(deployment)
+                status.status.replicas, status.status.ready_replicas = replicas, ready
+                self.cluster.update_status(status)
+
+    def _replica_set(self, deployment: Deployment, name: str, template_hash: str) -> ReplicaSet:
+        template = deployment.spec.template.model_copy(deep=True)
+        template.metadata.labels[POD_TEMPLATE_HASH_LABEL] = template_hash
+        selector = deployment.spec.selector.model_copy(deep=True)
+        selector.match_labels[POD_TEMPLATE_HASH_LABEL] = template_hash
+        return ReplicaSet(
+            metadata=ObjectMeta(
+                name=name,
+                namespace=deployment.namespace,
+                labels=dict(template.metadata.labels),
+                owner_references=[_controller_ref(deployment)],
+            ),
+            spec=deployment.spec.model_copy(
+                update={"selector": selector, "template": template}, deep=True
+            ),
+        )
+
+    # -- ReplicaSet ------------------------------------------------------------------------------
+
+    def reconcile_replica_sets(self) -> None:
+        """Create or delete pods until each ReplicaSet has its replicas.
+
+        Scaling down removes pods that are not on a node first, then pods not yet running,
+        then the newest, as the ReplicaSet controller's ranking does.
+        """
+        owned = _by_controller(self.cluster.peek(Pod))
+        for rs in list(self.cluster.peek(ReplicaSet)):
+            if rs.deleting:
+                continue
+            pods = [pod for pod in owned.get(rs.metadata.uid or "", []) if _active(pod)]
+            missing = rs.spec.replicas - len(pods)
+            for _ in range(missing):
+                self.cluster.create(
+                    _pod_from_template(rs.spec.template, rs, generate_name=f"{rs.name}-")
+                )
+            if missing < 0:
+                for pod in sorted(pods, key=_deletion_rank)[:-missing]:
+                    self.cluster.delete(Pod, pod.name, pod.namespace)
+            self._write_workload_status(rs)
+
+    def _write_workload_status(self, owner: ReplicaSet | StatefulSet | DaemonSet) -> None:
+        """``replicas`` counts the owner's live pods, ``readyReplicas`` those running and ready."""
+        pods = [
+            pod
+            for pod in self.cluster.peek(Pod, owner.namespace)
+            if _active(pod) and _controller_uid(pod) == owner.metadata.uid
+        ]
+        count = len(pods)
+        ready = sum(1 for pod in pods if pod.status.phase == "Running" and _is_ready(pod))
+        if (owner.status.replicas, owner.status.ready_replicas) == (count, ready):
+            return
+        status = copy_object(owner)
+        status.status.replicas, status.status.ready_replicas = count, ready
+        self.cluster.update_status(status)
+
+    # -- StatefulSet -----------------------------------------------------------------------------
+
+    def reconcile_stateful_sets(self) -> None:
+        """Pods ``<name>-<ordinal>`` with one claim per volumeClaimTemplate and ordinal.
+
+        Claims outlive the pods (the default ``Retain`` policy), so a pod that comes back
+        finds its volume. All ordinals start at once (``Parallel`` pod management).
+        """
+        owned = _by_controller(self.cluster.peek(Pod))
+        for sts in list(self.cluster.peek(StatefulSet)):
+            if sts.deleting:
+                continue
+            pods = {pod.name: pod for pod in owned.get(sts.metadata.uid or "", [])}
+            for ordinal in range(sts.spec.replicas):
+                name = f"{sts.name}-{ordinal}"
+                claims = self._ensure_claims(sts, ordinal)
+                if name in pods:
+                    continue
+                pod = _pod_from_template(
+                    sts.spec.template,
+                    sts,
+                    name=name,
+                    labels={
+                        "statefulset.kubernetes.io/pod-name": name,
+                        "apps.kubernetes.io/pod-index": str(ordinal),
+                    },
+                )
+                pod.spec.volumes = [
+                    v for v in pod.spec.volumes if v.name not in {c for c, _ in claims}
+                ] + [
+                    Volume(
+                        name=volume,
+                        persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name=claim),
+                    )
+                    for volume, claim in claims
+                ]
+                self.cluster.create(pod)
+            extra = sorted(
+                (pod for pod in pods.values() if _ordinal(pod.name, sts.name) >= sts.spec.replicas),
+                key=lambda pod: -_ordinal(pod.name, sts.name),
+            )
+            for pod in extra:
+                if not pod.deleting:
+                    self.cluster.delete(Pod, pod.name, pod.namespace)
+            self._write_workload_status(sts)
+
+    def _ensure_claims(self, sts: StatefulSet, ordinal: int) -> list[tuple[str, str]]:
+        """Create missing claims for one ordinal; returns ``(volume name, claim name)`` pairs."""
+        pairs: list[tuple[str, str]] = []
+        for template in sts.spec.volume_claim_templates:
+            claim = f"{template.name}-{sts.name}-{ordinal}"
+            pairs.append((template.name, claim))
+            if self.cluster.get(PersistentVolumeClaim, claim, sts.namespace) is not None:
+                continue
+            self.cluster.create(
+                PersistentVolumeClaim(
+                    metadata=ObjectMeta(
+                        name=claim,
+                        namespace=sts.namespace,
+                        labels={**sts.spec.selector.match_labels, **template.metadata.labels},
+                        annotations=dict(template.metadata.annotations),
+                    ),
+                    spec=template.spec.model_copy(deep=True),
+                )
+            )
+        return pairs
+
+    # -- Job -------------------------------------------------------------------------------------
+
+    def reconcile_jobs(self) -> None:
+        """Keep ``parallelism`` pods running until ``completions`` pods have succeeded."""
+        owned = _by_controller(self.cluster.peek(Pod))
+        for job in list(self.cluster.peek(Job)):
+            if job.deleting:
+                continue
+            pods = owned.get(job.metadata.uid or "", [])
+            active = sum(1 for pod in pods if _active(pod))
+            succeeded = sum(1 for pod in pods if pod.status.phase == "Succeeded")
+            wanted = job.spec.parallelism
+            if job.spec.completions is not None:
+                wanted = min(wanted, max(0, job.spec.completions - succeeded))
+            for _ in range(wanted - active):
+                pod = _pod_from_template(
+                    job.spec.template,
+                    job,
+                    generate_name=f"{job.name}-",
+                    labels={
+                        "job-name": job.name,
+                        "batch.kubernetes.io/job-name": job.name,
+                        "batch.kubernetes.io/controller-uid": job.metadata.uid or "",
+                    },
+                )
+                pod.spec.restart_policy = pod.spec.restart_policy or "Never"
+                self.cluster.create(pod)
+
+    # -- DaemonSet -------------------------------------------------------------------------------
+
+    def reconcile_daemon_sets(self) -> None:
+        """One pod per eligible node, bound directly; pods leave nodes that stop qualifying."""
+        nodes = [node for node in self.cluster.peek(Node) if not node.deleting]
+        node_names = {node.name for node in nodes}
+        owned = _by_controller(self.cluster.peek(Pod))
+        for ds in list(self.cluster.peek(DaemonSet)):
+            if ds.deleting:
+                continue
+            spec = self._daemon_pod_spec(ds)
+            placed: dict[str, list[Pod]] = defaultdict(list)
+            for pod in owned.get(ds.metadata.uid or "", []):
+                if not pod.deleting:
+                    placed[pod.spec.node_name or ""].append(pod)
+            wanted: list[Pod] = []
+            for node in nodes:
+                running = [pod for pod in placed.get(node.name, []) if _active(pod)]
+                if running:
+                    if _daemon_may_stay(spec, node):
+                        wanted.extend(running)
+                        continue
+                    for pod in running:
+                        self.cluster.delete(Pod, pod.name, pod.namespace)
+                    continue
+                if not _daemon_may_start(spec, node):
+                    continue
+                pod = _pod_from_template(ds.spec.template, ds, generate_name=f"{ds.name}-")
+                pod.spec = spec.model_copy(deep=True)
+                pod.spec.node_name = node.name
+                wanted.append(self.cluster.create(pod))
+            for node_name, pods in sorted(placed.items()):
+                if node_name not in node_names:
+                    for pod in pods:
+                        self.cluster.delete(Pod, pod.name, pod.namespace)
+            self._write_workload_status(ds)
+
+    @staticmethod
+    def _daemon_pod_spec(ds: DaemonSet) -> PodSpec:
+        spec = ds.spec.template.spec.model_copy(deep=True)
+        present = {(t.key, t.effect) for t in spec.tolerations}
+        spec.tolerations.extend(
+            t.model_copy() for t in DAEMON_TOLERATIONS if (t.key, t.effect) not in present
+        )
+        return spec
+
+    # -- volumes ---------------------------------------------------------------------------------
+
+    def bind_immediate_volumes(self) -> None:
+        """Provision a volume for every unbound claim whose class binds immediately."""
+        for claim in list(self.cluster.peek(PersistentVolumeClaim)):
+            if claim.deleting or claim.status.phase == "Bound":
+                continue
+            if claim.spec.volume_name:
+                if self.cluster.get(PersistentVolume, claim.spec.volume_name) is not None:
+                    self._mark_claim_bound(claim, claim.spec.volume_name)
+                continue
+            storage_class = self._storage_class(claim)
+            if (
+                storage_class is None
+                or storage_class.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER
+            ):
+                continue
+            zone = _first_allowed_zone(storage_class)
+            self._provision(claim, storage_class, zone, node_name=None)
+
+    def bind_waiting_volumes(self) -> None:
+        """Provision WaitForFirstConsumer claims of pods bound without the scheduler."""
+        nodes = {node.name: node for node in self.cluster.peek(Node)}
+        for pod in list(self.cluster.peek(Pod)):
+            node = nodes.get(pod.spec.node_name or "")
+            if node is not None and _active(pod):
+                self._bind_pod_volumes(pod, node)
+
+    def _bind_pod_volumes(self, pod: Pod, node: Node) -> None:
+        for volume in pod.spec.volumes:
+            if volume.persistent_volume_claim is None:
+                continue
+            claim = self.cluster.get(
+                PersistentVolumeClaim, volume.persistent_volume_claim.claim_name, pod.namespace
+            )
+            if claim is None or claim.spec.volume_name or claim.deleting:
+                continue
+            storage_class = self._storage_class(claim)
+            if (
+                storage_class is None
+                or storage_class.volume_binding_mode != WAIT_FOR_FIRST_CONSUMER
+            ):
+                continue
+            self._provision(
+                claim, storage_class, node.metadata.labels.get(ZONE_LABEL), node_name=node.name
+            )
+
+    def _storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
+        name = claim.spec.storage_class_name
+        if name is None:
+            return next(
+                (
+                    sc
+                    for sc in self.cluster.peek(StorageClass)
+                    if sc.metadata.annotations.get(DEFAULT_STORAGE_CLASS_ANNOTATION) == "true"
+                ),
+                None,
+            )
+        if not name:
+            return None
+        return self.cluster.get(StorageClass, name)
+
+    def _provision(
+        self,
+        claim: PersistentVolumeClaim,
+        storage_class: StorageClass,
+        zone: str | None,
+        node_name: str | None,
+    ) -> None:
+        """Create a volume in ``zone`` (anywhere when None) and bind ``claim`` to it."""
+        name = f"pvc-{claim.metadata.uid}"
+        affinity = None
+        if zone:
+            affinity = VolumeNodeAffinity(
+                required=NodeSelector(
+                    node_selector_terms=[
+                        NodeSelectorTerm(
+                            match_expressions=[
+                                NodeSelectorRequirement(
+                                    key=ZONE_LABEL, operator="In", values=[zone]
+                                )
+                            ]
+                        )
+                    ]
+                )
+            )
+        if self.cluster.get(PersistentVolume, name) is None:
+            self.cluster.create(
+                PersistentVolume(
+                    metadata=ObjectMeta(name=name),
+                    spec=PersistentVolumeSpec(
+                        storage_class_name=storage_class.name,
+                        capacity=dict(claim.spec.resources.requests),
+                        claim_ref=ObjectReference(
+                            api_version=claim.api_version,
+                            kind=claim.kind,
+                            name=claim.name,
+                            namespace=claim.namespace,
+                            uid=claim.metadata.uid,
+                        ),
+                        node_affinity=affinity,
+                        csi={"driver": storage_class.provisioner, "volumeHandle": name},
+                    ),
+                    status=PersistentVolumeStatus(phase="Bound"),
+                )
+            )
+        bound = copy_object(claim)
+        bound.spec.volume_name = name
+        if node_name:
+            bound.metadata.annotations[SELECTED_NODE_ANNOTATION] = node_name
+        bound.spec.storage_class_name = storage_class.name
+        bound = self.cluster.update(bound)
+        self._mark_claim_bound(bound, name)
+
+    def _mark_claim_bound(self, claim: PersistentVolumeClaim, volume: str) -> None:
+        if claim.status.phase == "Bound":
+            return
+        bound = copy_object(claim)
+        bound.status.phase = "Bound"
+        self.cluster.update_status(bound)
+
+    # -- scheduler -------------------------------------------------------------------------------
+
+    def schedule_pods(self) -> None:
+        """kube-scheduler: bind each pending pod to the fullest node it fits, or say why not."""
+        pending = [
+            pod
+            for pod in self.cluster.peek(Pod)
+            if not pod.spec.node_name
+            and _active(pod)
+            and (pod.spec.scheduler_name or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
+        ]
+        if not pending:
+            return
+        pending.sort(
+            key=lambda pod: (
+                -(pod.spec.priority or 0),
+                pod.metadata.creation_timestamp or self.clock.now(),
+                pod.namespace,
+                pod.name,
+            )
+        )
+        all_nodes = list(self.cluster.peek(Node))
+        states, filtered = self._node_states(all_nodes)
+        for pod in pending:
+            self._schedule_one(pod, all_nodes, states, filtered)
+
+    def _node_states(self, nodes: Sequence[Node]) -> tuple[list[_NodeState], Counter[str]]:
+        """Schedulable nodes with what is already on them, and why the others are skipped."""
+        filtered: Counter[str] = Counter()
+        states: dict[str, _NodeState] = {}
+        for node in nodes:
+            if node.spec.unschedulable or node.deleting:
+                filtered[NODE_UNSCHEDULABLE] += 1
+            elif not node.ready:
+                filtered[NODE_NOT_READY] += 1
+            else:
+                states[node.name] = _NodeState(
+                    node=node,
+                    labels=node.metadata.labels,
+                    taints=taints_from_api(node.spec.taints),
+                    allocatable=parse_resources(node.status.allocatable),
+                )
+        seen: set[str] = set()
+        for pod in self.cluster.peek(Pod):
+            uid = pod.metadata.uid or ""
+            seen.add(uid)
+            state = states.get(pod.spec.node_name or "")
+            if state is None or pod.status.phase in TERMINAL_PHASES:
+                continue
+            for name, value in self._pod_requests(pod).items():
+                state.requested[name] = state.requested.get(name, 0) + value
+            state.ports.extend(pod_host_ports(pod))
+        if len(self._requests) > 2 * len(seen) + 1000:
+            self._requests = {uid: r for uid, r in self._requests.items() if uid in seen}
+        return [states[name] for name in sorted(states)], filtered
+
+    def _pod_requests(self, pod: Pod) -> ResourceList:
+        """Pod requests, cached by UID (a pod's resources do not change once created)."""
+        uid = pod.metadata.uid or ""
+        cached = self._requests.get(uid)
+        if cached is None:
+            cached = pod_requests(pod)
+            self._requests[uid] = cached
+        return cached
+
+    def _schedule_one(
+        self,
+        pod: Pod,
+        all_nodes: Sequence[Node],
+        states: Sequence[_NodeState],
+        filtered: Counter[str],
+    ) -> None:
+        try:
+            request = pod_request(pod)
+        except RequirementError as error:
+            self._mark_unschedulable(pod, f"invalid node affinity: {error}", 0, plain=True)
+            return
+        volumes = self._volume_constraints(pod)
+        if isinstance(volumes, str):
+            self._mark_unschedulable(pod, volumes, len(all_nodes))
+            return
+        reasons = Counter(filtered)
+        best: tuple[float, _NodeState] | None = None
+        for state in states:
+            problem = self._fit_problem(request, state, volumes)
+            if problem is not None:
+                for reason in problem.split(", "):
+                    reasons[reason] += 1
+                continue
+            score = _most_allocated_score(request.requests, state)
+            if best is None or score > best[0]:
+                best = (score, state)
+        if best is None:
+            if not all_nodes:
+                self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
+                return
+            summary = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+            self._mark_unschedulable(pod, summary, len(all_nodes))
+            return
+        chosen = best[1]
+        try:
+            self.cluster.bind(pod.name, pod.namespace, chosen.node.name)
+        except ClusterError:
+            return  # someone else bound or deleted it meanwhile; the next pass sees it
+        for name, value in request.requests.items():
+            chosen.requested[name] = chosen.requested.get(name, 0) + value
+        chosen.ports.extend(request.host_ports)
+        self._bind_pod_volumes(pod, chosen.node)
+
+    def _fit_problem(
+        self,
+        request: PodRequest,
+        state: _NodeState,
+        volumes: Sequence[tuple[NodeSelector, str]],
+    ) -> str | None:
+        problem = node_fit_problem(
+            request,
+            state.labels,
+            state.taints,
+            state.allocatable,
+            state.requested,
+            state.ports,
+        )
+        if problem is not None:
+            return problem
+        for selector, reason in volumes:
+            if not node_selector_matches(selector, state.labels, state.node.name):
+                return reason
+        return None
+
+    def _volume_constraints(self, pod: Pod) -> list[tuple[NodeSelector, str]] | str:
+        """Node selectors the pod's volumes impose, or why the pod cannot be placed at all."""
+        constraints: list[tuple[NodeSelector, str]] = []
+        for volume in pod.spec.volumes:
+            if volume.persistent_volume_claim is None:
+                continue
+            name = volume.persistent_volume_claim.claim_name
+            claim = self.cluster.get(PersistentVolumeClaim, name, pod.namespace)
+            if claim is None:
+                return f'persistentvolumeclaim "{name}" not found'
+            if claim.deleting:
+                return f'persistentvolumeclaim "{name}" is being deleted'
+            if claim.spec.volume_name:
+                volume_object = self.cluster.get(PersistentVolume, claim.spec.volume_name)
+                affinity = volume_object.spec.node_affinity if volume_object else None
+                if affinity is not None and affinity.required is not None:
+                    constraints.append((affinity.required, VOLUME_AFFINITY_CONFLICT))
+                continue
+            storage_class = self._storage_class(claim)
+            if (
+                storage_class is None
+                or storage_class.volume_binding_mode != WAIT_FOR_FIRST_CONSUMER
+            ):
+                return "pod has unbound immediate PersistentVolumeClaims"
+            if storage_class.allowed_topologies:
+                constraints.append(
+                    (_allowed_topology_selector(storage_class), VOLUME_TOPOLOGY_MISMATCH)
+                )
+        return constraints
+
+    def _mark_unschedulable(
+        self, pod: Pod, reasons: str, node_count: int, plain: bool = False
+    ) -> None:
+        """Record kube-scheduler's verdict on the pod, writing only when it changed."""
+        if plain:
+            message = reasons
+        else:
+            message = (
+                f"0/{node_count} nodes are available: {reasons}. preemption: 0/{node_count} "
+                f"nodes are available: {node_count} Preemption is not helpful for scheduling."
+            )
+        updated = copy_object(pod)
+        if _set_pod_condition(
+            updated, "PodScheduled", "False", self.clock, reason="Unschedulable", message=message
+        ):
+            self.cluster.update_status(updated)
+
+    # -- kubelet ---------------------------------------------------------------------------------
+
+    def run_static_kubelets(self) -> None:
+        """Start pods on nodes KWOK does not simulate: Running and Ready once bound."""
+        static = {
+            node.name
+            for node in self.cluster.peek(Node)
+            if node.metadata.annotations.get(KWOK_NODE_ANNOTATION) != "fake"
+        }
+        starting = [
+            pod
+            for pod in self.cluster.peek(Pod)
+            if pod.spec.node_name in static
+            and _active(pod)
+            and (pod.status.phase != "Running" or not _is_ready(pod))
+        ]
+        for pod in starting:
+            started = copy_object(pod)
+            started.status.phase = "Running"
+            started.status.start_time = started.status.start_time or self.clock.now()
+            _set_pod_condition(started, "Ready", "True", self.clock)
+            self.cluster.update_status(started)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _by_controller_objects(objects: Iterable[ReplicaSet]) -> dict[str, list[ReplicaSet]]:
+    owned: dict[str, list[ReplicaSet]] = defaultdict(list)
+    for obj in objects:
+        uid = _controller_uid(obj)
+        if uid is not None:
+            owned[uid].append(obj)
+    return owned
+
+
+def _is_ready(pod: Pod) -> bool:
+    condition = pod.condition("Ready")
+    return condition is not None and condition.status == "True"
+
+
+def _deletion_rank(pod: Pod) -> tuple[int, int, float, str]:
+    """Sort key: the pod to delete first sorts first."""
+    created = pod.metadata.creation_timestamp
+    return (
+        1 if pod.spec.node_name else 0,
+        1 if pod.status.phase == "Running" else 0,
+        -(created.timestamp() if created else 0.0),
+        pod.name,
+    )
+
+
+def _ordinal(pod_name: str, set_name: str) -> int:
+    suffix = pod_name[len(set_name) + 1 :]
+    return int(suffix) if suffix.isdigit() else -1
+
+
+def _daemon_matches_node(spec: PodSpec, node: Node) -> bool:
+    labels = node.metadata.labels
+    if any(labels.get(k) != v for k, v in spec.node_selector.items()):
+        return False
+    affinity = spec.affinity.node_affinity if spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    return node_selector_matches(required, labels, node.name)
+
+
+def _daemon_may_start(spec: PodSpec, node: Node) -> bool:
+    if not _daemon_matches_node(spec, node):
+        return False
+    taints = [t for t in taints_from_api(node.spec.taints) if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
+    return tolerates_all(_tolerations(spec), taints) is None
+
+
+def _daemon_may_stay(spec: PodSpec, node: Node) -> bool:
+    if not _daemon_matches_node(spec, node):
+        return False
+    taints = [t for t in taints_from_api(node.spec.taints) if t.effect == NO_EXECUTE]
+    return tolerates_all(_tolerations(spec), taints) is None
+
+
+def _tolerations(spec: PodSpec) -> tuple[SchedulingToleration, ...]:
+    return pod_tolerations(Pod(spec=spec))
+
+
+def _waits_for_consumer(storage_class: StorageClass) -> bool:
+    return storage_class.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER
+
+
+def _first_allowed_zone(storage_class: StorageClass) -> str | None:
+    for term in storage_class.allowed_topologies:
+        for expression in term.match_label_expressions:
+            if expression.key == ZONE_LABEL and expression.values:
+                return expression.values[0]
+    return None
+
+
+def _allowed_topology_selector(storage_class: StorageClass) -> NodeSelector:
+    return NodeSelector(
+        node_selector_terms=[
+            NodeSelectorTerm(
+                match_expressions=[
+                    NodeSelectorRequirement(key=e.key, operator="In", values=list(e.values))
+                    for e in term.match_label_expressions
+                ]
+            )
+            for term in storage_class.allowed_topologies
+        ]
+    )
+
+
+def _most_allocated_score(requests: Mapping[str, int], state: _NodeState) -> float:
+    """kube-scheduler's MostAllocated score: mean CPU and memory use after placing the pod."""
+    fractions: list[float] = []
+    for resource in (CPU, MEMORY):
+        capacity = state.allocatable.get(resource, 0)
+        if capacity <= 0:
+            continue
+        used = state.requested.get(resource, 0) + requests.get(resource, 0)
+        fractions.append(min(used, capacity) / capacity)
+    return sum(fractions) / len(fractions) if fractions else 0.0
