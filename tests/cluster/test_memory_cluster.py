@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -351,14 +352,23 @@ def test_listing_thousands_of_pods_is_fast(cluster: MemoryCluster) -> None:
         item = template.clone()
         item.metadata.name = f"web-{i:05d}"
         cluster.create(item)
-    timings = []
-    for _ in range(3):  # best of three, to ride out a busy machine
-        started = time.perf_counter()
-        pods = cluster.list(Pod)
-        timings.append(time.perf_counter() - started)
-        assert len(pods) == 5000
-    elapsed = min(timings)
-    assert elapsed < 0.5, f"list(Pod) over 5000 pods took {elapsed:.3f}s"
+
+    def best_of_three(action: Callable[[], object]) -> float:
+        timings = []
+        for _ in range(3):  # the best of three rides out a busy machine
+            started = time.perf_counter()
+            action()
+            timings.append(time.perf_counter() - started)
+        return min(timings)
+
+    stored = cluster.list(Pod)
+    assert len(stored) == 5000
+    listing = best_of_three(lambda: cluster.list(Pod))
+    # The naive way: pydantic's deep copy of every pod. Timing both on the same machine at
+    # the same moment keeps the comparison meaningful under load.
+    naive = best_of_three(lambda: [p.model_copy(deep=True) for p in stored])
+    assert listing < naive, f"list(Pod): {listing:.3f}s, model_copy(deep=True): {naive:.3f}s"
+    assert listing < 2.0
 
 
 # --- bind and evict -----------------------------------------------------------------------------
