@@ -1,0 +1,385 @@
+"""The ``nodewright`` command: ``simulate``, ``plugins`` and ``version``.
+
+Input problems (bad YAML, an invalid NodePool, a missing provider) are printed as one line
+each, naming the file, object and field, and exit with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from nodewright import __version__
+from nodewright.api.apps import Deployment, ReplicaSet, StatefulSet
+from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.karpenter import NodePool
+from nodewright.api.manifests import KindRegistry, ManifestErrors, load_paths, parse_documents
+from nodewright.api.meta import KubeObject
+from nodewright.api.validation import validate_node_pool
+from nodewright.clock import Clock
+from nodewright.controllers.options import Options
+from nodewright.plugin.errors import PluginError, UnknownNodeClassError
+from nodewright.plugin.host import PluginHost
+from nodewright.simulation.report import Report, build_report
+from nodewright.simulation.runner import Simulation
+from nodewright.simulation.scenario import Scenario, ScenarioError, Step, load_scenario
+
+EXIT_OK = 0
+EXIT_INVALID_INPUT = 2
+
+
+class InputError(Exception):
+    """Problems with what the user gave us; each line names the file, object and field."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+
+# -- logging --------------------------------------------------------------------------------
+
+
+class _ClockFormatter(logging.Formatter):
+    """Karpenter-style lines stamped with the (simulated) clock: ``TIME LEVEL logger message``."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = self._clock.now().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        logger = record.name.removeprefix("nodewright.")
+        return f"{stamp}\t{record.levelname}\t{logger}\t{record.getMessage()}"
+
+
+def _configure_logging(clock: Clock, verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(_ClockFormatter(clock))
+    root = logging.getLogger("nodewright")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False
+
+
+# -- plugins selection ---------------------------------------------------------------------------
+
+#: Comma-separated provider names to load (all installed ones when unset).
+PLUGINS_ENV = "NODEWRIGHT_PLUGINS"
+#: Comma-separated provider names never to load.
+DISABLE_PLUGINS_ENV = "NODEWRIGHT_DISABLE_PLUGINS"
+
+
+def _names(variable: str) -> list[str] | None:
+    value = os.environ.get(variable)
+    if value is None:
+        return None
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def load_host() -> PluginHost:
+    """Load providers from entry points, honouring the selection environment variables."""
+    return PluginHost.load(only=_names(PLUGINS_ENV), blocked=_names(DISABLE_PLUGINS_ENV) or ())
+
+
+# -- simulate ---------------------------------------------------------------------------------
+
+
+def _registry(host: PluginHost) -> KindRegistry:
+    registry = KindRegistry()
+    for kind in host.node_class_kinds():
+        registry.register(kind.model, kind.extra_versions)
+    return registry
+
+
+def _missing_providers(
+    paths: Sequence[Path], registry: KindRegistry, host: PluginHost
+) -> list[str]:
+    """Kinds in the manifests that no installed provider serves, with how to get one."""
+    problems: list[str] = []
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(
+                sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+            )
+        elif path.is_file():
+            files.append(path)
+    for file in files:
+        try:
+            documents = parse_documents(file.read_text(encoding="utf-8"), str(file))
+        except Exception:
+            continue
+        for document in documents:
+            api_version, kind = str(document.get("apiVersion", "")), str(document.get("kind", ""))
+            if registry.lookup(api_version, kind) is not None or not api_version:
+                continue
+            group = api_version.split("/", 1)[0] if "/" in api_version else ""
+            if not kind.endswith("NodeClass"):
+                continue
+            try:
+                host.provider_for(group, kind)
+            except UnknownNodeClassError as error:
+                problems.append(f"{file}: {kind}: {error}")
+            except PluginError as error:
+                problems.append(f"{file}: {kind}: the provider for it failed to load: {error}")
+    return sorted(set(problems))
+
+
+def _validate(objects: Sequence[KubeObject], host: PluginHost) -> list[str]:
+    problems: list[str] = []
+    node_classes = {(o.api_version.split("/", 1)[0], o.kind, o.name) for o in objects}
+    for obj in objects:
+        if not isinstance(obj, NodePool):
+            continue
+        for error in validate_node_pool(
+            obj,
+            restricted_domains=host.restricted_label_domains(),
+            well_known_labels=host.well_known_labels(),
+        ):
+            problems.append(str(error))
+        ref = obj.spec.template.spec.node_class_ref
+        if not (ref.group and ref.kind and ref.name):
+            continue
+        try:
+            host.provider_for(ref.group, ref.kind)
+        except UnknownNodeClassError as error:
+            problems.append(f'NodePool "{obj.name}": spec.template.spec.nodeClassRef: {error}')
+            continue
+        except PluginError as error:
+            problems.append(f'NodePool "{obj.name}": spec.template.spec.nodeClassRef: {error}')
+            continue
+        if (ref.group, ref.kind, ref.name) not in node_classes:
+            problems.append(
+                f'NodePool "{obj.name}": spec.template.spec.nodeClassRef.name: '
+                f'{ref.kind} "{ref.name}" does not exist in the given manifests'
+            )
+    return problems
+
+
+def _load(paths: Sequence[Path], host: PluginHost) -> list[KubeObject]:
+    registry = _registry(host)
+    missing = _missing_providers(paths, registry, host)
+    if missing:
+        raise InputError(missing)
+    try:
+        objects = load_paths(paths, registry)
+    except ManifestErrors as errors:
+        raise InputError([str(e) for e in errors.errors]) from None
+    problems = _validate(objects, host)
+    if problems:
+        raise InputError(problems)
+    return objects
+
+
+def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
+    if step.action == "apply":
+        simulation.apply(_load(step.paths, host))
+        simulation.settle()
+    elif step.action == "advance":
+        assert step.duration is not None
+        simulation.advance(step.duration)
+    elif step.action == "settle":
+        if step.duration is None:
+            simulation.settle()
+        else:
+            simulation.settle(step.duration)
+    elif step.action == "scale":
+        kinds = {"Deployment": Deployment, "ReplicaSet": ReplicaSet, "StatefulSet": StatefulSet}
+        kind = kinds.get(step.kind)
+        if kind is None:
+            raise InputError(
+                [
+                    f"{step.where}.scale.kind: cannot scale a {step.kind}; "
+                    f"expected one of {', '.join(kinds)}"
+                ]
+            )
+        workload = simulation.cluster.get(kind, step.name, step.namespace or "default")
+        if workload is None:
+            raise InputError([f"{step.where}.scale: {step.kind} {step.name!r} does not exist"])
+        assert isinstance(workload, Deployment | ReplicaSet | StatefulSet)
+        workload.spec.replicas = step.replicas
+        simulation.cluster.update(workload)
+        logging.getLogger("nodewright.simulation").info(
+            "Scaled %s %s to %d replica(s)", step.kind.lower(), step.name, step.replicas
+        )
+        simulation.settle()
+    elif step.action == "delete":
+        registry = _registry(host)
+        versions = registry.versions(step.kind)
+        model = registry.lookup(versions[0], step.kind) if versions else None
+        if model is None:
+            raise InputError([f"{step.where}.delete.kind: unknown kind {step.kind!r}"])
+        namespace = (step.namespace or "default") if model.NAMESPACED else ""
+        if simulation.cluster.get(model, step.name, namespace) is None:
+            raise InputError([f"{step.where}.delete: {step.kind} {step.name!r} does not exist"])
+        simulation.cluster.delete(model, step.name, namespace)
+        logging.getLogger("nodewright.simulation").info(
+            "Deleted %s %s", step.kind.lower(), step.name
+        )
+        simulation.settle()
+
+
+def _print_tables(report: Report) -> None:
+    print()
+    header = ("NODE", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/H", "PODS")
+    rows = [
+        (
+            n.name,
+            n.node_pool or "-",
+            n.instance_type or "-",
+            n.zone or "-",
+            n.capacity_type or "-",
+            f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-",
+            str(len(n.pods)),
+        )
+        for n in report.nodes
+    ]
+    _table(header, rows)
+    bound = sum(1 for p in report.pods if p.node)
+    print(
+        f"\n{len(report.nodes)} node(s), ${report.total_price_per_hour:.4f}/h, "
+        f"{bound} pod(s) bound, {len(report.pending)} pending"
+    )
+    if report.pending:
+        print()
+        _table(
+            ("PENDING POD", "REASON"),
+            [(f"{p.namespace}/{p.name}", p.reason or "-") for p in report.pending],
+        )
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+
+
+def _parse_provider_options(values: Sequence[str]) -> dict[str, dict[str, str]]:
+    options: dict[str, dict[str, str]] = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        provider, dot, name = key.partition(".")
+        if not sep or not dot or not provider or not name:
+            raise InputError(
+                [
+                    f"--provider-option {value!r}: expected PROVIDER.NAME=VALUE, "
+                    "e.g. kwok.registration-delay=5s"
+                ]
+            )
+        options.setdefault(provider, {})[name] = setting
+    return options
+
+
+def _duration_option(name: str, value: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except DurationError as error:
+        raise InputError([f"{name}: {error}"]) from None
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    host = load_host()
+    try:
+        scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
+        provider_options = _parse_provider_options(args.provider_option)
+        options = Options(
+            batch_idle_duration=_duration_option("--batch-idle-duration", args.batch_idle_duration),
+            batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
+        )
+        objects = _load([Path(p) for p in args.paths], host)
+        simulation = Simulation(host, options, provider_options, seed=args.seed)
+        _configure_logging(simulation.clock, args.verbose)
+        simulation.apply(objects)
+        simulation.settle()
+        for step in scenario.steps:
+            _run_step(simulation, step, host)
+    except (InputError, ScenarioError) as error:
+        lines = error.lines if isinstance(error, InputError) else [str(error)]
+        for line in lines:
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    report = build_report(simulation)
+    _print_tables(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return EXIT_OK
+
+
+# -- plugins ------------------------------------------------------------------------------------
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    host = load_host()
+    rows = host.describe()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print('No providers installed. Install one, e.g.: pip install "nodewright[kwok]"')
+        return EXIT_OK
+    header = ("NAME", "DISTRIBUTION", "VERSION", "NODE CLASSES", "STATUS")
+    keys = ("name", "distribution", "version", "node_classes", "status")
+    _table(header, [tuple(str(row.get(k, "")) for k in keys) for row in rows])
+    return EXIT_OK
+
+
+def cmd_version(_: argparse.Namespace) -> int:
+    print(f"nodewright {__version__}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nodewright",
+        description="A Kubernetes node autoscaler, drop-in compatible with Karpenter.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="run the controller against an in-memory cluster with a simulated clock",
+        description="Load manifests (NodePools, node classes, workloads, nodes), run nodewright "
+        "against an embedded cluster until it settles, run the scenario's steps, and report.",
+    )
+    simulate.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or directories")
+    simulate.add_argument("--scenario", metavar="FILE", help="steps to run after applying PATHs")
+    simulate.add_argument("--json", metavar="FILE", help="write a JSON report to FILE")
+    simulate.add_argument(
+        "--seed", type=int, default=0, help="seed for generated names (default 0)"
+    )
+    simulate.add_argument(
+        "--provider-option",
+        action="append",
+        default=[],
+        metavar="PROVIDER.NAME=VALUE",
+        help="a provider setting, e.g. kwok.registration-delay=5s (repeatable)",
+    )
+    simulate.add_argument("--batch-idle-duration", default="1s", metavar="DURATION")
+    simulate.add_argument("--batch-max-duration", default="10s", metavar="DURATION")
+    simulate.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    simulate.set_defaults(handler=cmd_simulate)
+
+    plugins = commands.add_parser("plugins", help="list installed providers")
+    plugins.add_argument("--json", action="store_true", help="print JSON")
+    plugins.set_defaults(handler=cmd_plugins)
+
+    version = commands.add_parser("version", help="print the version")
+    version.set_defaults(handler=cmd_version)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = args.handler
+    result: int = handler(args)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Instance types per NodeClass, cached between provider calls, with offerings the cloud
+recently could not fill marked unavailable (Karpenter's unavailable-offerings cache)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from nodewright.api.karpenter import NodeClass, NodeClassReference
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster
+from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.instancetype import InstanceType
+
+#: How long a provider's instance-type answer is reused.
+CATALOG_TTL = timedelta(minutes=5)
+
+
+class NodeClassNotFoundError(LookupError):
+    """A NodePool or NodeClaim references a NodeClass object that does not exist."""
+
+
+@dataclass
+class _Entry:
+    fetched_at: datetime
+    generation: int | None
+    instance_types: list[InstanceType]
+
+
+class Catalog:
+    def __init__(self, cluster: Cluster, host: PluginHost, clock: Clock) -> None:
+        self._cluster = cluster
+        self._host = host
+        self._clock = clock
+        self._entries: dict[tuple[str, str, str], _Entry] = {}
+        self._unavailable: dict[tuple[str, str, str], datetime] = {}
+
+    def node_class(self, ref: NodeClassReference) -> NodeClass:
+        """The NodeClass object a reference points at.
+
+        Raises UnknownNodeClassError when no provider serves the kind, and
+        NodeClassNotFoundError when the object does not exist.
+        """
+        provider = self._host.provider_for(ref.group, ref.kind)
+        assert provider.info is not None  # provider_for only returns healthy providers
+        for kind in provider.info.node_classes:
+            if kind.group == ref.group and kind.kind == ref.kind:
+                found = self._cluster.get(kind.model, ref.name)
+                if found is None:
+                    raise NodeClassNotFoundError(
+                        f"{ref.kind} {ref.name!r} (group {ref.group}) does not exist"
+                    )
+                return found
+        raise NodeClassNotFoundError(f"{ref.kind} {ref.name!r} (group {ref.group}) is not served")
+
+    def provider_name(self, ref: NodeClassReference) -> str:
+        return self._host.provider_for(ref.group, ref.kind).name
+
+    def instance_types(self, node_class: NodeClass) -> list[InstanceType]:
+        """Every instance type of ``node_class``, with recently failed offerings unavailable."""
+        now = self._clock.now()
+        key = (node_class.api_version, node_class.kind, node_class.name)
+        entry = self._entries.get(key)
+        if (
+            entry is None
+            or entry.generation != node_class.metadata.generation
+            or now - entry.fetched_at >= CATALOG_TTL
+        ):
+            entry = _Entry(
+                now, node_class.metadata.generation, self._host.instance_types(node_class)
+            )
+            self._entries[key] = entry
+        self._unavailable = {k: until for k, until in self._unavailable.items() if until > now}
+        if not self._unavailable:
+            return entry.instance_types
+        return [self._apply_unavailable(it) for it in entry.instance_types]
+
+    def _apply_unavailable(self, instance_type: InstanceType) -> InstanceType:
+        if not any(
+            (instance_type.name, o.zone, o.capacity_type) in self._unavailable
+            for o in instance_type.offerings
+        ):
+            return instance_type
+        offerings = tuple(
+            replace(o, available=False)
+            if (instance_type.name, o.zone, o.capacity_type) in self._unavailable
+            else o
+            for o in instance_type.offerings
+        )
+        return replace(instance_type, offerings=offerings)
+
+    def mark_unavailable(
+        self, instance_type: str, zone: str, capacity_type: str, ttl: timedelta
+    ) -> None:
+        """Stop offering this (type, zone, capacity type) for ``ttl``, e.g. after an ICE."""
+        self._unavailable[(instance_type, zone, capacity_type)] = self._clock.now() + ttl

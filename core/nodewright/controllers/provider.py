@@ -1,0 +1,20 @@
+"""Gives providers their turn for background work (the KWOK provider registers its nodes
+and plays kubelet here; cloud providers refresh caches or read interruption queues)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from nodewright.clock import Clock
+from nodewright.plugin.host import PluginHost
+
+
+class ProviderBackgroundWork:
+    name = "provider.reconcile"
+
+    def __init__(self, host: PluginHost, clock: Clock) -> None:
+        self._host = host
+        self._clock = clock
+
+    def reconcile(self) -> timedelta | None:
+        return self._host.reconcile(self._clock.now())

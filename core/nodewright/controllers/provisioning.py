@@ -1,0 +1,337 @@
+"""Provisioning: batch pending pods, solve, and create the NodeClaims they need.
+
+Karpenter never binds pods; it creates NodeClaims sized for them and lets kube-scheduler
+bind once the nodes register. The cloud launch happens in the lifecycle controller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from nodewright.api.apps import DaemonSet
+from nodewright.api.core import Node, Pod
+from nodewright.api.karpenter import (
+    CONDITION_READY,
+    NodeClaim,
+    NodeClaimResources,
+    NodeClaimSpec,
+    NodePool,
+)
+from nodewright.api.labels import (
+    HOSTNAME_LABEL,
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
+    NODEPOOL_LABEL,
+)
+from nodewright.api.meta import ObjectMeta, OwnerReference, is_true
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster, ClusterError
+from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
+from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.options import Options
+from nodewright.controllers.state import ClusterState, is_provisionable
+from nodewright.controllers.templates import (
+    node_class_label_for,
+    node_pool_requirements,
+    nodepool_hash,
+    requirements_to_api,
+    taints_from_api,
+)
+from nodewright.plugin.errors import PluginError, UnknownNodeClassError
+from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, PodRequest, SolverOptions
+from nodewright.scheduling.pods import (
+    pod_request,
+    pod_requests,
+    pod_requirement_terms,
+    pod_tolerations,
+    validate_pod,
+)
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.resources import (
+    ResourceList,
+    format_resources,
+    format_resources_json,
+    merge,
+    parse_resources,
+)
+from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.taints import Taint, tolerates_all
+
+log = logging.getLogger("nodewright.provisioner")
+
+#: While pods stay pending, look at them again this often (Karpenter's pod trigger requeue).
+PENDING_REQUEUE = timedelta(seconds=10)
+
+
+class Provisioner:
+    name = "provisioner"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        host: PluginHost,
+        catalog: Catalog,
+        clock: Clock,
+        events: EventRecorder,
+        *,
+        options: Options,
+    ) -> None:
+        self._cluster = cluster
+        self._host = host
+        self._catalog = catalog
+        self._clock = clock
+        self._events = events
+        self._options = options
+        self._batch_start: datetime | None = None
+        self._last_arrival: datetime | None = None
+        self._batch: set[str] = set()
+        self._last_outcome: frozenset[tuple[str, str]] = frozenset()
+
+    # -- batching ----------------------------------------------------------------------------
+
+    def reconcile(self) -> timedelta | None:
+        pods = self._cluster.list(Pod)
+        pending = [p for p in pods if is_provisionable(p)]
+        now = self._clock.now()
+        if not pending:
+            self._batch_start = self._last_arrival = None
+            self._batch.clear()
+            return None
+        uids = {p.metadata.uid or p.key for p in pending}
+        if self._batch_start is None or self._last_arrival is None:
+            self._batch_start = self._last_arrival = now
+            self._batch = set(uids)
+        elif not uids <= self._batch:
+            self._last_arrival = now
+            self._batch |= uids
+        closes_at = min(
+            self._last_arrival + self._options.batch_idle_duration,
+            self._batch_start + self._options.batch_max_duration,
+        )
+        if now < closes_at:
+            return closes_at - now
+        self._batch_start = self._last_arrival = None
+        self._batch.clear()
+        self.provision(pending, pods)
+        return PENDING_REQUEUE
+
+    # -- one provisioning pass ----------------------------------------------------------------
+
+    def provision(self, pending: Sequence[Pod], pods: Sequence[Pod]) -> list[NodeClaim]:
+        """Solve for ``pending`` pods and create the NodeClaims the solution needs."""
+        domains = self._host.restricted_label_domains()
+        well_known = self._host.well_known_labels()
+        ordered = sorted(
+            pending, key=lambda p: (p.metadata.creation_timestamp or self._clock.now(), p.key)
+        )
+        requests: list[PodRequest] = []
+        by_key: dict[str, Pod] = {}
+        for index, pod in enumerate(ordered):
+            problem = validate_pod(pod, domains, well_known)
+            if problem is not None:
+                self._events.publish(
+                    pod, "FailedScheduling", f"Failed to schedule pod, {problem}", WARNING
+                )
+                continue
+            requests.append(pod_request(pod, index))
+            by_key[pod.key] = pod
+        if not requests:
+            return []
+
+        state = ClusterState.build(self._cluster.list(Node), self._cluster.list(NodeClaim), pods)
+        templates, pool_errors = self._templates(state)
+        result = solve(
+            requests,
+            state.existing_nodes(),
+            templates,
+            SolverOptions(preference_policy=self._options.preference_policy),
+        )
+        pools = {t.name: t for t in templates}
+        # Log a batch when it changes something or its outcome differs from the last one, so
+        # pods waiting for their nodes to register do not repeat the same lines every second.
+        outcome = frozenset(result.errors.items())
+        changed = bool(result.new_node_claims) or outcome != self._last_outcome
+        self._last_outcome = outcome
+        if changed:
+            log.info("Found %d provisionable pods", len(requests))
+
+        created: list[NodeClaim] = []
+        for new in result.new_node_claims:
+            names = [it.name for it in new.instance_types]
+            shown = " ".join(names[:5]) + (
+                f" and {len(names) - 5} other(s)" if len(names) > 5 else ""
+            )
+            log.info(
+                "Computed packing for %d pod(s) with instance type option(s) [%s]",
+                len(new.pods),
+                shown,
+            )
+            claim = self._create_node_claim(new, pools[new.node_pool])
+            if claim is None:
+                continue
+            created.append(claim)
+            for placed_pod in new.pods:
+                self._events.publish(
+                    by_key[placed_pod.key],
+                    "Nominated",
+                    f"Pod should schedule on: nodeclaim/{claim.name}",
+                )
+        for node_name, placed in result.existing_nodes.items():
+            for placed_pod in placed:
+                self._events.publish(
+                    by_key[placed_pod.key],
+                    "Nominated",
+                    f"Pod should schedule on: {_target(state, node_name)}",
+                )
+        for key, message in result.errors.items():
+            detail = "; ".join([message, *pool_errors]) if pool_errors else message
+            self._events.publish(
+                by_key[key], "FailedScheduling", f"Failed to schedule pod, {detail}", WARNING
+            )
+        if changed:
+            for key, message in sorted(result.errors.items()):
+                log.warning("Could not schedule pod %s, %s", key, message)
+        return created
+
+    def _templates(self, state: ClusterState) -> tuple[list[NodePoolTemplate], list[str]]:
+        """Every usable NodePool as a solver template, heaviest first; and why others are not."""
+        templates: list[NodePoolTemplate] = []
+        problems: list[str] = []
+        pools = sorted(
+            self._cluster.list(NodePool), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
+        )
+        daemonsets = self._cluster.list(DaemonSet)
+        for pool in pools:
+            if pool.deleting or pool.spec.replicas is not None:
+                continue
+            if not is_true(pool.status.conditions, CONDITION_READY):
+                problems.append(f'nodepool "{pool.name}" is not ready')
+                continue
+            try:
+                node_class = self._catalog.node_class(pool.spec.template.spec.node_class_ref)
+                instance_types = self._catalog.instance_types(node_class)
+            except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
+                problems.append(f'nodepool "{pool.name}": {error}')
+                continue
+            requirements = node_pool_requirements(pool)
+            taints = taints_from_api(pool.spec.template.spec.taints)
+            templates.append(
+                NodePoolTemplate(
+                    name=pool.name,
+                    weight=pool.spec.weight or 0,
+                    requirements=requirements,
+                    taints=taints,
+                    instance_types=tuple(instance_types),
+                    remaining=_remaining(pool, state),
+                    daemon_overhead=_daemon_overhead(daemonsets, requirements, taints),
+                )
+            )
+        return templates, problems
+
+    def _create_node_claim(self, new: NewNodeClaim, template: NodePoolTemplate) -> NodeClaim | None:
+        pool = self._cluster.get(NodePool, template.name)
+        if pool is None:
+            return None
+        spec = pool.spec.template
+        class_label, class_name = node_class_label_for(pool)
+        requirements = new.requirements
+        labels = {
+            **{k: v for k, v in requirements.labels().items() if k != HOSTNAME_LABEL},
+            **spec.metadata.labels,
+            NODEPOOL_LABEL: pool.name,
+            class_label: class_name,
+        }
+        claim = NodeClaim(
+            metadata=ObjectMeta(
+                generate_name=f"{pool.name}-",
+                labels=labels,
+                annotations={
+                    **spec.metadata.annotations,
+                    NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
+                    NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                },
+                owner_references=[
+                    OwnerReference(
+                        api_version=pool.api_version,
+                        kind=pool.kind,
+                        name=pool.name,
+                        uid=pool.metadata.uid or "",
+                        block_owner_deletion=True,
+                    )
+                ],
+            ),
+            spec=NodeClaimSpec(
+                requirements=requirements_to_api(
+                    Requirements(r for k, r in requirements.items() if k != HOSTNAME_LABEL)
+                ),
+                taints=list(spec.spec.taints),
+                startup_taints=list(spec.spec.startup_taints),
+                resources=NodeClaimResources(requests=format_resources(new.requests)),
+                node_class_ref=spec.spec.node_class_ref.model_copy(),
+                expire_after=spec.spec.expire_after,
+                termination_grace_period=spec.spec.termination_grace_period,
+            ),
+        )
+        try:
+            created = self._cluster.create(claim)
+        except ClusterError as error:
+            log.error("Could not create nodeclaim for nodepool %s: %s", pool.name, error)
+            return None
+        log.info(
+            "Created nodeclaim %s (nodepool %s) for %d pod(s), requests %s",
+            created.name,
+            pool.name,
+            len(new.pods),
+            format_resources_json(new.requests),
+        )
+        return created
+
+
+def _target(state: ClusterState, name: str) -> str:
+    for claim in state.node_claims:
+        if claim.name == name:
+            node = state.node_for(claim)
+            return f"nodeclaim/{claim.name}" + (f", node/{node.name}" if node else "")
+    for existing in state.nodes:
+        if existing.name == name:
+            owner = state.claim_for(existing)
+            return (f"nodeclaim/{owner.name}, " if owner else "") + f"node/{existing.name}"
+    return f"node/{name}"
+
+
+def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
+    """The pool's limits less what its NodeClaims already hold (None when unlimited)."""
+    if not pool.spec.limits:
+        return None
+    limits = parse_resources(pool.spec.limits)
+    used: list[ResourceList] = []
+    count = 0
+    for claim in state.node_claims:
+        if claim.metadata.labels.get(NODEPOOL_LABEL) != pool.name:
+            continue
+        count += 1
+        capacity = claim.status.capacity or claim.spec.resources.requests
+        used.append(parse_resources(capacity))
+    total = merge(*used)
+    total["nodes"] = count * 1000
+    return {name: limits[name] - total.get(name, 0) for name in limits}
+
+
+def _daemon_overhead(
+    daemonsets: Sequence[DaemonSet], requirements: Requirements, taints: Sequence[Taint]
+) -> ResourceList:
+    """Requests of the daemonset pods that would run on a node of this pool."""
+    overhead: list[ResourceList] = []
+    for daemonset in daemonsets:
+        pod = Pod(metadata=daemonset.spec.template.metadata, spec=daemonset.spec.template.spec)
+        if tolerates_all(pod_tolerations(pod), taints) is not None:
+            continue
+        terms = pod_requirement_terms(pod)
+        if not any(requirements.compatible(term) for term in terms):
+            continue
+        overhead.append(pod_requests(pod))
+    return merge(*overhead) if overhead else {}

@@ -1,0 +1,96 @@
+"""Translations between API objects and the solver's plain data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+
+from nodewright.api import core as api
+from nodewright.api.karpenter import NodeClaim, NodePool, NodeSelectorRequirementWithMinValues
+from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, node_class_label
+from nodewright.scheduling.requirements import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    IN,
+    NOT_IN,
+    Requirement,
+    Requirements,
+)
+from nodewright.scheduling.taints import Taint
+
+
+def requirements_from_api(items: Iterable[NodeSelectorRequirementWithMinValues]) -> Requirements:
+    return Requirements(
+        Requirement.of(item.key, item.operator, item.values, item.min_values) for item in items
+    )
+
+
+def requirements_to_api(requirements: Requirements) -> list[NodeSelectorRequirementWithMinValues]:
+    """Render requirements as NodeClaim spec entries, one or two per key, sorted by key."""
+    result: list[NodeSelectorRequirementWithMinValues] = []
+    for key in sorted(requirements):
+        req = requirements[key]
+        if req.greater_than is not None or req.less_than is not None:
+            if req.greater_than is not None:
+                result.append(_entry(key, "Gt", [str(req.greater_than)], req.min_values))
+            if req.less_than is not None:
+                result.append(_entry(key, "Lt", [str(req.less_than)], req.min_values))
+            continue
+        operator = req.operator
+        values = sorted(req.values) if operator in (IN, NOT_IN) else []
+        if operator in (EXISTS, DOES_NOT_EXIST) or values:
+            result.append(_entry(key, operator, values, req.min_values))
+    return result
+
+
+def _entry(
+    key: str, operator: str, values: list[str], min_values: int | None
+) -> NodeSelectorRequirementWithMinValues:
+    return NodeSelectorRequirementWithMinValues(
+        key=key, operator=operator, values=values, min_values=min_values
+    )
+
+
+def node_pool_requirements(pool: NodePool) -> Requirements:
+    """The NodePool's requirements, template labels and its own name, as one set."""
+    template = pool.spec.template
+    labels = {k: v for k, v in template.metadata.labels.items() if k != HOSTNAME_LABEL}
+    return requirements_from_api(template.spec.requirements).add(
+        Requirements.from_labels({**labels, NODEPOOL_LABEL: pool.name})
+    )
+
+
+def taints_from_api(taints: Sequence[api.Taint]) -> tuple[Taint, ...]:
+    return tuple(Taint(t.key, t.effect, t.value or "") for t in taints)
+
+
+def node_class_label_for(pool: NodePool | NodeClaim) -> tuple[str, str]:
+    ref = (
+        pool.spec.template.spec.node_class_ref
+        if isinstance(pool, NodePool)
+        else pool.spec.node_class_ref
+    )
+    return node_class_label(ref.group, ref.kind), ref.name
+
+
+def nodepool_hash(pool: NodePool) -> str:
+    """A hash of the template fields whose change makes existing nodes drifted.
+
+    Requirements are deliberately left out, as in Karpenter: a requirement change is judged
+    by compatibility, not by hash. Order of labels, annotations and taints does not matter.
+    """
+    template = pool.spec.template
+    hashed = {
+        "labels": sorted(template.metadata.labels.items()),
+        "annotations": sorted(template.metadata.annotations.items()),
+        "taints": sorted(json.dumps(t.to_dict(), sort_keys=True) for t in template.spec.taints),
+        "startupTaints": sorted(
+            json.dumps(t.to_dict(), sort_keys=True) for t in template.spec.startup_taints
+        ),
+        "nodeClassRef": template.spec.node_class_ref.to_dict(),
+        "expireAfter": template.spec.expire_after,
+        "terminationGracePeriod": template.spec.termination_grace_period,
+    }
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
+    return str(int(digest[:15], 16))

@@ -1,0 +1,70 @@
+"""The operator: every controller wired to one cluster, one plugin host and one clock.
+
+The same :class:`Operator` runs in ``nodewright simulate`` (against the in-memory cluster,
+with a simulated clock) and in ``nodewright run`` (against a real API server).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster
+from nodewright.controllers import Controller
+from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.lifecycle import NodeClaimLifecycle
+from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
+from nodewright.controllers.options import Options
+from nodewright.controllers.provider import ProviderBackgroundWork
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.termination import NodeTermination
+from nodewright.plugin.host import PluginHost
+
+log = logging.getLogger("nodewright.operator")
+
+
+class Operator:
+    def __init__(
+        self, cluster: Cluster, host: PluginHost, clock: Clock, options: Options | None = None
+    ) -> None:
+        self.cluster = cluster
+        self.host = host
+        self.clock = clock
+        self.options = options or Options()
+        self.events = EventRecorder(cluster, clock)
+        self.catalog = Catalog(cluster, host, clock)
+        self.provisioner = Provisioner(
+            cluster, host, self.catalog, clock, self.events, options=self.options
+        )
+        #: In the order one pass runs them: provider work first (nodes register), status
+        #: next (NodePools become ready), then provisioning and the lifecycle it feeds.
+        self.controllers: list[Controller] = [
+            ProviderBackgroundWork(host, clock),
+            NodeClassStatusController(cluster, host, clock, self.events),
+            NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
+            self.provisioner,
+            NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
+            NodeTermination(cluster, clock, self.events),
+        ]
+        self._due: dict[str, datetime] = {}
+
+    def run_once(self) -> datetime | None:
+        """Run every controller once; return when the earliest of them wants to run again.
+
+        A controller that raises is logged and retried after a short delay: one broken
+        object or plugin must never stop the others.
+        """
+        for controller in self.controllers:
+            now = self.clock.now()
+            try:
+                after = controller.reconcile()
+            except Exception:
+                log.exception("controller %s failed; retrying in 5s", controller.name)
+                after = timedelta(seconds=5)
+            if after is None:
+                self._due.pop(controller.name, None)
+            else:
+                self._due[controller.name] = now + after
+        return min(self._due.values(), default=None)
