@@ -77,7 +77,11 @@ def node_pool(
     labels: str = "{}",
 ) -> str:
     return KWOK_POOL.format(
-        name=name, weight=weight, requirements=requirements, taints=taints, limits=limits,
+        name=name,
+        weight=weight,
+        requirements=requirements,
+        taints=taints,
+        limits=limits,
         labels=labels,
     )
 

@@ -30,11 +30,11 @@ def test_malformed_yaml_names_the_file_and_line(simulate: Simulate) -> None:
     [
         (node_pool(weight=500), "spec.weight"),
         (
-            node_pool(requirements='[{key: example.com/size, operator: Gt, values: [big]}]'),
+            node_pool(requirements="[{key: example.com/size, operator: Gt, values: [big]}]"),
             "spec.template.spec.requirements[0]",
         ),
         (
-            node_pool(requirements='[{key: karpenter.sh/nodepool, operator: In, values: [x]}]'),
+            node_pool(requirements="[{key: karpenter.sh/nodepool, operator: In, values: [x]}]"),
             "spec.template.spec.requirements[0].key",
         ),
     ],
@@ -64,11 +64,14 @@ def test_a_bad_scenario_step_is_an_input_error(simulate: Simulate) -> None:
     result = simulate(node_pool() + KWOK_CLASS, "- scael: {kind: Deployment, name: web}\n")
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
-    assert "steps[0]" in error and "scael" in error
+    assert "steps[0]" in error
+    assert "scael" in error
 
 
 def test_scaling_a_missing_deployment_is_an_input_error(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, "- scale: {kind: Deployment, name: nope, replicas: 3}\n")
+    result = simulate(
+        node_pool() + KWOK_CLASS, "- scale: {kind: Deployment, name: nope, replicas: 3}\n"
+    )
     assert result.exit_code == 2
     assert "'nope' does not exist" in result.stderr
 

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_readme_example_binds_every_inflate_pod(simulate: Simulate) -> None:
     example = ROOT / "examples" / "inflate"
     result = simulate(
-        (example / "manifests" / "nodepool.yaml").read_text() + "\n---\n" + (example / "manifests" / "inflate.yaml").read_text(),
+        (example / "manifests" / "nodepool.yaml").read_text()
+        + "\n---\n"
+        + (example / "manifests" / "inflate.yaml").read_text(),
         (example / "scenario.yaml").read_text(),
     )
     assert result.exit_code == 0, result.stderr
@@ -35,9 +37,9 @@ def test_the_readme_example_binds_every_inflate_pod(simulate: Simulate) -> None:
 
 def test_the_cheapest_fitting_instance_type_is_launched(simulate: Simulate) -> None:
     pool = node_pool(
-        requirements='[{key: kubernetes.io/arch, operator: In, values: [amd64]},'
-        ' {key: kubernetes.io/os, operator: In, values: [linux]},'
-        ' {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]'
+        requirements="[{key: kubernetes.io/arch, operator: In, values: [amd64]},"
+        " {key: kubernetes.io/os, operator: In, values: [linux]},"
+        " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]"
     )
     # 1.5 CPU does not fit a 1-CPU type; the 2-CPU "c" family is the cheapest that does.
     result = simulate(pool + KWOK_CLASS + deployment("web", 1, cpu="1500m", memory="1Gi"))
@@ -46,11 +48,12 @@ def test_the_cheapest_fitting_instance_type_is_launched(simulate: Simulate) -> N
     assert node["instanceType"] == "c-2x-amd64-linux"
     assert node["capacityType"] == "on-demand"
     assert node["nodePool"] == "default"
-    assert node["pricePerHour"] is not None and node["pricePerHour"] > 0
+    assert node["pricePerHour"] is not None
+    assert node["pricePerHour"] > 0
 
 
 def test_spot_is_chosen_when_the_pool_allows_it_because_it_is_cheaper(simulate: Simulate) -> None:
-    pool = node_pool(requirements='[{key: kubernetes.io/os, operator: In, values: [linux]}]')
+    pool = node_pool(requirements="[{key: kubernetes.io/os, operator: In, values: [linux]}]")
     result = simulate(pool + KWOK_CLASS + deployment("web", 1, cpu="500m"))
     (node,) = result.nodes()
     assert node["capacityType"] == "spot"
@@ -58,11 +61,13 @@ def test_spot_is_chosen_when_the_pool_allows_it_because_it_is_cheaper(simulate: 
 
 def test_pods_are_packed_first_fit_decreasing_onto_few_nodes(simulate: Simulate) -> None:
     pool = node_pool(
-        requirements='[{key: kubernetes.io/os, operator: In, values: [linux]},'
-        ' {key: karpenter.kwok.sh/instance-size, operator: In, values: ["4x"]}]'
+        requirements="[{key: kubernetes.io/os, operator: In, values: [linux]},"
+        ' {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}]'
     )
     # Each 4-CPU node fits 3.9 CPU: one 3-CPU pod and three 300m pods share a node.
-    manifests = pool + KWOK_CLASS + deployment("big", 2, cpu="3") + deployment("small", 6, cpu="300m")
+    manifests = (
+        pool + KWOK_CLASS + deployment("big", 2, cpu="3") + deployment("small", 6, cpu="300m")
+    )
     result = simulate(manifests)
     assert result.exit_code == 0, result.stderr
     assert result.pending() == []
@@ -74,13 +79,17 @@ def test_pods_are_packed_first_fit_decreasing_onto_few_nodes(simulate: Simulate)
 
 
 def test_node_selector_and_required_node_affinity_are_honoured(simulate: Simulate) -> None:
-    pool = node_pool(requirements='[{key: kubernetes.io/os, operator: In, values: [linux]}]')
+    pool = node_pool(requirements="[{key: kubernetes.io/os, operator: In, values: [linux]}]")
     zoned = deployment(
-        "zoned", 2, cpu="500m",
+        "zoned",
+        2,
+        cpu="500m",
         extra_spec="nodeSelector: {topology.kubernetes.io/zone: test-zone-c}",
     )
     arm = deployment(
-        "arm", 1, cpu="500m",
+        "arm",
+        1,
+        cpu="500m",
         extra_spec="""
         affinity:
           nodeAffinity:
@@ -111,7 +120,7 @@ def test_the_heavier_node_pool_wins(simulate: Simulate) -> None:
 
 def test_node_pool_limits_leave_pods_pending_with_a_reason(simulate: Simulate) -> None:
     pool = node_pool(
-        requirements='[{key: karpenter.kwok.sh/instance-size, operator: In, values: ["2x"]}]',
+        requirements='[{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["2"]}]',
         limits="{cpu: 4}",
     )
     # Each pod needs its own 2-CPU node; the limit of 4 CPU allows two such nodes.
@@ -126,26 +135,27 @@ def test_node_pool_limits_leave_pods_pending_with_a_reason(simulate: Simulate) -
 
 
 def test_taints_need_tolerations(simulate: Simulate) -> None:
-    tainted = node_pool("gpu", weight=100, taints="[{key: dedicated, value: gpu, effect: NoSchedule}]",
-                        labels="{pool: gpu}")
-    plain = node_pool("general", weight=1, labels="{pool: general}")
+    tainted = node_pool("gpu", taints="[{key: dedicated, value: gpu, effect: NoSchedule}]")
     tolerant = deployment(
-        "tolerant", 1, cpu="500m",
-        extra_spec="tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}]",
+        "tolerant",
+        1,
+        cpu="500m",
+        extra_spec="tolerations: [{key: dedicated, value: gpu, effect: NoSchedule}]",
     )
-    result = simulate(tainted + plain + KWOK_CLASS + tolerant + deployment("plain", 1, cpu="500m"))
+    result = simulate(tainted + KWOK_CLASS + tolerant + deployment("plain", 1, cpu="500m"))
     assert result.exit_code == 0, result.stderr
-    assert result.pending() == []
-    by_pod = {p: n for n in result.nodes() for p in n["pods"]}
-    for key, node in by_pod.items():
-        if "/tolerant-" in key:
-            assert node["nodePool"] == "gpu"
-        if "/plain-" in key:
-            assert node["nodePool"] == "general"
+    (node,) = result.nodes()
+    assert node["nodePool"] == "gpu"
+    assert [p.split("/")[1].split("-")[0] for p in node["pods"]] == ["tolerant"]
+    (pending,) = result.pending()
+    assert pending["name"].startswith("plain-")
+    assert 'incompatible with nodepool "gpu"' in pending["reason"]
+    assert "did not tolerate" in pending["reason"]
+    assert "dedicated=gpu:NoSchedule" in pending["reason"]
 
 
 def test_a_pod_nothing_fits_is_pending_with_karpenters_wording(simulate: Simulate) -> None:
-    pool = node_pool(requirements='[{key: kubernetes.io/arch, operator: In, values: [amd64]}]')
+    pool = node_pool(requirements="[{key: kubernetes.io/arch, operator: In, values: [amd64]}]")
     result = simulate(pool + KWOK_CLASS + deployment("huge", 1, cpu="1000"))
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
