@@ -1,0 +1,1 @@
+"""A toy nodewright provider: machines in an imaginary cloud, kept in memory."""

@@ -1,0 +1,14 @@
+import pytest
+from nodewright_toy.plugin import ToyNodeClass, ToyProvider
+
+from nodewright.testing import ProviderConformance
+
+
+class TestToyConformance(ProviderConformance):
+    @pytest.fixture
+    def provider(self) -> ToyProvider:
+        return ToyProvider()
+
+    @pytest.fixture
+    def node_class(self) -> ToyNodeClass:
+        return ToyNodeClass.model_validate({"metadata": {"name": "default"}})
