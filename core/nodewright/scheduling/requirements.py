@@ -126,7 +126,8 @@ class Requirement:
         greater_than = _max_opt(self.greater_than, other.greater_than)
         less_than = _min_opt(self.less_than, other.less_than)
         min_values = _max_opt(self.min_values, other.min_values)
-        if greater_than is not None and less_than is not None and greater_than >= less_than:
+        if greater_than is not None and less_than is not None and greater_than + 1 >= less_than:
+            # no integer strictly between the bounds (Karpenter: gte > lte)
             return Requirement(self.key, False, frozenset(), min_values=min_values)
         if self.complement and other.complement:
             values = self.values | other.values
@@ -157,24 +158,20 @@ class Requirement:
         return ""
 
     def __str__(self) -> str:
-        if self.greater_than is not None or self.less_than is not None:
-            parts = []
-            if self.greater_than is not None:
-                parts.append(f"{self.key} Gt {self.greater_than}")
-            if self.less_than is not None:
-                parts.append(f"{self.key} Lt {self.less_than}")
-            text = " and ".join(parts)
-        elif self.operator in (EXISTS, DOES_NOT_EXIST):
+        """Karpenter's rendering: ``key In [a b c d e and 2 others]``, ``key Exists >=3 <=9``."""
+        if self.operator in (EXISTS, DOES_NOT_EXIST):
             text = f"{self.key} {self.operator}"
         else:
             shown = sorted(self.values)
-            suffix = ""
             if len(shown) > 5:
-                suffix = f" and {len(shown) - 5} others"
-                shown = shown[:5]
-            text = f"{self.key} {self.operator} [{' '.join(shown)}]{suffix}"
+                shown = [*shown[:5], f"and {len(shown) - 5} others"]
+            text = f"{self.key} {self.operator} [{' '.join(shown)}]"
+        if self.greater_than is not None:
+            text += f" >={self.greater_than + 1}"
+        if self.less_than is not None:
+            text += f" <={self.less_than - 1}"
         if self.min_values is not None:
-            text += f", minValues {self.min_values}"
+            text += f" minValues {self.min_values}"
         return text
 
 
