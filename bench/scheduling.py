@@ -91,16 +91,15 @@ def main() -> int:
     parser.add_argument("--pods", type=int, nargs="+", default=[100, 1000, 5000])
     args = parser.parse_args()
     catalog = instance_types()
-    print(
-        f"{'pods':>7} {'seconds':>8} {'pods/s':>9} {'nodeclaims':>10} {'$/h':>9} {'unscheduled':>11}"
-    )
+    widths = (7, 8, 9, 10, 9, 11)
+    columns = ("pods", "seconds", "pods/s", "nodeclaims", "$/h", "unscheduled")
+    print(" ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
     failed = False
     for count in args.pods:
         elapsed, claims, price, errors = run(count, catalog)
         failed |= errors > 0
-        print(
-            f"{count:>7} {elapsed:>8.3f} {count / elapsed:>9.0f} {claims:>10} {price:>9.2f} {errors:>11}"
-        )
+        cells = (count, f"{elapsed:.3f}", f"{count / elapsed:.0f}", claims, f"{price:.2f}", errors)
+        print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS: {peak_mib:.0f} MiB")
     return 1 if failed else 0
