@@ -242,7 +242,8 @@ class PluginHost:
         except ValueError as exc:
             return PluginLoadError(entry.name, entry.distribution, describe_exception(exc))
         for caller in self._pm.get_hookcallers(plugin) or []:
-            if caller.has_spec():
+            own = [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
+            if caller.has_spec() or all(impl.optionalhook for impl in own):
                 continue
             suggestion = difflib.get_close_matches(caller.name, HOOK_NAMES, n=1)
             hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""

@@ -11,8 +11,8 @@ names; a name in ``only`` that no entry point provides is reported as not instal
 
 An entry point that fails to import becomes a :class:`~nodewright.plugin.errors.PluginLoadError`
 naming the plugin and its distribution, with the exception's text; the traceback goes to the
-``nodewright.plugins`` log, not into the message. One broken distribution therefore never
-stops the others, nor the commands a user would run to find out what is wrong.
+``nodewright.plugins`` log at debug level, not into the message. One broken distribution
+therefore never stops the others, nor the commands a user would run to find out what is wrong.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def load_entry_point(entry_point: importlib.metadata.EntryPoint) -> PluginCandid
     try:
         plugin = entry_point.load()
     except Exception as exc:
-        log.warning(
+        # The host logs the error itself; the traceback is only for whoever debugs it.
+        log.debug(
             "plugin %r (distribution %s %s) failed to import from %r",
             entry_point.name,
             distribution,
