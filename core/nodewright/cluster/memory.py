@@ -46,6 +46,7 @@ from nodewright.cluster import (
 from nodewright.cluster.selectors import label_selector_matches
 
 T = TypeVar("T", bound=KubeObject)
+M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_NAMESPACE = "default"
 #: How many watch events the store remembers; older resourceVersions are "gone" (HTTP 410).
@@ -99,7 +100,7 @@ def _copy(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while copying many objects.
 
     Copies create tens of thousands of small containers and no cycles; with a large store,
@@ -116,9 +117,9 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def copy_object(obj: T) -> T:
-    """A deep copy of an API object, as the store hands them out."""
-    copied: T = _copy(obj)
+def copy_object(obj: M) -> M:
+    """A deep copy of an API object (or any part of one), as the store hands them out."""
+    copied: M = _copy(obj)
     return copied
 
 
@@ -151,14 +152,14 @@ class MemoryCluster:
         namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> builtins.list[T]:
-        with _collector_paused():
+        with collector_paused():
             return [copy_object(obj) for obj in self.peek(kind, namespace, labels)]
 
     def select(
         self, kind: type[T], selector: LabelSelector, namespace: str | None = None
     ) -> builtins.list[T]:
         """Objects whose labels satisfy a full label selector, sorted by namespace and name."""
-        with _collector_paused():
+        with collector_paused():
             return [
                 copy_object(obj)
                 for obj in self.peek(kind, namespace)
@@ -211,7 +212,7 @@ class MemoryCluster:
                 f"resourceVersion {since} is too old; the watch history starts after {oldest - 1}"
             )
         start = since + 1 - self._history[0].resource_version
-        with _collector_paused():
+        with collector_paused():
             return [
                 WatchEvent(event.type, copy_object(event.object), event.resource_version)
                 for event in itertools.islice(self._history, start, None)

@@ -21,7 +21,7 @@ import hashlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.api.apps import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, StorageClass
 from nodewright.api.core import (
@@ -46,7 +46,7 @@ from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.meta import KubeObject, ObjectMeta, ObjectReference, OwnerReference
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
-from nodewright.cluster.memory import MemoryCluster, copy_object
+from nodewright.cluster.memory import MemoryCluster, collector_paused, copy_object
 from nodewright.cluster.selectors import node_selector_matches
 from nodewright.scheduling.model import HostPort, PodRequest
 from nodewright.scheduling.pods import (
@@ -55,6 +55,7 @@ from nodewright.scheduling.pods import (
     pod_request,
     pod_requests,
     pod_tolerations,
+    ports_conflict,
     taints_from_api,
 )
 from nodewright.scheduling.requirements import RequirementError
@@ -136,7 +137,7 @@ def _pod_from_template(
             annotations=dict(template.metadata.annotations),
             owner_references=[_controller_ref(owner)],
         ),
-        spec=template.spec.model_copy(deep=True),
+        spec=copy_object(template.spec),
     )
 
 
@@ -191,6 +192,80 @@ class _NodeState:
     ports: list[HostPort] = field(default_factory=list)
 
 
+@dataclass
+class _SchedulingPass:
+    """One scheduling pass over the pending pods, with caches for pods that look alike.
+
+    Pods of one workload share requests, tolerations and node requirements. Taints and
+    labels do not change during a pass, so which nodes admit such a pod is computed once;
+    and while nothing has been bound, the explanation for a pod that fits nowhere is the same
+    for every pod like it.
+    """
+
+    node_count: int
+    states: list[_NodeState]
+    filtered: Counter[str]
+    binds: int = 0
+    _admitting: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
+    _open: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
+    _explanations: dict[tuple[object, ...], tuple[int, str]] = field(default_factory=dict)
+
+    def admitting(self, request: PodRequest) -> list[_NodeState]:
+        """Nodes whose taints and labels admit the pod, whatever they already run."""
+        key = (request.requirement_terms, request.tolerations)
+        nodes = self._admitting.get(key)
+        if nodes is None:
+            probe = replace(request, requests={}, host_ports=())
+            nodes = [
+                state
+                for state in self.states
+                if node_fit_problem(probe, state.labels, state.taints, {}, {}, ()) is None
+            ]
+            self._admitting[key] = nodes
+        return nodes
+
+    def open_nodes(self, request: PodRequest) -> list[_NodeState]:
+        """Admitting nodes that still had room for a pod of this shape at the last look.
+
+        Within a pass nodes only fill up, so a node once too full for a shape stays so.
+        """
+        nodes = self._open.get(_shape(request))
+        return self.admitting(request) if nodes is None else nodes
+
+    def keep_open(self, request: PodRequest, nodes: list[_NodeState]) -> None:
+        self._open[_shape(request)] = nodes
+
+    def explain(self, request: PodRequest, volumes: Sequence[tuple[NodeSelector, str]]) -> str:
+        """kube-scheduler's per-node reasons, counted and sorted (``1 Insufficient cpu, ...``)."""
+        key: tuple[object, ...] | None = None
+        if not volumes:
+            key = _shape(request)
+            cached = self._explanations.get(key)
+            if cached is not None and cached[0] == self.binds:
+                return cached[1]
+        reasons = Counter(self.filtered)
+        for state in self.states:
+            problem = node_fit_problem(
+                request, state.labels, state.taints, state.allocatable, state.requested, state.ports
+            )
+            if problem is None:
+                problem = next(
+                    (
+                        reason
+                        for selector, reason in volumes
+                        if not node_selector_matches(selector, state.labels, state.node.name)
+                    ),
+                    None,
+                )
+            if problem is not None:
+                for reason in problem.split(", "):
+                    reasons[reason] += 1
+        summary = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+        if key is not None:
+            self._explanations[key] = (self.binds, summary)
+        return summary
+
+
 class EmbeddedKubernetes:
     """Kubernetes' own controllers and scheduler for a simulated cluster.
 
@@ -210,16 +285,18 @@ class EmbeddedKubernetes:
     def reconcile(self) -> bool:
         """Run one pass; True when it wrote anything."""
         before = self.cluster.resource_version()
-        self.collect_orphaned_pods()
-        self.reconcile_deployments()
-        self.reconcile_replica_sets()
-        self.reconcile_stateful_sets()
-        self.reconcile_jobs()
-        self.reconcile_daemon_sets()
-        self.bind_immediate_volumes()
-        self.schedule_pods()
-        self.run_static_kubelets()
-        self.bind_waiting_volumes()
+        with collector_paused():  # thousands of short-lived copies, no reference cycles
+            self.collect_orphaned_pods()
+            self.reconcile_deployments()
+            self.reconcile_replica_sets()
+            self.reconcile_stateful_sets()
+            self.reconcile_jobs()
+            self.reconcile_daemon_sets()
+            self.bind_immediate_volumes()
+            self.schedule_pods()
+            self.run_static_kubelets()
+            self.bind_waiting_volumes()
+            self.update_workload_statuses()
         return self.cluster.resource_version() != before
 
     # -- pod garbage collection ------------------------------------------------------------------
@@ -258,12 +335,6 @@ class EmbeddedKubernetes:
                     retired = copy_object(old)
                     retired.spec.replicas = 0
                     self.cluster.update(retired)
-            replicas = sum(rs.status.replicas for rs in owned)
-            ready = sum(rs.status.ready_replicas for rs in owned)
-            if (deployment.status.replicas, deployment.status.ready_replicas) != (replicas, ready):
-                status = copy_object(deployment)
-                status.status.replicas, status.status.ready_replicas = replicas, ready
-                self.cluster.update_status(status)
 
     def _replica_set(self, deployment: Deployment, name: str, template_hash: str) -> ReplicaSet:
         template = deployment.spec.template.model_copy(deep=True)
@@ -290,8 +361,11 @@ class EmbeddedKubernetes:
         Scaling down removes pods that are not on a node first, then pods not yet running,
         then the newest, as the ReplicaSet controller's ranking does.
         """
+        replica_sets = list(self.cluster.peek(ReplicaSet))
+        if not replica_sets:
+            return
         owned = _by_controller(self.cluster.peek(Pod))
-        for rs in list(self.cluster.peek(ReplicaSet)):
+        for rs in replica_sets:
             if rs.deleting:
                 continue
             pods = [pod for pod in owned.get(rs.metadata.uid or "", []) if _active(pod)]
@@ -303,21 +377,45 @@ class EmbeddedKubernetes:
             if missing < 0:
                 for pod in sorted(pods, key=_deletion_rank)[:-missing]:
                     self.cluster.delete(Pod, pod.name, pod.namespace)
-            self._write_workload_status(rs)
 
-    def _write_workload_status(self, owner: ReplicaSet | StatefulSet | DaemonSet) -> None:
-        """``replicas`` counts the owner's live pods, ``readyReplicas`` those running and ready."""
-        pods = [
-            pod
-            for pod in self.cluster.peek(Pod, owner.namespace)
-            if _active(pod) and _controller_uid(pod) == owner.metadata.uid
+    # -- workload status -------------------------------------------------------------------------
+
+    def update_workload_statuses(self) -> None:
+        """``replicas``: live pods a workload owns; ``readyReplicas``: those running and ready.
+
+        A Deployment adds up its ReplicaSets. Runs last, so it counts this pass's changes.
+        """
+        counts: dict[str, tuple[int, int]] = {}
+        for uid, pods in _by_controller(self.cluster.peek(Pod)).items():
+            live = [pod for pod in pods if _active(pod)]
+            ready = sum(1 for pod in live if pod.status.phase == "Running" and _is_ready(pod))
+            counts[uid] = (len(live), ready)
+        replica_sets = list(self.cluster.peek(ReplicaSet))
+        owners: list[ReplicaSet | StatefulSet | DaemonSet] = [
+            *replica_sets,
+            *self.cluster.peek(StatefulSet),
+            *self.cluster.peek(DaemonSet),
         ]
-        count = len(pods)
-        ready = sum(1 for pod in pods if pod.status.phase == "Running" and _is_ready(pod))
-        if (owner.status.replicas, owner.status.ready_replicas) == (count, ready):
+        for owner in owners:
+            self._write_counts(owner, counts.get(owner.metadata.uid or "", (0, 0)))
+        by_deployment: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for rs in replica_sets:
+            owner_uid = _controller_uid(rs)
+            if owner_uid is not None:
+                by_deployment[owner_uid].append(counts.get(rs.metadata.uid or "", (0, 0)))
+        for deployment in list(self.cluster.peek(Deployment)):
+            parts = by_deployment.get(deployment.metadata.uid or "", [])
+            self._write_counts(deployment, (sum(n for n, _ in parts), sum(r for _, r in parts)))
+
+    def _write_counts(
+        self,
+        owner: Deployment | ReplicaSet | StatefulSet | DaemonSet,
+        counts: tuple[int, int],
+    ) -> None:
+        if (owner.status.replicas, owner.status.ready_replicas) == counts:
             return
         status = copy_object(owner)
-        status.status.replicas, status.status.ready_replicas = count, ready
+        status.status.replicas, status.status.ready_replicas = counts
         self.cluster.update_status(status)
 
     # -- StatefulSet -----------------------------------------------------------------------------
@@ -328,8 +426,11 @@ class EmbeddedKubernetes:
         Claims outlive the pods (the default ``Retain`` policy), so a pod that comes back
         finds its volume. All ordinals start at once (``Parallel`` pod management).
         """
+        stateful_sets = list(self.cluster.peek(StatefulSet))
+        if not stateful_sets:
+            return
         owned = _by_controller(self.cluster.peek(Pod))
-        for sts in list(self.cluster.peek(StatefulSet)):
+        for sts in stateful_sets:
             if sts.deleting:
                 continue
             pods = {pod.name: pod for pod in owned.get(sts.metadata.uid or "", [])}
@@ -364,7 +465,6 @@ class EmbeddedKubernetes:
             for pod in extra:
                 if not pod.deleting:
                     self.cluster.delete(Pod, pod.name, pod.namespace)
-            self._write_workload_status(sts)
 
     def _ensure_claims(self, sts: StatefulSet, ordinal: int) -> list[tuple[str, str]]:
         """Create missing claims for one ordinal; returns ``(volume name, claim name)`` pairs."""
@@ -391,8 +491,11 @@ class EmbeddedKubernetes:
 
     def reconcile_jobs(self) -> None:
         """Keep ``parallelism`` pods running until ``completions`` pods have succeeded."""
+        jobs = list(self.cluster.peek(Job))
+        if not jobs:
+            return
         owned = _by_controller(self.cluster.peek(Pod))
-        for job in list(self.cluster.peek(Job)):
+        for job in jobs:
             if job.deleting:
                 continue
             pods = owned.get(job.metadata.uid or "", [])
@@ -421,8 +524,11 @@ class EmbeddedKubernetes:
         """One pod per eligible node, bound directly; pods leave nodes that stop qualifying."""
         nodes = [node for node in self.cluster.peek(Node) if not node.deleting]
         node_names = {node.name for node in nodes}
+        daemon_sets = list(self.cluster.peek(DaemonSet))
+        if not daemon_sets:
+            return
         owned = _by_controller(self.cluster.peek(Pod))
-        for ds in list(self.cluster.peek(DaemonSet)):
+        for ds in daemon_sets:
             if ds.deleting:
                 continue
             spec = self._daemon_pod_spec(ds)
@@ -443,14 +549,13 @@ class EmbeddedKubernetes:
                 if not _daemon_may_start(spec, node):
                     continue
                 pod = _pod_from_template(ds.spec.template, ds, generate_name=f"{ds.name}-")
-                pod.spec = spec.model_copy(deep=True)
+                pod.spec = copy_object(spec)
                 pod.spec.node_name = node.name
                 wanted.append(self.cluster.create(pod))
             for node_name, pods in sorted(placed.items()):
                 if node_name not in node_names:
                     for pod in pods:
                         self.cluster.delete(Pod, pod.name, pod.namespace)
-            self._write_workload_status(ds)
 
     @staticmethod
     def _daemon_pod_spec(ds: DaemonSet) -> PodSpec:
@@ -603,10 +708,11 @@ class EmbeddedKubernetes:
                 pod.name,
             )
         )
-        all_nodes = list(self.cluster.peek(Node))
-        states, filtered = self._node_states(all_nodes)
+        nodes = list(self.cluster.peek(Node))
+        states, filtered = self._node_states(nodes)
+        run = _SchedulingPass(node_count=len(nodes), states=states, filtered=filtered)
         for pod in pending:
-            self._schedule_one(pod, all_nodes, states, filtered)
+            self._schedule_one(pod, run)
 
     def _node_states(self, nodes: Sequence[Node]) -> tuple[list[_NodeState], Counter[str]]:
         """Schedulable nodes with what is already on them, and why the others are skipped."""
@@ -647,13 +753,7 @@ class EmbeddedKubernetes:
             self._requests[uid] = cached
         return cached
 
-    def _schedule_one(
-        self,
-        pod: Pod,
-        all_nodes: Sequence[Node],
-        states: Sequence[_NodeState],
-        filtered: Counter[str],
-    ) -> None:
+    def _schedule_one(self, pod: Pod, run: _SchedulingPass) -> None:
         try:
             request = pod_request(pod)
         except RequirementError as error:
@@ -661,25 +761,32 @@ class EmbeddedKubernetes:
             return
         volumes = self._volume_constraints(pod)
         if isinstance(volumes, str):
-            self._mark_unschedulable(pod, volumes, len(all_nodes))
+            self._mark_unschedulable(pod, volumes, run.node_count)
             return
-        reasons = Counter(filtered)
+        if run.node_count == 0:
+            self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
+            return
         best: tuple[float, _NodeState] | None = None
-        for state in states:
-            problem = self._fit_problem(request, state, volumes)
-            if problem is not None:
-                for reason in problem.split(", "):
-                    reasons[reason] += 1
+        wanted_cpu = request.requests.get(CPU, 0)
+        wanted_memory = request.requests.get(MEMORY, 0)
+        still_open: list[_NodeState] = []
+        for state in run.open_nodes(request):
+            if request.host_ports and ports_conflict(request.host_ports, state.ports):
                 continue
-            score = _most_allocated_score(request.requests, state)
+            if not _has_room(request.requests, state):
+                continue
+            still_open.append(state)
+            if volumes and any(
+                not node_selector_matches(selector, state.labels, state.node.name)
+                for selector, _ in volumes
+            ):
+                continue
+            score = _most_allocated_score(wanted_cpu, wanted_memory, state)
             if best is None or score > best[0]:
                 best = (score, state)
+        run.keep_open(request, still_open)
         if best is None:
-            if not all_nodes:
-                self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
-                return
-            summary = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-            self._mark_unschedulable(pod, summary, len(all_nodes))
+            self._mark_unschedulable(pod, run.explain(request, volumes), run.node_count)
             return
         chosen = best[1]
         try:
@@ -689,28 +796,8 @@ class EmbeddedKubernetes:
         for name, value in request.requests.items():
             chosen.requested[name] = chosen.requested.get(name, 0) + value
         chosen.ports.extend(request.host_ports)
+        run.binds += 1
         self._bind_pod_volumes(pod, chosen.node)
-
-    def _fit_problem(
-        self,
-        request: PodRequest,
-        state: _NodeState,
-        volumes: Sequence[tuple[NodeSelector, str]],
-    ) -> str | None:
-        problem = node_fit_problem(
-            request,
-            state.labels,
-            state.taints,
-            state.allocatable,
-            state.requested,
-            state.ports,
-        )
-        if problem is not None:
-            return problem
-        for selector, reason in volumes:
-            if not node_selector_matches(selector, state.labels, state.node.name):
-                return reason
-        return None
 
     def _volume_constraints(self, pod: Pod) -> list[tuple[NodeSelector, str]] | str:
         """Node selectors the pod's volumes impose, or why the pod cannot be placed at all."""
@@ -869,13 +956,32 @@ def _allowed_topology_selector(storage_class: StorageClass) -> NodeSelector:
     )
 
 
-def _most_allocated_score(requests: Mapping[str, int], state: _NodeState) -> float:
+def _shape(request: PodRequest) -> tuple[object, ...]:
+    """What decides where a pod fits, without its identity: pods of one workload share it."""
+    return (
+        request.requirement_terms,
+        request.tolerations,
+        request.host_ports,
+        tuple(sorted(request.requests.items())),
+    )
+
+
+def _has_room(requests: Mapping[str, int], state: _NodeState) -> bool:
+    allocatable, requested = state.allocatable, state.requested
+    for name, value in requests.items():
+        if value > 0 and value > allocatable.get(name, 0) - requested.get(name, 0):
+            return False
+    return True
+
+
+def _most_allocated_score(cpu: int, memory: int, state: _NodeState) -> float:
     """kube-scheduler's MostAllocated score: mean CPU and memory use after placing the pod."""
-    fractions: list[float] = []
-    for resource in (CPU, MEMORY):
-        capacity = state.allocatable.get(resource, 0)
-        if capacity <= 0:
-            continue
-        used = state.requested.get(resource, 0) + requests.get(resource, 0)
-        fractions.append(min(used, capacity) / capacity)
-    return sum(fractions) / len(fractions) if fractions else 0.0
+    total, counted = 0.0, 0
+    for capacity, used in (
+        (state.allocatable.get(CPU, 0), state.requested.get(CPU, 0) + cpu),
+        (state.allocatable.get(MEMORY, 0), state.requested.get(MEMORY, 0) + memory),
+    ):
+        if capacity > 0:
+            total += min(used, capacity) / capacity
+            counted += 1
+    return total / counted if counted else 0.0
