@@ -479,3 +479,23 @@ def test_pod_spec_defaults_survive_a_round_trip(cluster: MemoryCluster) -> None:
         k: v for k, v in created.to_dict()["spec"].items() if k != "priority"
     }
     assert created.spec.priority == 5
+
+
+def test_eviction_under_two_budgets_is_refused(cluster: MemoryCluster) -> None:
+    running(cluster, "web", {"app": "web"})
+    cluster.create(pdb("first", maxUnavailable="100%"))
+    cluster.create(pdb("second", maxUnavailable="100%"))
+    with pytest.raises(EvictionBlockedError, match="more than one PodDisruptionBudget"):
+        cluster.evict("web", "default")
+    assert cluster.get(Pod, "web") is not None
+
+
+def test_cascade_is_visible_in_watch_order(cluster: MemoryCluster) -> None:
+    rs = cluster.create(ReplicaSet(metadata=ObjectMeta(name="web")))
+    cluster.create(owned_by(rs, "web-a"))
+    start = cluster.resource_version()
+    cluster.delete(ReplicaSet, "web")
+    assert [(e.type, e.object.kind, e.object.name) for e in cluster.watch(start)] == [
+        ("DELETED", "ReplicaSet", "web"),
+        ("DELETED", "Pod", "web-a"),
+    ]

@@ -431,6 +431,11 @@ def test_daemon_set_runs_one_pod_per_eligible_node(
     settle(kube)
     placed = sorted(p.spec.node_name or "" for p in pods_of(cluster, "agent"))
     assert placed == ["cordoned", "linux-1", "linux-2"]
+    for daemon in pods_of(cluster, "agent"):
+        scheduled = daemon.condition("PodScheduled")
+        assert scheduled is not None
+        assert scheduled.status == "True"
+        assert daemon.status.phase == "Running"  # the static kubelet started it
     agent = cluster.get(DaemonSet, "agent")
     assert agent is not None
     assert agent.status.replicas == 3

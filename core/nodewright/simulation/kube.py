@@ -45,7 +45,7 @@ from nodewright.api.core import (
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.meta import KubeObject, ObjectMeta, ObjectReference, OwnerReference
 from nodewright.clock import Clock
-from nodewright.cluster import ClusterError
+from nodewright.cluster import AlreadyExistsError, ClusterError
 from nodewright.cluster.memory import MemoryCluster, collector_paused, copy_object
 from nodewright.cluster.selectors import node_selector_matches
 from nodewright.scheduling.model import HostPort, PodRequest
@@ -272,9 +272,9 @@ class EmbeddedKubernetes:
     :meth:`reconcile` runs one pass of every controller in a fixed order: pod garbage
     collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, immediate volume
     binding, the scheduler (which provisions WaitForFirstConsumer volumes as it binds), the
-    kubelet of static nodes, then WaitForFirstConsumer binding for pods that reached a node
-    without the scheduler. Pods created by a controller get their first scheduling attempt in
-    the same pass.
+    kubelet of static nodes, WaitForFirstConsumer binding for pods that reached a node
+    without the scheduler, and last the workloads' status counts. Pods created by a
+    controller get their first scheduling attempt in the same pass.
     """
 
     def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
@@ -325,7 +325,7 @@ class EmbeddedKubernetes:
             owned = replica_sets.get(deployment.metadata.uid or "", [])
             current = next((rs for rs in owned if rs.name == name), None)
             if current is None:
-                self.cluster.create(self._replica_set(deployment, name, template_hash))
+                self._create_unless_taken(self._replica_set(deployment, name, template_hash))
             elif current.spec.replicas != deployment.spec.replicas:
                 scaled = copy_object(current)
                 scaled.spec.replicas = deployment.spec.replicas
@@ -377,6 +377,14 @@ class EmbeddedKubernetes:
             if missing < 0:
                 for pod in sorted(pods, key=_deletion_rank)[:-missing]:
                     self.cluster.delete(Pod, pod.name, pod.namespace)
+
+    def _create_unless_taken(self, obj: KubeObject) -> None:
+        """Create an object with a fixed name; an unrelated object holding it blocks (and the
+        real controllers, too, wait for the name to be freed)."""
+        try:
+            self.cluster.create(obj)
+        except AlreadyExistsError:
+            return
 
     # -- workload status -------------------------------------------------------------------------
 
@@ -457,7 +465,7 @@ class EmbeddedKubernetes:
                     )
                     for volume, claim in claims
                 ]
-                self.cluster.create(pod)
+                self._create_unless_taken(pod)
             extra = sorted(
                 (pod for pod in pods.values() if _ordinal(pod.name, sts.name) >= sts.spec.replicas),
                 key=lambda pod: -_ordinal(pod.name, sts.name),
@@ -536,22 +544,24 @@ class EmbeddedKubernetes:
             for pod in owned.get(ds.metadata.uid or "", []):
                 if not pod.deleting:
                     placed[pod.spec.node_name or ""].append(pod)
-            wanted: list[Pod] = []
             for node in nodes:
                 running = [pod for pod in placed.get(node.name, []) if _active(pod)]
                 if running:
-                    if _daemon_may_stay(spec, node):
-                        wanted.extend(running)
-                        continue
-                    for pod in running:
-                        self.cluster.delete(Pod, pod.name, pod.namespace)
+                    if not _daemon_may_stay(spec, node):
+                        for pod in running:
+                            self.cluster.delete(Pod, pod.name, pod.namespace)
                     continue
                 if not _daemon_may_start(spec, node):
                     continue
                 pod = _pod_from_template(ds.spec.template, ds, generate_name=f"{ds.name}-")
                 pod.spec = copy_object(spec)
                 pod.spec.node_name = node.name
-                wanted.append(self.cluster.create(pod))
+                pod.status.conditions.append(
+                    PodCondition(
+                        type="PodScheduled", status="True", last_transition_time=self.clock.now()
+                    )
+                )
+                self.cluster.create(pod)
             for node_name, pods in sorted(placed.items()):
                 if node_name not in node_names:
                     for pod in pods:
