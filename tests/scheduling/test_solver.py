@@ -441,3 +441,27 @@ def test_uninitialized_nodes_ignore_startup_taints_only_until_initialized() -> N
     assert list(solve([pod()], [waiting], [node_pool()]).existing_nodes) == ["a"]
     ready = ExistingNode(**{**waiting.__dict__, "initialized": True})
     assert not solve([pod()], [ready], [node_pool()]).existing_nodes
+
+
+def test_a_claim_narrowed_by_one_pod_can_accept_a_pod_it_turned_away() -> None:
+    # "team" is undefined on the pool, so `team In [a]` is turned away until a pod with
+    # `team NotIn [x]` defines the key on the claim (Karpenter's algebra allows that).
+    big = pod(cpu="3")
+    wants_team = pod(cpu="2", terms=[[("team", "In", ["a"])]])
+    excludes_team = pod(cpu="1", terms=[[("team", "NotIn", ["x"])]])
+    result = solve([big, wants_team, excludes_team], [], [node_pool()])
+    assert not result.errors
+    (claim,) = result.new_node_claims
+    assert len(claim.pods) == 3
+    assert claim.requirements["team"].values == {"a"}
+
+
+def test_open_claims_are_tried_fewest_pods_first() -> None:
+    # Two claims exist (zone-1 with two pods, zone-2 with one); an unconstrained pod joins
+    # the one with fewer pods.
+    z1 = [pod(cpu="1", node_selector={ZONE_LABEL: "test-zone-1"}) for _ in range(2)]
+    z2 = [pod(cpu="1", node_selector={ZONE_LABEL: "test-zone-2"})]
+    free = pod(cpu="100m", name="free")
+    result = solve([*z1, *z2, free], [], [node_pool()])
+    holder = next(c for c in result.new_node_claims if any(p.name == "free" for p in c.pods))
+    assert zone_of(holder.requirements) == {"test-zone-2"}

@@ -56,6 +56,8 @@ from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, Toleration
 NODES = "nodes"
 ONE_NODE = 1000
 IGNORE_PREFERENCES = "Ignore"
+#: Entries kept in the solver's per-shape rejection memo before it starts over.
+_MEMO_LIMIT = 2_000_000
 #: A CPU request this large is almost certainly ``M`` typed for ``m``.
 _TYPO_CPU = 10**6 * 1000
 
@@ -269,6 +271,8 @@ class _Claim:
         self.ceiling = _ceiling(options)
         self.hostname = ""
         self._memo = memo
+        #: Position among claims with as many pods (see :meth:`_Solver._open_claims`).
+        self.rank = 0
 
     def plan(
         self, pod: PodRequest, requirements: Requirements, relaxed_taints: bool, explain: bool
@@ -486,10 +490,27 @@ class _Node:
 # -- pods ------------------------------------------------------------------------------------
 
 
+_Shape = tuple[
+    tuple[tuple[str, int], ...],
+    Requirements,
+    tuple[Toleration, ...],
+    tuple[HostPort, ...],
+    bool,
+]
+
+
 class _PodState:
     """A queued pod and how far its preferences have been relaxed."""
 
-    __slots__ = ("pod", "preferred", "relaxed_taints", "required", "requirements", "seq")
+    __slots__ = (
+        "pod",
+        "preferred",
+        "relaxed_taints",
+        "required",
+        "requirements",
+        "seq",
+        "shape",
+    )
 
     def __init__(self, pod: PodRequest, seq: int, respect_preferences: bool) -> None:
         self.pod = pod
@@ -498,6 +519,19 @@ class _PodState:
         self.preferred = 0 if respect_preferences else len(pod.preferred_terms)
         self.relaxed_taints = False
         self.requirements = self._active()
+        self.shape = self._shape()
+
+    def _shape(self) -> _Shape:
+        """Everything that decides whether a node or claim takes this pod; pods with equal
+        shapes get equal answers, which the solver's rejection memo relies on."""
+        pod = self.pod
+        return (
+            tuple(sorted(pod.requests.items())),
+            self.requirements,
+            pod.tolerations,
+            pod.host_ports,
+            self.relaxed_taints,
+        )
 
     def _active(self) -> Requirements:
         terms = self.pod.requirement_terms or (Requirements(),)
@@ -514,10 +548,10 @@ class _PodState:
             self.preferred += 1
         elif prefer_no_schedule_exists and not self.relaxed_taints:
             self.relaxed_taints = True
-            return True
         else:
             return False
         self.requirements = self._active()
+        self.shape = self._shape()
         return True
 
 
@@ -547,6 +581,15 @@ class _Solver:
         self.claims: list[_Claim] = []
         self.memo = _MergeMemo()
         self.hostnames = 0
+        self.ranks = 0
+        #: Claims in the order they were opened or had their requirements narrowed.
+        self.changed: list[_Claim] = []
+        #: Per pod shape: how far into :attr:`changed` it has looked, and the claims it has
+        #: not ruled out.
+        self.alive: dict[_Shape, tuple[int, set[_Claim]]] = {}
+        self.memo_size = 0
+        #: Per pod shape: how many leading existing nodes are known to turn it away.
+        self.node_skip: dict[_Shape, int] = {}
 
     def solve(self, pods: Sequence[PodRequest]) -> SchedulingResult:
         respect = self.options.preference_policy != IGNORE_PREFERENCES
@@ -579,15 +622,14 @@ class _Solver:
 
     def _add(self, state: _PodState) -> str | None:
         pod, requirements, relaxed = state.pod, state.requirements, state.relaxed_taints
-        for node in self.nodes:
-            if node.add(pod, requirements, relaxed):
-                return None
-        self.claims.sort(key=lambda c: len(c.pods))
-        for claim in self.claims:
+        if self._add_to_existing(state):
+            return None
+        for claim in self._open_claims(state.shape):
             plan = claim.plan(pod, requirements, relaxed, explain=False)
             if isinstance(plan, _Plan):
-                claim.commit(pod, plan)
+                self._commit(claim, pod, plan)
                 return None
+            self.alive[state.shape][1].discard(claim)
         problems: list[str] = []
         for template in self.usable:
             options = template.within_limits()
@@ -604,15 +646,64 @@ class _Solver:
                 )
                 problems.append(f'incompatible with nodepool "{template.name}", {overhead}{plan}')
                 continue
-            claim.commit(pod, plan)
             self.hostnames += 1
             claim.hostname = f"hostname-placeholder-{self.hostnames:04d}"
+            # Karpenter appends new claims after every claim with as many pods.
+            self.ranks += 1
+            claim.rank = self.ranks
+            claim.commit(pod, plan)
             self.claims.append(claim)
+            self.changed.append(claim)
+            self.alive[state.shape][1].add(claim)
             template.charge(claim.options)
             return None
         if not problems:
             return "no nodepools found that can launch instance types"
         return "; ".join(problems)
+
+    def _add_to_existing(self, state: _PodState) -> bool:
+        """The first existing node that takes the pod, in fixed order.
+
+        A node that turns a pod away turns away every later pod of the same shape too (it
+        only fills up), so each shape remembers how many leading nodes it can skip.
+        """
+        skip = self.node_skip.get(state.shape, 0)
+        for index in range(skip, len(self.nodes)):
+            if self.nodes[index].add(state.pod, state.requirements, state.relaxed_taints):
+                return True
+            if index == skip:
+                skip += 1
+                self.node_skip[state.shape] = skip
+        return False
+
+    def _open_claims(self, shape: _Shape) -> list[_Claim]:
+        """Open claims that might take a pod of ``shape``, in Karpenter's order.
+
+        Karpenter stable-sorts its claims by pod count before every pod, so among claims with
+        equal counts the one that reached the count most recently comes first, and new claims
+        go last; :attr:`_Claim.rank` encodes that order without re-sorting everything. A claim
+        that rejected a shape keeps rejecting it while its requirements stay the same (it
+        only fills up), so each shape keeps the claims it has not ruled out and picks up those
+        opened or narrowed since (:attr:`changed`).
+        """
+        cursor, alive = self.alive.get(shape, (0, set()))
+        if cursor < len(self.changed):
+            alive.update(self.changed[cursor:])
+            self.memo_size += len(self.changed) - cursor
+        if self.memo_size > _MEMO_LIMIT:
+            # A cache, not state: dropping it only costs re-checks.
+            self.alive = {}
+            self.memo_size = len(alive)
+        self.alive[shape] = (len(self.changed), alive)
+        return sorted(alive, key=lambda c: (len(c.pods), c.rank))
+
+    def _commit(self, claim: _Claim, pod: PodRequest, plan: _Plan) -> None:
+        narrowed = plan.requirements is not claim.requirements
+        claim.commit(pod, plan)
+        self.ranks += 1
+        claim.rank = -self.ranks
+        if narrowed:
+            self.changed.append(claim)
 
 
 def solve(
