@@ -195,3 +195,15 @@ def test_launched_nodes_carry_karpenters_labels(simulate: Simulate) -> None:
     ):
         assert key in labels, key
     assert labels["karpenter.sh/initialized"] == "true"
+
+
+def test_a_node_pool_matching_no_instance_type_says_so(simulate: Simulate) -> None:
+    pool = node_pool(
+        requirements="[{key: karpenter.kwok.sh/instance-family, operator: In, values: [zz]}]"
+    )
+    result = simulate(pool + KWOK_CLASS + deployment("web", 1))
+    assert result.exit_code == 0, result.stderr
+    (event,) = result.events("NoCompatibleInstanceTypes")
+    assert event["object"] == "nodepool/default"
+    (pod,) = result.pending()
+    assert "requirements filtered out all compatible available instance types" in pod["reason"]

@@ -42,6 +42,7 @@ from nodewright.controllers.templates import (
 )
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, PodRequest, SolverOptions
 from nodewright.scheduling.pods import (
     pod_request,
@@ -219,6 +220,18 @@ class Provisioner:
                 continue
             requirements = node_pool_requirements(pool)
             taints = taints_from_api(pool.spec.template.spec.taints)
+            if not any(_launchable(it, requirements) for it in instance_types):
+                self._events.publish(
+                    pool,
+                    "NoCompatibleInstanceTypes",
+                    "NodePool requirements filtered out all compatible available instance types",
+                    WARNING,
+                )
+                problems.append(
+                    f'nodepool "{pool.name}": requirements filtered out all compatible '
+                    "available instance types"
+                )
+                continue
             templates.append(
                 NodePoolTemplate(
                     name=pool.name,
@@ -289,6 +302,16 @@ class Provisioner:
             format_resources_json(new.requests),
         )
         return created
+
+
+def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool:
+    """True when the pool's requirements allow this type and one of its available offerings."""
+    if instance_type.requirements.intersects(requirements):
+        return False
+    return any(
+        o.available and not o.requirements().intersects(requirements)
+        for o in instance_type.offerings
+    )
 
 
 def _target(state: ClusterState, name: str) -> str:

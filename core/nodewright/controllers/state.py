@@ -124,6 +124,7 @@ class ClusterState:
                     requested=merge(*(pod_requests(p) for p in pods)),
                     host_ports=tuple(ports),
                     initialized=initialized,
+                    startup_taints=taints_from_api(claim.spec.startup_taints) if claim else (),
                     node_claim=claim.name if claim else None,
                     node_pool=node.metadata.labels.get(NODEPOOL_LABEL),
                 )
