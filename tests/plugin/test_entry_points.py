@@ -70,3 +70,58 @@ def test_without_the_distribution_nothing_is_found(tmp_path: Path) -> None:
     (row,) = describe_in_subprocess(tmp_path, "throwaway")
     assert row["name"] == "throwaway"
     assert "not installed" in row["status"]
+
+
+@pytest.mark.slow
+def test_a_provider_found_through_its_entry_point_launches_nodeclaims(tmp_path: Path) -> None:
+    """The tutorial's toy provider, installed as a throwaway distribution, is used by
+    ``nodewright simulate`` in a fresh interpreter: a NodePool on its NodeClass launches."""
+    toy = Path(__file__).resolve().parents[2] / "docs/plugins/example/nodewright_toy/plugin.py"
+    site = tmp_path / "site"
+    write_distribution(
+        site,
+        "nodewright-toy-throwaway",
+        "0.0.1",
+        entry_points={"toy": "toy_throwaway:provider"},
+        modules={"toy_throwaway": toy.read_text()},
+    )
+    manifests = tmp_path / "manifests.yaml"
+    manifests.write_text(
+        """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: toy.nodewright.dev, kind: ToyNodeClass, name: default}
+---
+apiVersion: toy.nodewright.dev/v1
+kind: ToyNodeClass
+metadata: {name: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+    - name: web
+      resources: {requests: {cpu: 500m}}
+"""
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "NODEWRIGHT_PLUGINS": "toy",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-m", "nodewright.cli", "simulate", str(manifests)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "Launched nodeclaim default-" in completed.stdout
+    assert "toy://" in completed.stdout
