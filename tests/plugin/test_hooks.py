@@ -511,3 +511,25 @@ def test_hook_nodewright_reconcile_failures_are_logged_not_raised() -> None:
     )
     assert host.reconcile(SIMULATION_EPOCH + timedelta(seconds=10)) == timedelta(seconds=10)
     assert len(fake.calls_to("reconcile")) == 2
+
+
+def test_hook_nodewright_reconcile_runs_again_right_after_a_launch() -> None:
+    """A launch makes the owner's background work due at once (it registers new nodes)."""
+    from datetime import UTC, datetime, timedelta
+
+    from nodewright.plugin.host import PluginHost
+    from nodewright.testing import FakeProvider, fake_node_class, launch_request, make_node_claim
+
+    provider = FakeProvider()
+    provider.reconcile_period = timedelta(minutes=10)
+    host = PluginHost.load(entry_points=False, plugins={"fake": provider})
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    host.reconcile(now)
+    assert host.reconcile(now + timedelta(seconds=1)) == timedelta(minutes=10) - timedelta(
+        seconds=1
+    )
+    node_class = fake_node_class()
+    host.launch(launch_request(host, make_node_claim("a", node_class), node_class))
+    before = len(provider.calls_to("nodewright_reconcile"))
+    host.reconcile(now + timedelta(seconds=2))
+    assert len(provider.calls_to("nodewright_reconcile")) == before + 1

@@ -546,6 +546,8 @@ class PluginHost:
     def launch(self, request: LaunchRequest) -> Instance:
         """Launch one instance for ``request.node_claim`` through the NodeClass's owner."""
         owner = self._owner_of(request.node_class)
+        # New instances are background work (registration, status); run it on the next pass.
+        self._reconcile_due.pop(owner.key, None)
         result = self._call_owner(owner, "nodewright_launch", request=request)
         _expect(owner, "nodewright_launch", result, Instance)
         return result  # type: ignore[no-any-return]
@@ -564,6 +566,7 @@ class PluginHost:
     def delete(self, provider: str, provider_id: str) -> None:
         """Start or continue terminating; raises InstanceNotFoundError once it is gone."""
         owner = self.provider(provider)
+        self._reconcile_due.pop(owner.key, None)
         result = self._call_owner(owner, "nodewright_delete", provider_id=provider_id)
         if result is not None:
             raise PluginContractError(
