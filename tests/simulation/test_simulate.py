@@ -207,3 +207,20 @@ def test_a_node_pool_matching_no_instance_type_says_so(simulate: Simulate) -> No
     assert event["object"] == "nodepool/default"
     (pod,) = result.pending()
     assert "requirements filtered out all compatible available instance types" in pod["reason"]
+
+
+def test_deleting_a_node_by_hand_drains_it_and_terminates_its_instance(simulate: Simulate) -> None:
+    from nodewright_kwok.plugin import ledger
+
+    manifests = node_pool() + KWOK_CLASS + deployment("web", 3, cpu="1")
+    first = simulate(manifests)
+    (node,) = first.nodes()
+    result = simulate(manifests, f"- delete: {{kind: Node, name: {node['name']}}}\n")
+    assert result.exit_code == 0, result.stderr
+    assert f"Cordoned node {node['name']}" in result.stdout
+    assert len(result.events("Evicted")) == 3
+    (replacement,) = result.nodes()
+    assert replacement["name"] != node["name"]
+    assert result.pending() == []
+    running = [i for i in ledger.instances() if i.state != "terminated"]
+    assert [i.node_claim for i in running] == [replacement["name"]]
