@@ -164,13 +164,12 @@ def _validate(objects: Sequence[KubeObject], host: PluginHost) -> list[str]:
 
 def _load(paths: Sequence[Path], host: PluginHost) -> list[KubeObject]:
     registry = _registry(host)
-    missing = _missing_providers(paths, registry, host)
-    if missing:
-        raise InputError(missing)
     try:
         objects = load_paths(paths, registry)
     except ManifestErrors as errors:
-        raise InputError([str(e) for e in errors.errors]) from None
+        # A NodeClass kind nobody serves is best explained as a provider to install.
+        missing = _missing_providers(paths, registry, host)
+        raise InputError(missing or [str(e) for e in errors.errors]) from None
     problems = _validate(objects, host)
     if problems:
         raise InputError(problems)

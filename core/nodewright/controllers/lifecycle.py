@@ -51,6 +51,7 @@ from nodewright.plugin.model import LaunchRequest
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import format_resources, parse_resources
+from nodewright.scheduling.scheduler import offering_matches
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
@@ -350,17 +351,13 @@ def _launch_options(
     instance_types: list[InstanceType], requirements: Requirements
 ) -> list[InstanceType]:
     """The NodeClaim's instance types, with only compatible available offerings, cheapest first."""
-    wanted = requirements.get(INSTANCE_TYPE_LABEL)
     options: list[tuple[float, InstanceType]] = []
     for instance_type in instance_types:
-        if wanted is not None and not wanted.has(instance_type.name):
-            continue
+        # The claim's instance-type requirement is one of the keys checked here.
         if instance_type.requirements.intersects(requirements):
             continue
         offerings = tuple(
-            o
-            for o in instance_type.offerings
-            if o.available and not o.requirements().intersects(requirements)
+            o for o in instance_type.offerings if o.available and offering_matches(o, requirements)
         )
         if offerings:
             price = min(o.price for o in offerings)

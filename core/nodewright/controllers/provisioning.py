@@ -59,7 +59,7 @@ from nodewright.scheduling.resources import (
     merge,
     parse_resources,
 )
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.scheduler import offering_matches, solve
 from nodewright.scheduling.taints import Taint, tolerates_all
 
 log = logging.getLogger("nodewright.provisioner")
@@ -182,12 +182,9 @@ class Provisioner:
                     f"Pod should schedule on: nodeclaim/{claim.name}",
                 )
         for node_name, placed in result.existing_nodes.items():
+            message = f"Pod should schedule on: {_target(state, node_name)}"
             for placed_pod in placed:
-                self._events.publish(
-                    by_key[placed_pod.key],
-                    "Nominated",
-                    f"Pod should schedule on: {_target(state, node_name)}",
-                )
+                self._events.publish(by_key[placed_pod.key], "Nominated", message)
         for key, message in result.errors.items():
             detail = "; ".join([message, *pool_errors]) if pool_errors else message
             self._events.publish(
@@ -308,10 +305,7 @@ def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool
     """True when the pool's requirements allow this type and one of its available offerings."""
     if instance_type.requirements.intersects(requirements):
         return False
-    return any(
-        o.available and not o.requirements().intersects(requirements)
-        for o in instance_type.offerings
-    )
+    return any(o.available and offering_matches(o, requirements) for o in instance_type.offerings)
 
 
 def _target(state: ClusterState, name: str) -> str:

@@ -41,22 +41,28 @@ class NodeTermination:
 
     def reconcile(self) -> timedelta | None:
         wake: timedelta | None = None
-        pods: list[Pod] | None = None
-        for node in self._cluster.list(Node):
-            if not node.deleting or TERMINATION_FINALIZER not in node.metadata.finalizers:
-                continue
-            if pods is None:
-                pods = self._cluster.list(Pod)
+        terminating = [
+            n
+            for n in self._cluster.list(Node)
+            if n.deleting and TERMINATION_FINALIZER in n.metadata.finalizers
+        ]
+        if not terminating:
+            return None
+        pods = self._cluster.list(Pod)
+        claims = self._cluster.list(NodeClaim)
+        for node in terminating:
             try:
-                after = self._terminate(node, [p for p in pods if p.spec.node_name == node.name])
+                after = self._terminate(
+                    node, [p for p in pods if p.spec.node_name == node.name], claims
+                )
             except (ConflictError, NotFoundError):
                 after = timedelta(0)
             if after is not None and (wake is None or after < wake):
                 wake = after
         return wake
 
-    def _terminate(self, node: Node, pods: list[Pod]) -> timedelta | None:
-        for claim in self._cluster.list(NodeClaim):
+    def _terminate(self, node: Node, pods: list[Pod], claims: list[NodeClaim]) -> timedelta | None:
+        for claim in claims:
             if claim.status.provider_id == node.spec.provider_id and not claim.deleting:
                 self._cluster.delete(NodeClaim, claim.name)
         if not any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints):

@@ -102,12 +102,13 @@ def build_report(simulation: Simulation) -> Report:
         )
         for node in cluster.list(Node)
     ]
+    reasons = _failed_scheduling_messages(cluster.list(Event))
     pod_rows = [
         PodRow(
             pod.namespace,
             pod.name,
             pod.spec.node_name or None,
-            None if pod.spec.node_name else _pending_reason(simulation, pod),
+            None if pod.spec.node_name else _pending_reason(reasons, pod),
         )
         for pod in pods
         if owner_kind(pod) != "DaemonSet" or pod.spec.node_name
@@ -139,16 +140,24 @@ def _price(simulation: Simulation, node: Node, claim: NodeClaim | None) -> float
         return None
 
 
-def _pending_reason(simulation: Simulation, pod: Pod) -> str | None:
-    """The latest FailedScheduling message nodewright gave, else kube-scheduler's."""
-    latest: Event | None = None
-    for event in simulation.cluster.list(Event, namespace=pod.namespace):
-        if event.involved_object.name == pod.name and event.reason == "FailedScheduling":
-            stamp = event.last_timestamp or event.first_timestamp
-            best = (latest.last_timestamp or latest.first_timestamp) if latest else None
-            if latest is None or (stamp and best and stamp > best):
-                latest = event
-    if latest is not None:
-        return latest.message
+def _failed_scheduling_messages(events: list[Event]) -> dict[tuple[str, str], str]:
+    """The latest FailedScheduling message nodewright gave each pod, by (namespace, name)."""
+    latest: dict[tuple[str, str], Event] = {}
+    for event in events:
+        if event.reason != "FailedScheduling" or event.involved_object.kind != "Pod":
+            continue
+        key = (event.involved_object.namespace or "", event.involved_object.name or "")
+        stamp = event.last_timestamp or event.first_timestamp
+        best = latest.get(key)
+        best_stamp = (best.last_timestamp or best.first_timestamp) if best else None
+        if best is None or (stamp and best_stamp and stamp > best_stamp):
+            latest[key] = event
+    return {key: event.message for key, event in latest.items()}
+
+
+def _pending_reason(reasons: dict[tuple[str, str], str], pod: Pod) -> str | None:
+    """nodewright's latest FailedScheduling message for the pod, else kube-scheduler's."""
+    if (pod.namespace, pod.name) in reasons:
+        return reasons[(pod.namespace, pod.name)]
     condition = pod.condition("PodScheduled")
     return condition.message if condition is not None else None

@@ -102,8 +102,7 @@ class Simulation:
             target = wake if wake is not None else now + QUIET_PERIOD
             if stop_when_quiet:
                 target = min(target, self._last_change + QUIET_PERIOD)
-            target = max(min(target, deadline), now + MIN_STEP)
-            self.clock.advance_to(min(target, deadline) if target > deadline else target)
+            self.clock.advance_to(max(min(target, deadline), now + MIN_STEP))
 
     def _converge(self) -> datetime | None:
         """Run controllers and the embedded Kubernetes at this instant until they stop writing."""
@@ -129,7 +128,7 @@ class Simulation:
         self._last_rv = current
 
     def _log_bindings(self) -> None:
-        bound = {p.key: p.spec.node_name for p in self.cluster.list(Pod) if p.spec.node_name}
+        bound = {p.key: p.spec.node_name for p in self.cluster.peek(Pod) if p.spec.node_name}
         fresh = Counter(node for key, node in bound.items() if self._bound.get(key) != node)
         for node, count in sorted(fresh.items()):
             binder_log.info("Bound %d pod(s) to node %s", count, node)
