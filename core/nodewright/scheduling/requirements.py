@@ -14,10 +14,11 @@ a custom key a pod requires with ``In``/``Exists`` must be defined by the other 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from nodewright.api.labels import WELL_KNOWN_LABELS, normalize_label
+from nodewright.api.labels import RESTRICTED_LABELS, WELL_KNOWN_LABELS, normalize_label
 
 IN = "In"
 NOT_IN = "NotIn"
@@ -30,6 +31,9 @@ LTE = "Lte"
 OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
 
 _UNBOUNDED = 2**63 - 1  # what Karpenter reports as the size of a complement set
+_INT64_MIN = -(2**63)
+#: What Go's ``strconv.Atoi`` accepts: an optional sign and ASCII digits, nothing else.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class RequirementError(ValueError):
@@ -37,10 +41,17 @@ class RequirementError(ValueError):
 
 
 def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
+    """The value as a 64-bit integer, or None, exactly as Karpenter's ``strconv.Atoi`` reads it.
+
+    Python's ``int()`` is more lenient (``" 5"``, ``"5_0"``, non-ASCII digits, unbounded
+    size); a label value Karpenter treats as "not a number" must not satisfy a bound here.
+    """
+    if _INTEGER.fullmatch(value) is None:
         return None
+    number = int(value)
+    if not _INT64_MIN <= number <= _UNBOUNDED:
+        return None
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,8 @@ class Requirement:
                     f"operator {operator} on {key!r} needs an integer, got {next(iter(vals))!r}"
                 )
             if operator == GT:
+                if bound == _UNBOUNDED:  # nothing is greater than the largest integer
+                    return cls(key, False, frozenset(), min_values=min_values)
                 return cls(key, True, frozenset(), greater_than=bound, min_values=min_values)
             if operator == GTE:
                 return cls(key, True, frozenset(), greater_than=bound - 1, min_values=min_values)
@@ -191,6 +204,18 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
     return min(a, b)
 
 
+def _typo_hint(key: str, well_known: Iterable[str], defined: Iterable[str]) -> str:
+    """`` (typo of "topology.kubernetes.io/zone"?)`` when ``key`` looks like a label that
+    exists: contained in it, or sharing the part after the prefix. Well-known labels are
+    tried first, as in Karpenter; both are tried in sorted order so the hint is stable."""
+    suffix = key.split("/", 1)[1] if "/" in key else key
+    for group in (well_known, defined):
+        for candidate in sorted(group):
+            if key in candidate or candidate.endswith(suffix):
+                return f' (typo of "{candidate}"?)'
+    return ""
+
+
 class IncompatibleError(ValueError):
     """Two sets of requirements that no node could satisfy together; says which keys."""
 
@@ -234,10 +259,14 @@ class Requirements(Mapping[str, Requirement]):
         return len(self._items)
 
     def __repr__(self) -> str:
-        return f"Requirements({str(self)!r})"
+        return f"Requirements({', '.join(str(self._items[k]) for k in sorted(self._items))!r})"
 
     def __str__(self) -> str:
-        return ", ".join(str(self._items[k]) for k in sorted(self._items))
+        """Karpenter's rendering for messages: sorted, without restricted labels (the
+        placeholder hostname a NodeClaim carries while it is being sized)."""
+        return ", ".join(
+            str(self._items[k]) for k in sorted(self._items) if k not in RESTRICTED_LABELS
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Requirements):
@@ -290,13 +319,14 @@ class Requirements(Mapping[str, Requirement]):
         Keys in ``allow_undefined`` may be missing here; other keys ``incoming`` requires with
         ``In``/``Exists`` must be defined here.
         """
-        problems: list[str] = []
-        for key in incoming._items.keys() - self._items.keys():
+        for key in sorted(incoming._items.keys() - self._items.keys()):
             operator = incoming._items[key].operator
             if key in allow_undefined or operator in (NOT_IN, DOES_NOT_EXIST):
                 continue
-            problems.append(f'label "{key}" does not have known values')
-        return sorted(problems) + self.intersects(incoming)
+            # Karpenter stops at the first undefined label and reports nothing else.
+            hint = _typo_hint(key, allow_undefined, self._items.keys())
+            return [f'label "{key}" does not have known values{hint}']
+        return self.intersects(incoming)
 
     def compatible(
         self, incoming: Requirements, allow_undefined: frozenset[str] = WELL_KNOWN_LABELS
