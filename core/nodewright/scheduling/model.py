@@ -14,6 +14,19 @@ from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
 from nodewright.scheduling.taints import Taint, Toleration
+from nodewright.scheduling.topology import ANTI_AFFINITY, PlacedPod, TopologyTerm
+
+__all__ = [
+    "ExistingNode",
+    "HostPort",
+    "NewNodeClaim",
+    "NodePoolTemplate",
+    "PlacedPod",
+    "PodRequest",
+    "SchedulingResult",
+    "SolverOptions",
+    "TopologyTerm",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +64,25 @@ class PodRequest:
     priority: int = 0
     #: Position in creation order (creationTimestamp, then UID), used to break ties.
     order: int = 0
+    #: Hard topology: DoNotSchedule spreads and required pod affinity and anti-affinity.
+    topology: tuple[TopologyTerm, ...] = ()
+    #: Preferred pod affinity and anti-affinity terms, heaviest first, and ScheduleAnyway
+    #: spreads: required while preferences are respected, relaxed one at a time.
+    preferred_affinity: tuple[TopologyTerm, ...] = ()
+    preferred_anti_affinity: tuple[TopologyTerm, ...] = ()
+    schedule_anyway: tuple[TopologyTerm, ...] = ()
+    #: ORed node requirements the pod's volumes impose (empty: none).
+    volume_requirements: tuple[Requirements, ...] = ()
+    #: CSI driver -> volumes the pod mounts, for attach limits.
+    volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def required_anti_affinity(self) -> tuple[TopologyTerm, ...]:
+        return tuple(t for t in self.topology if t.kind == ANTI_AFFINITY)
 
 
 @dataclass(frozen=True)
@@ -76,6 +104,10 @@ class ExistingNode:
     in_flight: bool = False
     #: The NodeClaim's startup taints; ignored (like known ephemeral taints) until initialized.
     startup_taints: tuple[Taint, ...] = ()
+    #: CSI driver -> how many volumes the node can attach (from its CSINode).
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    #: CSI driver -> volumes already attached by pods running there.
+    volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,18 @@ from nodewright.scheduling.requirements import (
 )
 from nodewright.scheduling.resources import PODS, ResourceList, parse_resources
 from nodewright.scheduling.taints import Taint, Toleration, tolerates_all
+from nodewright.scheduling.topology import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    HONOR,
+    IGNORE,
+    SPREAD,
+    LabelSelector,
+    NodeFilter,
+    TopologyTerm,
+)
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
 
 #: One pod slot, in milli-units, charged for every pod.
 ONE_POD = 1000
@@ -161,8 +173,151 @@ def pod_preferred_terms(pod: api.Pod) -> tuple[tuple[int, Requirements], ...]:
     return tuple(weighted)
 
 
-def pod_request(pod: api.Pod, order: int = 0) -> PodRequest:
+# -- topology --------------------------------------------------------------------------------
+
+
+def label_selector(selector: api.LabelSelector | None) -> LabelSelector:
+    if selector is None:
+        return LabelSelector.of(None)
+    return LabelSelector.of(
+        selector.match_labels,
+        ((e.key, e.operator, e.values) for e in selector.match_expressions),
+    )
+
+
+def _namespaces(
+    pod: api.Pod,
+    term: api.PodAffinityTerm,
+    namespaces: Mapping[str, Mapping[str, str]] | None,
+) -> frozenset[str]:
+    """The pod's own namespace unless the term names namespaces or selects them."""
+    if not term.namespaces and term.namespace_selector is None:
+        return frozenset((pod.namespace,))
+    found = set(term.namespaces)
+    if term.namespace_selector is not None and namespaces is not None:
+        selector = label_selector(term.namespace_selector)
+        found.update(name for name, labels in namespaces.items() if selector.matches(labels))
+    return frozenset(found)
+
+
+def _affinity_term(
+    pod: api.Pod,
+    kind: str,
+    term: api.PodAffinityTerm,
+    namespaces: Mapping[str, Mapping[str, str]] | None,
+) -> TopologyTerm:
+    selector = term.label_selector
+    if selector is not None and term.match_label_keys:
+        extra = [
+            api.LabelSelectorRequirement(key=k, operator="In", values=[pod.metadata.labels[k]])
+            for k in term.match_label_keys
+            if k in pod.metadata.labels
+        ]
+        selector = api.LabelSelector(
+            match_labels=selector.match_labels,
+            match_expressions=[*selector.match_expressions, *extra],
+        )
+    return TopologyTerm(
+        kind=kind,
+        key=normalize_label(term.topology_key),
+        selector=label_selector(selector),
+        namespaces=_namespaces(pod, term, namespaces),
+    )
+
+
+def _spread_term(pod: api.Pod, constraint: api.TopologySpreadConstraint) -> TopologyTerm:
+    selector = constraint.label_selector
+    if constraint.match_label_keys:
+        base = selector or api.LabelSelector()
+        extra = [
+            api.LabelSelectorRequirement(key=k, operator="In", values=[pod.metadata.labels[k]])
+            for k in constraint.match_label_keys
+            if k in pod.metadata.labels
+        ]
+        selector = api.LabelSelector(
+            match_labels=base.match_labels,
+            match_expressions=[*base.match_expressions, *extra],
+        )
+    node_filter = NodeFilter(
+        terms=pod_requirement_terms(pod),
+        honor_affinity=(constraint.node_affinity_policy or HONOR) != IGNORE,
+        honor_taints=(constraint.node_taints_policy or IGNORE) == HONOR,
+        tolerations=pod_tolerations(pod),
+    )
+    return TopologyTerm(
+        kind=SPREAD,
+        key=normalize_label(constraint.topology_key),
+        selector=label_selector(selector),
+        namespaces=frozenset((pod.namespace,)),
+        max_skew=constraint.max_skew,
+        min_domains=constraint.min_domains,
+        node_filter=node_filter,
+    )
+
+
+def _weighted(
+    pod: api.Pod,
+    kind: str,
+    terms: Sequence[api.WeightedPodAffinityTerm],
+    namespaces: Mapping[str, Mapping[str, str]] | None,
+) -> tuple[TopologyTerm, ...]:
+    ordered = sorted(terms, key=lambda t: -t.weight)
+    return tuple(_affinity_term(pod, kind, t.pod_affinity_term, namespaces) for t in ordered)
+
+
+def pod_topology(
+    pod: api.Pod, namespaces: Mapping[str, Mapping[str, str]] | None = None
+) -> tuple[
+    tuple[TopologyTerm, ...],
+    tuple[TopologyTerm, ...],
+    tuple[TopologyTerm, ...],
+    tuple[TopologyTerm, ...],
+]:
+    """The pod's topology terms: hard ones, preferred affinity, preferred anti-affinity and
+    ScheduleAnyway spreads (preferences heaviest first).
+
+    ``namespaces`` maps namespace names to their labels, for terms with a namespaceSelector.
+    """
+    hard: list[TopologyTerm] = []
+    anyway: list[TopologyTerm] = []
+    for constraint in pod.spec.topology_spread_constraints:
+        term = _spread_term(pod, constraint)
+        if constraint.when_unsatisfiable == DO_NOT_SCHEDULE:
+            hard.append(term)
+        else:
+            anyway.append(term)
+    affinity = pod.spec.affinity
+    preferred: tuple[TopologyTerm, ...] = ()
+    preferred_anti: tuple[TopologyTerm, ...] = ()
+    if affinity is not None and affinity.pod_affinity is not None:
+        rules = affinity.pod_affinity
+        hard.extend(
+            _affinity_term(pod, AFFINITY, t, namespaces)
+            for t in rules.required_during_scheduling_ignored_during_execution
+        )
+        preferred = _weighted(
+            pod, AFFINITY, rules.preferred_during_scheduling_ignored_during_execution, namespaces
+        )
+    if affinity is not None and affinity.pod_anti_affinity is not None:
+        rules = affinity.pod_anti_affinity
+        hard.extend(
+            _affinity_term(pod, ANTI_AFFINITY, t, namespaces)
+            for t in rules.required_during_scheduling_ignored_during_execution
+        )
+        preferred_anti = _weighted(
+            pod,
+            ANTI_AFFINITY,
+            rules.preferred_during_scheduling_ignored_during_execution,
+            namespaces,
+        )
+    return tuple(hard), preferred, preferred_anti, tuple(anyway)
+
+
+def pod_request(
+    pod: api.Pod, order: int = 0, namespaces: Mapping[str, Mapping[str, str]] | None = None
+) -> PodRequest:
     """Everything the solver needs from ``pod``, computed once."""
+    hard, preferred, preferred_anti, anyway = pod_topology(pod, namespaces)
     return PodRequest(
         namespace=pod.namespace,
         name=pod.name,
@@ -175,6 +330,10 @@ def pod_request(pod: api.Pod, order: int = 0) -> PodRequest:
         labels=dict(pod.metadata.labels),
         priority=pod.spec.priority or 0,
         order=order,
+        topology=hard,
+        preferred_affinity=preferred,
+        preferred_anti_affinity=preferred_anti,
+        schedule_anyway=anyway,
     )
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
     ZONE_LABEL,
@@ -51,6 +52,13 @@ from nodewright.scheduling.resources import (
     merge,
 )
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, Toleration
+from nodewright.scheduling.topology import (
+    DomainSource,
+    PlacedPod,
+    PodTopology,
+    Topology,
+    TopologyTerm,
+)
 
 #: The ``nodes`` key of NodePool limits counts NodeClaims; one node in milli-units.
 NODES = "nodes"
@@ -186,9 +194,23 @@ class _Template:
                 options.append(option)
                 option.index = len(options) - 1
         self.options = options
+        self.taints_tuple = tuple(template.taints)
         self._within_limits: list[_TypeOption] | str | None = None
         self._compatible: dict[Requirements, frozenset[int]] = {}
         self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
+
+    def domain_source(self) -> DomainSource:
+        """The topology domains this pool's nodes can have (Karpenter's ``buildDomainGroups``)."""
+        domains: dict[str, set[str]] = {}
+        for option in self.options:
+            merged = self.requirements.add(option.instance_type.requirements)
+            for key, requirement in merged.items():
+                if not requirement.complement:
+                    domains.setdefault(key, set()).update(requirement.values)
+        for key, requirement in self.requirements.items():
+            if not requirement.complement:
+                domains.setdefault(key, set()).update(requirement.values)
+        return DomainSource({k: frozenset(v) for k, v in domains.items()}, self.taints_tuple)
 
     def taint_problem(self, tolerations: tuple[Toleration, ...], relaxed: bool) -> str | None:
         key = (tolerations, relaxed)
@@ -258,6 +280,23 @@ class _Plan:
     requests: ResourceList
 
 
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """Why a candidate turned a pod away.
+
+    ``lasting`` refusals hold for every later pod of the same shape while the candidate's
+    requirements stay as they are (it only fills up); the solver's memo relies on that.
+    ``reason`` may be empty when the caller did not ask for an explanation.
+    """
+
+    reason: str
+    lasting: bool
+
+
+_LASTING = _Refusal("", lasting=True)
+_PASSING = _Refusal("", lasting=False)
+
+
 class _Claim:
     """A NodeClaim opened in this solve: its pods and the types that could still hold them."""
 
@@ -275,43 +314,77 @@ class _Claim:
         self.rank = 0
 
     def plan(
-        self, pod: PodRequest, requirements: Requirements, relaxed_taints: bool, explain: bool
-    ) -> _Plan | str:
-        """What the claim would look like with ``pod`` added, or why it cannot take it.
+        self, state: _PodState, topology: Topology, hostname: str, explain: bool
+    ) -> _Plan | _Refusal:
+        """What the claim would look like with the pod added, or why it cannot take it.
 
         With ``explain`` false the reason may be empty: callers trying many open claims only
         need a yes or no, and working out Karpenter's failure wording costs a full pass.
         """
-        problem = self.template.taint_problem(pod.tolerations, relaxed_taints)
+        pod = state.pod
+        problem = self.template.taint_problem(pod.tolerations, state.relaxed_taints)
         if problem is not None:
-            return problem
+            return _Refusal(problem, lasting=True)
         if pod.host_ports and self.ports:
             conflict = _port_conflict(pod.host_ports, self.ports)
             if conflict is not None:
-                return conflict
-        merged = self._memo.merge(self.requirements, requirements)
+                return _Refusal(conflict, lasting=True)
+        merged = self._memo.merge(self.requirements, state.requirements)
         if isinstance(merged, str):
-            return merged
+            return _Refusal(merged, lasting=True)
         if not explain:
             for name, value in pod.requests.items():
                 if value > 0 and self.requests.get(name, 0) + value > self.ceiling.get(name, 0):
-                    return ""
+                    return _LASTING
+        steady = state.topology is None or not state.topology.volatile
+        refusal: _Refusal = _LASTING
+        for volume in pod.volume_requirements or (None,):
+            base = merged
+            if volume is not None:
+                narrowed = self._memo.merge(base, volume)
+                if isinstance(narrowed, str):
+                    refusal = _Refusal(f"incompatible volume requirements, {narrowed}", True)
+                    continue
+                base = narrowed
+            if state.topology is not None and state.topology.constraining:
+                added, group = topology.requirements(state.topology, state.strict, base, hostname)
+                if group is not None:
+                    reason = ""
+                    if explain:
+                        reason = group.describe(state.strict.get(group.key), base.get(group.key))
+                    refusal = _Refusal(reason, lasting=group.monotonic)
+                    continue
+                if added:
+                    narrowed = self._memo.merge(base, Requirements(added))
+                    if isinstance(narrowed, str):
+                        refusal = _Refusal(narrowed, lasting=steady)
+                        continue
+                    base = narrowed
+            outcome = self._fit(pod, base, explain)
+            if isinstance(outcome, _Plan):
+                return outcome
+            refusal = _Refusal(outcome, lasting=steady)
+        return refusal
+
+    def _fit(self, pod: PodRequest, requirements: Requirements, explain: bool) -> _Plan | str:
+        """The instance types that still fit everything with the pod added."""
         requests = merge(self.requests, pod.requests)
-        if merged is self.requirements:
+        if requirements is self.requirements:
             remaining = [o for o in self.options if _fits(requests, o.allocatable)]
         else:
-            compatible = self.template.compatible_ids(merged)
+            compatible = self.template.compatible_ids(requirements)
             remaining = [
                 o for o in self.options if o.index in compatible and _fits(requests, o.allocatable)
             ]
         if not remaining:
-            return self._explain(pod, merged, requests) if explain else ""
-        short = _min_values_problem(merged, remaining)
+            return self._explain(pod, requirements, requests) if explain else ""
+        short = _min_values_problem(requirements, remaining)
         if short is not None:
             return short
-        return _Plan(merged, remaining, requests)
+        return _Plan(requirements, remaining, requests)
 
-    def commit(self, pod: PodRequest, plan: _Plan) -> None:
+    def commit(self, state: _PodState, plan: _Plan, topology: Topology) -> None:
+        pod = state.pod
         if len(plan.options) != len(self.options):
             self.ceiling = _ceiling(plan.options)
         self.requirements = plan.requirements
@@ -319,6 +392,15 @@ class _Claim:
         self.requests = plan.requests
         self.pods.append(pod)
         self.ports.extend(pod.host_ports)
+        if state.topology is not None:
+            topology.register_hostname(self.hostname)
+            topology.record(
+                state.topology,
+                self.template.taints_tuple,
+                plan.requirements,
+                self.hostname,
+                allow_undefined=True,
+            )
 
     def _explain(self, pod: PodRequest, requirements: Requirements, requests: ResourceList) -> str:
         """Karpenter's account of why no instance type survived (``FailureReason``)."""
@@ -466,92 +548,164 @@ class _Node:
         self.remaining = remaining
         self.ports = list(node.host_ports)
         self.pods: list[PodRequest] = []
+        self.hostname = node.labels.get(HOSTNAME_LABEL, node.name)
+        self.label_requirements = Requirements.from_labels(
+            {**node.labels, HOSTNAME_LABEL: self.hostname}
+        )
+        self.volumes = {driver: set(ids) for driver, ids in node.volumes.items()}
 
-    def add(self, pod: PodRequest, requirements: Requirements, relaxed_taints: bool) -> bool:
-        if _untolerated(pod.tolerations, self.taints, relaxed_taints):
-            return False
+    def _volume_problem(self, pod: PodRequest) -> bool:
+        limits = self.node.volume_limits
+        for driver, ids in pod.volumes.items():
+            limit = limits.get(driver)
+            if limit is None:
+                continue
+            attached = self.volumes.get(driver, set())
+            if len(attached | ids) > limit:
+                return True
+        return False
+
+    def plan(self, state: _PodState, topology: Topology) -> _Refusal | None:
+        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology)."""
+        pod = state.pod
+        if _untolerated(pod.tolerations, self.taints, state.relaxed_taints):
+            return _LASTING
         if pod.host_ports and _port_conflict(pod.host_ports, self.ports) is not None:
-            return False
+            return _LASTING
         remaining = self.remaining
         for name, value in pod.requests.items():
             if value > 0 and value > remaining.get(name, 0):
-                return False
+                return _LASTING
         if any(value < 0 for value in remaining.values()):
-            return False
-        if not requirements.matches_labels(self.node.labels):
-            return False
+            return _LASTING
+        labels = self.node.labels
+        if not state.requirements.matches_labels(labels):
+            return _LASTING
+        if pod.volumes and self._volume_problem(pod):
+            return _LASTING
+        if pod.volume_requirements and not any(
+            alternative.matches_labels(labels) for alternative in pod.volume_requirements
+        ):
+            return _LASTING
+        if state.topology is not None and state.topology.constraining:
+            added, group = topology.requirements(
+                state.topology, state.strict, self.label_requirements, self.hostname
+            )
+            if group is not None:
+                return _LASTING if group.monotonic else _PASSING
+            for requirement in added:
+                domain = labels.get(requirement.key)
+                if domain is None or not requirement.has(domain):
+                    return _PASSING if state.topology.volatile else _LASTING
+        return None
+
+    def commit(self, state: _PodState, topology: Topology) -> None:
+        pod = state.pod
+        remaining = self.remaining
         for name, value in pod.requests.items():
             remaining[name] = remaining.get(name, 0) - value
         self.ports.extend(pod.host_ports)
+        for driver, ids in pod.volumes.items():
+            self.volumes.setdefault(driver, set()).update(ids)
         self.pods.append(pod)
-        return True
+        if state.topology is not None:
+            topology.record(
+                state.topology,
+                self.taints,
+                self.label_requirements,
+                self.hostname,
+                allow_undefined=False,
+            )
 
 
 # -- pods ------------------------------------------------------------------------------------
 
 
-_Shape = tuple[
-    tuple[tuple[str, int], ...],
-    Requirements,
-    tuple[Toleration, ...],
-    tuple[HostPort, ...],
-    bool,
-]
-
-
 class _PodState:
-    """A queued pod and how far its preferences have been relaxed."""
+    """A queued pod and how far its preferences have been relaxed.
+
+    Karpenter relaxes in this order, one step per failed attempt: the first of several ORed
+    required node-affinity terms, the heaviest preferred pod-affinity term, the heaviest
+    preferred pod anti-affinity term, the heaviest preferred node-affinity term, one
+    ScheduleAnyway spread, then a toleration of PreferNoSchedule taints.
+    """
 
     __slots__ = (
+        "affinity",
+        "anti_affinity",
+        "anyway",
+        "label_key",
         "pod",
         "preferred",
         "relaxed_taints",
         "required",
         "requirements",
+        "respect",
         "seq",
         "shape",
+        "strict",
+        "topology",
     )
 
     def __init__(self, pod: PodRequest, seq: int, respect_preferences: bool) -> None:
         self.pod = pod
         self.seq = seq
-        self.required = 0
-        self.preferred = 0 if respect_preferences else len(pod.preferred_terms)
-        self.relaxed_taints = False
-        self.requirements = self._active()
-        self.shape = self._shape()
+        self.respect = respect_preferences
+        self.label_key = tuple(sorted(pod.labels.items()))
+        self.topology: PodTopology | None = None
+        self.shape = 0
+        self.reset()
 
-    def _shape(self) -> _Shape:
-        """Everything that decides whether a node or claim takes this pod; pods with equal
-        shapes get equal answers, which the solver's rejection memo relies on."""
+    def reset(self) -> None:
+        """Back to every preference (a pod that failed is retried in full later)."""
         pod = self.pod
-        return (
-            tuple(sorted(pod.requests.items())),
-            self.requirements,
-            pod.tolerations,
-            pod.host_ports,
-            self.relaxed_taints,
-        )
+        respect = self.respect
+        self.required = 0
+        self.preferred = 0 if respect else len(pod.preferred_terms)
+        self.affinity = 0 if respect else len(pod.preferred_affinity)
+        self.anti_affinity = 0 if respect else len(pod.preferred_anti_affinity)
+        self.anyway: list[TopologyTerm] = list(pod.schedule_anyway) if respect else []
+        self.relaxed_taints = False
+        self._update()
 
-    def _active(self) -> Requirements:
+    def _update(self) -> None:
         terms = self.pod.requirement_terms or (Requirements(),)
-        active = terms[self.required]
+        self.strict = terms[self.required]
+        active = self.strict
         if self.preferred < len(self.pod.preferred_terms):
             active = active.add(self.pod.preferred_terms[self.preferred][1])
-        return active
+        self.requirements = active
+
+    def active_terms(self) -> tuple[TopologyTerm, ...]:
+        pod = self.pod
+        return (
+            *pod.topology,
+            *pod.preferred_affinity[self.affinity :],
+            *pod.preferred_anti_affinity[self.anti_affinity :],
+            *self.anyway,
+        )
 
     def relax(self, prefer_no_schedule_exists: bool) -> bool:
         """Drop one preference (Karpenter's order); False when nothing is left to drop."""
-        if self.required < len(self.pod.requirement_terms) - 1:
+        pod = self.pod
+        if self.required < len(pod.requirement_terms) - 1:
             self.required += 1
-        elif self.preferred < len(self.pod.preferred_terms):
+        elif self.affinity < len(pod.preferred_affinity):
+            self.affinity += 1
+        elif self.anti_affinity < len(pod.preferred_anti_affinity):
+            self.anti_affinity += 1
+        elif self.preferred < len(pod.preferred_terms):
             self.preferred += 1
+        elif self.anyway:
+            # Karpenter removes the first and moves the last into its place.
+            last = self.anyway.pop()
+            if self.anyway:
+                self.anyway[0] = last
         elif prefer_no_schedule_exists and not self.relaxed_taints:
             self.relaxed_taints = True
         else:
             return False
-        self.requirements = self._active()
-        self.shape = self._shape()
+        self._update()
         return True
 
 
@@ -568,8 +722,11 @@ class _Solver:
         existing: Sequence[ExistingNode],
         templates: Sequence[NodePoolTemplate],
         options: SolverOptions,
+        pods: Sequence[PodRequest],
+        placed: Sequence[PlacedPod],
     ) -> None:
         self.options = options
+        self.respect = options.preference_policy != IGNORE_PREFERENCES
         self.nodes = [_Node(n) for n in sorted(existing, key=lambda n: (not n.initialized, n.name))]
         ordered = sorted(templates, key=lambda t: t.name, reverse=True)
         ordered.sort(key=lambda t: t.weight, reverse=True)
@@ -578,6 +735,7 @@ class _Solver:
         self.prefer_no_schedule_exists = any(
             taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
         )
+        self.topology = self._topology(pods, existing, placed)
         self.claims: list[_Claim] = []
         self.memo = _MergeMemo()
         self.hostnames = 0
@@ -586,72 +744,153 @@ class _Solver:
         self.changed: list[_Claim] = []
         #: Per pod shape: how far into :attr:`changed` it has looked, and the claims it has
         #: not ruled out.
-        self.alive: dict[_Shape, tuple[int, set[_Claim]]] = {}
+        self.alive: dict[int, tuple[int, set[_Claim]]] = {}
         self.memo_size = 0
         #: Per pod shape: how many leading existing nodes are known to turn it away.
-        self.node_skip: dict[_Shape, int] = {}
+        self.node_skip: dict[int, int] = {}
+        self._shapes: dict[tuple[object, ...], int] = {}
+        self._pod_topology: dict[
+            tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]],
+            tuple[PodTopology, tuple[object, ...]],
+        ] = {}
+
+    def _topology(
+        self,
+        pods: Sequence[PodRequest],
+        existing: Sequence[ExistingNode],
+        placed: Sequence[PlacedPod],
+    ) -> Topology:
+        terms: list[TopologyTerm] = []
+        inverse: list[TopologyTerm] = []
+        for pod in pods:
+            terms.extend(pod.topology)
+            if self.respect:
+                terms.extend(pod.preferred_affinity)
+                terms.extend(pod.preferred_anti_affinity)
+                terms.extend(pod.schedule_anyway)
+            inverse.extend(pod.required_anti_affinity)
+        if not terms and not inverse and not any(p.anti_affinity for p in placed):
+            return Topology((), (), (), (), ())
+        nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
+        return Topology(
+            terms,
+            inverse,
+            [t.domain_source() for t in self.templates if t.options],
+            nodes,
+            placed,
+        )
+
+    def _prepare(self, state: _PodState) -> None:
+        """Work out the pod's topology groups and its shape after a (re)set or relaxation."""
+        pod = state.pod
+        signature: tuple[object, ...] = ()
+        if self.topology.groups or self.topology.inverse:
+            active = state.active_terms()
+            key = (pod.namespace, state.label_key, active)
+            found = self._pod_topology.get(key)
+            if found is None:
+                topology = self.topology.for_pod(
+                    pod.namespace, pod.labels, state.label_key, active, pod.required_anti_affinity
+                )
+                signature = (
+                    tuple(g.term for g in topology.constraining),
+                    tuple(topology.selects),
+                )
+                found = (topology, signature)
+                self._pod_topology[key] = found
+            state.topology, signature = found
+        shape = (
+            tuple(sorted(pod.requests.items())),
+            state.requirements,
+            state.strict,
+            pod.tolerations,
+            pod.host_ports,
+            state.relaxed_taints,
+            pod.volume_requirements,
+            tuple(sorted(pod.volumes.items())),
+            signature,
+        )
+        shape_id = self._shapes.get(shape)
+        if shape_id is None:
+            shape_id = len(self._shapes)
+            self._shapes[shape] = shape_id
+        state.shape = shape_id
 
     def solve(self, pods: Sequence[PodRequest]) -> SchedulingResult:
-        respect = self.options.preference_policy != IGNORE_PREFERENCES
-        states = [_PodState(p, i, respect) for i, p in enumerate(pods)]
+        states = [_PodState(p, i, self.respect) for i, p in enumerate(pods)]
+        for state in states:
+            self._prepare(state)
         states.sort(key=lambda s: _queue_order(s.pod))
         queue = deque(states)
-        seen_at: dict[int, int] = {}
+        last_length: dict[int, int] = {}
         errors: dict[str, str] = {}
         while queue:
             state = queue[0]
-            if seen_at.get(state.seq) == len(queue):
+            if last_length.get(state.seq) == len(queue):
                 break  # a full pass without progress
             queue.popleft()
-            error = self._add(state)
+            error = self._try(state)
             if error is None:
                 errors.pop(state.pod.key, None)
                 continue
             errors[state.pod.key] = error
-            relaxed = state.relax(self.prefer_no_schedule_exists)
+            state.reset()
+            self._prepare(state)
             queue.append(state)
-            if relaxed:
-                seen_at.clear()
-            else:
-                seen_at[state.seq] = len(queue)
+            last_length[state.seq] = len(queue)
         return SchedulingResult(
             new_node_claims=[c.finish(self.options.max_instance_types) for c in self.claims],
             existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
             errors={s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors},
         )
 
+    def _try(self, state: _PodState) -> str | None:
+        """Place the pod, relaxing one preference after each failure (Karpenter's
+        ``trySchedule``); the last failure when nothing is left to relax."""
+        while True:
+            error = self._add(state)
+            if error is None:
+                return None
+            if not state.relax(self.prefer_no_schedule_exists):
+                return error
+            self._prepare(state)
+
     def _add(self, state: _PodState) -> str | None:
-        pod, requirements, relaxed = state.pod, state.requirements, state.relaxed_taints
         if self._add_to_existing(state):
             return None
+        topology = self.topology
         for claim in self._open_claims(state.shape):
-            plan = claim.plan(pod, requirements, relaxed, explain=False)
-            if isinstance(plan, _Plan):
-                self._commit(claim, pod, plan)
+            outcome = claim.plan(state, topology, claim.hostname, explain=False)
+            if isinstance(outcome, _Plan):
+                self._commit(claim, state, outcome)
                 return None
-            self.alive[state.shape][1].discard(claim)
+            if outcome.lasting:
+                self.alive[state.shape][1].discard(claim)
         problems: list[str] = []
+        hostname = f"hostname-placeholder-{self.hostnames + 1:04d}"
         for template in self.usable:
             options = template.within_limits()
             if isinstance(options, str):
                 problems.append(options)
                 continue
             claim = _Claim(template, options, self.memo)
-            plan = claim.plan(pod, requirements, relaxed, explain=True)
-            if isinstance(plan, str):
+            outcome = claim.plan(state, topology, hostname, explain=True)
+            if isinstance(outcome, _Refusal):
                 overhead = (
                     f"daemonset overhead={format_resources_json(template.daemon_overhead)}, "
                     if template.daemon_overhead
                     else ""
                 )
-                problems.append(f'incompatible with nodepool "{template.name}", {overhead}{plan}')
+                problems.append(
+                    f'incompatible with nodepool "{template.name}", {overhead}{outcome.reason}'
+                )
                 continue
             self.hostnames += 1
-            claim.hostname = f"hostname-placeholder-{self.hostnames:04d}"
+            claim.hostname = hostname
             # Karpenter appends new claims after every claim with as many pods.
             self.ranks += 1
             claim.rank = self.ranks
-            claim.commit(pod, plan)
+            claim.commit(state, outcome, topology)
             self.claims.append(claim)
             self.changed.append(claim)
             self.alive[state.shape][1].add(claim)
@@ -664,26 +903,32 @@ class _Solver:
     def _add_to_existing(self, state: _PodState) -> bool:
         """The first existing node that takes the pod, in fixed order.
 
-        A node that turns a pod away turns away every later pod of the same shape too (it
-        only fills up), so each shape remembers how many leading nodes it can skip.
+        A node that turns a pod away for a lasting reason turns away every later pod of the
+        same shape too (it only fills up), so each shape remembers how many leading nodes it
+        can skip.
         """
-        skip = self.node_skip.get(state.shape, 0)
+        shape = state.shape
+        skip = self.node_skip.get(shape, 0)
+        topology = self.topology
         for index in range(skip, len(self.nodes)):
-            if self.nodes[index].add(state.pod, state.requirements, state.relaxed_taints):
+            node = self.nodes[index]
+            refusal = node.plan(state, topology)
+            if refusal is None:
+                node.commit(state, topology)
                 return True
-            if index == skip:
+            if index == skip and refusal.lasting:
                 skip += 1
-                self.node_skip[state.shape] = skip
+                self.node_skip[shape] = skip
         return False
 
-    def _open_claims(self, shape: _Shape) -> list[_Claim]:
+    def _open_claims(self, shape: int) -> list[_Claim]:
         """Open claims that might take a pod of ``shape``, in Karpenter's order.
 
         Karpenter stable-sorts its claims by pod count before every pod, so among claims with
         equal counts the one that reached the count most recently comes first, and new claims
         go last; :attr:`_Claim.rank` encodes that order without re-sorting everything. A claim
-        that rejected a shape keeps rejecting it while its requirements stay the same (it
-        only fills up), so each shape keeps the claims it has not ruled out and picks up those
+        that rejected a shape for a lasting reason keeps rejecting it while its requirements
+        stay the same, so each shape keeps the claims it has not ruled out and picks up those
         opened or narrowed since (:attr:`changed`).
         """
         cursor, alive = self.alive.get(shape, (0, set()))
@@ -697,9 +942,9 @@ class _Solver:
         self.alive[shape] = (len(self.changed), alive)
         return sorted(alive, key=lambda c: (len(c.pods), c.rank))
 
-    def _commit(self, claim: _Claim, pod: PodRequest, plan: _Plan) -> None:
+    def _commit(self, claim: _Claim, state: _PodState, plan: _Plan) -> None:
         narrowed = plan.requirements is not claim.requirements
-        claim.commit(pod, plan)
+        claim.commit(state, plan, self.topology)
         self.ranks += 1
         claim.rank = -self.ranks
         if narrowed:
@@ -711,9 +956,13 @@ def solve(
     existing: Sequence[ExistingNode],
     templates: Sequence[NodePoolTemplate],
     options: SolverOptions = SolverOptions(),  # noqa: B008 - frozen, safe to share
+    *,
+    placed: Sequence[PlacedPod] = (),
 ) -> SchedulingResult:
     """Place ``pods`` on ``existing`` nodes or on new NodeClaims from ``templates``.
 
-    Pods that cannot be placed appear in ``errors`` with Karpenter's explanation.
+    ``placed`` are the pods already running (not those being placed), for topology counts
+    and for the required anti-affinity they impose. Pods that cannot be placed appear in
+    ``errors`` with Karpenter's explanation.
     """
-    return _Solver(existing, templates, options).solve(pods)
+    return _Solver(existing, templates, options, pods, placed).solve(pods)

@@ -1,0 +1,553 @@
+"""Topology spread, pod affinity and pod anti-affinity, counted the way Karpenter counts them.
+
+Each distinct constraint a pod states (a :class:`TopologyTerm`) becomes one :class:`_Group`
+per solve, shared by every pod that states it. A group knows its domains (the values of its
+topology key that NodePools, instance types and nodes can have) and how many selected pods
+each domain holds. Before a pod is placed on a node or NodeClaim the group answers which
+domains the pod may use there (:meth:`Topology.requirements`); after it is placed the group
+counts it (:meth:`Topology.record`). The rules follow Karpenter's ``topologygroup.go``:
+
+* **spread**: a domain is eligible when ``count + selfMatch - globalMin <= maxSkew``; the least
+  loaded eligible domain is chosen; hostname domains always have a global minimum of zero
+  (a new node can always be made);
+* **pod affinity**: domains that already hold a selected pod; a pod that selects itself may
+  start anywhere while no such domain exists;
+* **pod anti-affinity**: domains holding no selected pod. A NodeClaim not yet pinned to one
+  domain blocks every domain it could still land in. Required anti-affinity also works
+  backwards ("inverse" groups): pods it selects must avoid the owner's domains.
+
+Ties are broken by domain name, so a solve is deterministic (Karpenter's are random).
+Everything here is pure and belongs to one solve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.api.labels import HOSTNAME_LABEL
+from nodewright.scheduling.requirements import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    IN,
+    NOT_IN,
+    Requirement,
+    Requirements,
+)
+from nodewright.scheduling.taints import Taint, Toleration
+
+SPREAD = "topology spread"
+AFFINITY = "pod affinity"
+ANTI_AFFINITY = "pod anti-affinity"
+HONOR = "Honor"
+IGNORE = "Ignore"
+#: The skew Karpenter gives affinity terms (they have none).
+UNBOUNDED_SKEW = 2**31 - 1
+
+_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A compiled ``metav1.LabelSelector``.
+
+    ``nothing`` marks a selector that selects no pod: an absent selector, or one with an
+    operator Kubernetes does not know (``LabelSelectorAsSelector`` fails, Karpenter then
+    matches nothing).
+    """
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    nothing: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        match_labels: Mapping[str, str] | None,
+        expressions: Iterable[tuple[str, str, Iterable[str]]] = (),
+    ) -> LabelSelector:
+        if match_labels is None:
+            return cls(nothing=True)
+        compiled = tuple(sorted((k, op, frozenset(v)) for k, op, v in expressions))
+        if any(op not in _SELECTOR_OPERATORS for _, op, _ in compiled):
+            return cls(nothing=True)
+        return cls(tuple(sorted(match_labels.items())), compiled)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in self.expressions:
+            present = key in labels
+            if operator == IN:
+                ok = present and labels[key] in values
+            elif operator == NOT_IN:
+                ok = not present or labels[key] not in values
+            elif operator == EXISTS:
+                ok = present
+            else:
+                ok = not present
+            if not ok:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        if self.nothing:
+            return "<nothing>"
+        parts = [f"{k}={v}" for k, v in self.match_labels]
+        parts += [f"{k} {op} [{' '.join(sorted(v))}]" for k, op, v in self.expressions]
+        return ",".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes a spread constraint counts (``nodeAffinityPolicy``, ``nodeTaintsPolicy``).
+
+    ``terms`` are the pod's nodeSelector intersected with each required node-affinity term;
+    a node counts when it is compatible with any of them (Honor) and, under a taint policy of
+    Honor, when the pod tolerates its taints.
+    """
+
+    terms: tuple[Requirements, ...] = ()
+    honor_affinity: bool = True
+    honor_taints: bool = False
+    tolerations: tuple[Toleration, ...] = ()
+
+    def tolerated(self, taints: Iterable[Taint]) -> bool:
+        return all(any(t.tolerates(taint) for t in self.tolerations) for taint in taints)
+
+    def matches(
+        self, taints: Iterable[Taint], requirements: Requirements, allow_undefined: bool
+    ) -> bool:
+        if self.honor_affinity and self.terms:
+            if allow_undefined:
+                ok = any(requirements.compatible(term) for term in self.terms)
+            else:
+                ok = any(requirements.compatible(term, frozenset()) for term in self.terms)
+            if not ok:
+                return False
+        return not self.honor_taints or self.tolerated(taints)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyTerm:
+    """One spread constraint or pod (anti-)affinity term, as a pod states it.
+
+    Equal terms (same kind, key, selector, namespaces, skew and node filter) are one
+    constraint: pods of one Deployment share it.
+    """
+
+    kind: str
+    key: str
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    max_skew: int = UNBOUNDED_SKEW
+    min_domains: int | None = None
+    #: Spreads only; affinity terms count every node.
+    node_filter: NodeFilter | None = None
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return namespace in self.namespaces and self.selector.matches(labels)
+
+    def __str__(self) -> str:
+        text = f"{self.kind} on {self.key} selecting {{{self.selector}}}"
+        if self.kind == SPREAD:
+            text += f" with maxSkew {self.max_skew}"
+        return text
+
+
+@dataclass(frozen=True)
+class PlacedPod:
+    """A pod already running on a node, as topology counting sees it."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    node_name: str
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Taint, ...] = ()
+    #: Its required anti-affinity terms: they keep pods they select out of its domain.
+    anti_affinity: tuple[TopologyTerm, ...] = ()
+
+
+@dataclass(frozen=True)
+class DomainSource:
+    """Where one NodePool can put nodes: per topology key, the values its nodes may take."""
+
+    domains: Mapping[str, frozenset[str]]
+    taints: tuple[Taint, ...] = ()
+
+
+# -- one constraint during one solve ----------------------------------------------------------
+
+
+class _Group:
+    """A :class:`TopologyTerm` with its domains and per-domain counts."""
+
+    __slots__ = (
+        "counts",
+        "empty",
+        "hostname",
+        "key",
+        "kind",
+        "monotonic",
+        "nonempty",
+        "term",
+    )
+
+    def __init__(self, term: TopologyTerm, domains: Iterable[str]) -> None:
+        self.term = term
+        self.kind = term.kind
+        self.key = term.key
+        self.hostname = term.key == HOSTNAME_LABEL
+        #: True when a domain this group turned away stays turned away: anti-affinity only
+        #: ever fills domains, and a hostname spread's floor is always zero.
+        self.monotonic = term.kind == ANTI_AFFINITY or (term.kind == SPREAD and self.hostname)
+        self.counts: dict[str, int] = dict.fromkeys(domains, 0)
+        self.empty: set[str] = set(self.counts)
+        self.nonempty = 0
+
+    def register(self, domain: str) -> None:
+        if domain not in self.counts:
+            self.counts[domain] = 0
+            self.empty.add(domain)
+
+    def record(self, domains: Iterable[str]) -> None:
+        for domain in domains:
+            count = self.counts.get(domain, 0)
+            if count == 0:
+                self.nonempty += 1
+                self.empty.discard(domain)
+            self.counts[domain] = count + 1
+
+    # -- which domains a pod may use --------------------------------------------------------
+
+    def allowed(
+        self,
+        selects_pod: bool,
+        pod_domains: Requirement | None,
+        node_domains: Requirement | None,
+        hostname: str | None,
+    ) -> list[str]:
+        """Domains the pod may use on a node whose key is ``node_domains`` (None: any).
+
+        For hostname groups ``hostname`` is the candidate's one domain.
+        """
+        if self.kind == SPREAD:
+            return self._spread(selects_pod, pod_domains, node_domains, hostname)
+        if self.kind == AFFINITY:
+            return self._affinity(selects_pod, pod_domains, node_domains, hostname)
+        return self._anti_affinity(pod_domains, node_domains, hostname)
+
+    def _candidates(self, node_domains: Requirement | None) -> list[str]:
+        if node_domains is not None and not node_domains.complement:
+            return sorted(d for d in node_domains.values if d in self.counts)
+        if node_domains is None:
+            return sorted(self.counts)
+        return sorted(d for d in self.counts if node_domains.has(d))
+
+    def _min_count(self, pod_domains: Requirement | None) -> int:
+        if self.hostname:
+            return 0
+        counts = [
+            count
+            for domain, count in self.counts.items()
+            if pod_domains is None or pod_domains.has(domain)
+        ]
+        minimum = min(counts) if counts else UNBOUNDED_SKEW
+        if self.term.min_domains is not None and len(counts) < self.term.min_domains:
+            minimum = 0
+        return minimum
+
+    def _spread(
+        self,
+        selects_pod: bool,
+        pod_domains: Requirement | None,
+        node_domains: Requirement | None,
+        hostname: str | None,
+    ) -> list[str]:
+        own = 1 if selects_pod else 0
+        if hostname is not None:
+            count = self.counts.get(hostname, 0) + own
+            return [hostname] if count <= self.term.max_skew else []
+        minimum = self._min_count(pod_domains)
+        best: str | None = None
+        best_count = UNBOUNDED_SKEW
+        for domain in self._candidates(node_domains):
+            count = self.counts[domain] + own
+            if count - minimum <= self.term.max_skew and count < best_count:
+                best, best_count = domain, count
+        return [best] if best is not None else []
+
+    def _any_selected_in(self, pod_domains: Requirement | None) -> bool:
+        if self.nonempty == 0:
+            return False
+        return any(
+            count > 0 and (pod_domains is None or pod_domains.has(domain))
+            for domain, count in self.counts.items()
+        )
+
+    def _affinity(
+        self,
+        selects_pod: bool,
+        pod_domains: Requirement | None,
+        node_domains: Requirement | None,
+        hostname: str | None,
+    ) -> list[str]:
+        if hostname is not None:
+            if pod_domains is not None and not pod_domains.has(hostname):
+                return []
+            if self.counts.get(hostname, 0) > 0:
+                return [hostname]
+            if selects_pod and not self._any_selected_in(pod_domains):
+                return [hostname]
+            return []
+        options = [
+            domain
+            for domain in self._candidates(node_domains)
+            if self.counts[domain] > 0 and (pod_domains is None or pod_domains.has(domain))
+        ]
+        if options or not selects_pod or self._any_selected_in(pod_domains):
+            return options
+        # Bootstrap: the first selected pod may start anywhere; prefer the node's own domain.
+        for domain in self._candidates(node_domains):
+            if pod_domains is None or pod_domains.has(domain):
+                options.append(domain)
+                break
+        for domain in sorted(self.counts):
+            if pod_domains is None or pod_domains.has(domain):
+                if domain not in options:
+                    options.append(domain)
+                break
+        return options
+
+    def _anti_affinity(
+        self,
+        pod_domains: Requirement | None,
+        node_domains: Requirement | None,
+        hostname: str | None,
+    ) -> list[str]:
+        if hostname is not None:
+            return [hostname] if self.counts.get(hostname, 0) == 0 else []
+        if not self.empty:
+            return []
+        return [
+            domain
+            for domain in sorted(self.empty)
+            if (node_domains is None or node_domains.has(domain))
+            and (pod_domains is None or pod_domains.has(domain))
+        ]
+
+    def describe(self, pod_domains: Requirement | None, node_domains: Requirement | None) -> str:
+        """Karpenter's ``unsatisfiable topology constraint`` message."""
+        shown = sorted(self.counts.items())
+        text = ", ".join(f"{k}={v}" for k, v in shown[:25])
+        if len(shown) > 25:
+            text += f" and {len(shown) - 25} other(s)"
+        pod = str(pod_domains) if pod_domains is not None else f"{self.key} Exists"
+        node = str(node_domains) if node_domains is not None else f"{self.key} Exists"
+        return (
+            f"unsatisfiable topology constraint for {self.kind}, key={self.key} "
+            f"(counts = {{{text}}}, podDomains = {pod}, nodeDomains = {node})"
+        )
+
+
+# -- every constraint of one solve ------------------------------------------------------------
+
+
+@dataclass
+class PodTopology:
+    """The groups that matter for one pod at its current relaxation."""
+
+    #: Groups that decide where the pod may go: its own terms plus inverse groups
+    #: that select it; and whether each selects the pod itself.
+    constraining: list[_Group] = field(default_factory=list)
+    selects: list[bool] = field(default_factory=list)
+    #: Groups that count the pod once it is placed (they select it), and inverse groups it
+    #: owns (they record where it went).
+    counting: list[_Group] = field(default_factory=list)
+    owned_inverse: list[_Group] = field(default_factory=list)
+    #: True when any constraining group is not monotonic (its answer can turn from no to yes).
+    volatile: bool = False
+
+
+class Topology:
+    """Every topology constraint of one solve, with its counts."""
+
+    def __init__(
+        self,
+        terms: Iterable[TopologyTerm],
+        inverse_terms: Iterable[TopologyTerm],
+        sources: Sequence[DomainSource],
+        nodes: Iterable[tuple[str, Mapping[str, str], tuple[Taint, ...]]],
+        placed: Sequence[PlacedPod],
+    ) -> None:
+        self._sources = sources
+        node_list = list(nodes)
+        self.groups: dict[TopologyTerm, _Group] = {}
+        self.inverse: dict[TopologyTerm, _Group] = {}
+        for term in terms:
+            if term not in self.groups:
+                self.groups[term] = self._new_group(term, node_list, placed)
+        for pod in placed:
+            for term in pod.anti_affinity:
+                group = self._inverse_group(term)
+                domain = pod.node_labels.get(term.key)
+                if domain is not None:
+                    group.record((domain,))
+        for term in inverse_terms:
+            self._inverse_group(term)
+        for name, labels, _ in node_list:
+            self.register_hostname(labels.get(HOSTNAME_LABEL, name))
+        self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[_Group]] = {}
+        self._selected_by_inverse: dict[tuple[str, tuple[tuple[str, str], ...]], list[_Group]] = {}
+
+    def _domains(self, term: TopologyTerm) -> set[str]:
+        found: set[str] = set()
+        honor_taints = term.node_filter is not None and term.node_filter.honor_taints
+        for source in self._sources:
+            values = source.domains.get(term.key)
+            if not values:
+                continue
+            if (
+                honor_taints
+                and term.node_filter is not None
+                and not term.node_filter.tolerated(source.taints)
+            ):
+                continue
+            found |= values
+        return found
+
+    def _new_group(
+        self,
+        term: TopologyTerm,
+        nodes: Sequence[tuple[str, Mapping[str, str], tuple[Taint, ...]]],
+        placed: Sequence[PlacedPod],
+    ) -> _Group:
+        group = _Group(term, self._domains(term))
+        node_filter = term.node_filter
+        for _, labels, taints in nodes:
+            domain = labels.get(term.key)
+            if domain is None:
+                continue
+            if node_filter is None or node_filter.matches(
+                taints, Requirements.from_labels(labels), allow_undefined=False
+            ):
+                group.register(domain)
+        for pod in placed:
+            if not term.selects(pod.namespace, pod.labels):
+                continue
+            domain = pod.node_labels.get(term.key)
+            if domain is None and group.hostname:
+                domain = pod.node_name
+            if domain is None:
+                continue
+            if node_filter is not None and not node_filter.matches(
+                pod.node_taints, Requirements.from_labels(pod.node_labels), allow_undefined=False
+            ):
+                continue
+            group.record((domain,))
+        return group
+
+    def _inverse_group(self, term: TopologyTerm) -> _Group:
+        group = self.inverse.get(term)
+        if group is None:
+            group = _Group(term, self._domains(term))
+            self.inverse[term] = group
+        return group
+
+    def register_hostname(self, hostname: str) -> None:
+        for group in (*self.groups.values(), *self.inverse.values()):
+            if group.hostname:
+                group.register(hostname)
+
+    # -- per pod ------------------------------------------------------------------------------
+
+    def for_pod(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        label_key: tuple[tuple[str, str], ...],
+        active: Iterable[TopologyTerm],
+        required_anti: Iterable[TopologyTerm],
+    ) -> PodTopology:
+        """The groups that constrain and count a pod whose active terms are ``active``."""
+        cache_key = (namespace, label_key)
+        selecting = self._selecting.get(cache_key)
+        if selecting is None:
+            selecting = [g for t, g in self.groups.items() if t.selects(namespace, labels)]
+            self._selecting[cache_key] = selecting
+        inverse = self._selected_by_inverse.get(cache_key)
+        if inverse is None:
+            inverse = [g for t, g in self.inverse.items() if t.selects(namespace, labels)]
+            self._selected_by_inverse[cache_key] = inverse
+        constraining = [self.groups[t] for t in active]
+        constraining.extend(inverse)
+        return PodTopology(
+            constraining=constraining,
+            selects=[g.term.selects(namespace, labels) for g in constraining],
+            counting=selecting,
+            owned_inverse=[self.inverse[t] for t in required_anti],
+            volatile=any(not g.monotonic for g in constraining),
+        )
+
+    def requirements(
+        self,
+        pod: PodTopology,
+        pod_requirements: Requirements,
+        node_requirements: Requirements,
+        hostname: str,
+    ) -> tuple[list[Requirement], _Group | None]:
+        """Requirements the constraints add on a candidate node, or the group that refuses it.
+
+        Hostname groups never add a requirement: the candidate is one host, and it is either
+        allowed or refused.
+        """
+        added: list[Requirement] = []
+        for group, selects in zip(pod.constraining, pod.selects, strict=True):
+            pod_domains = pod_requirements.get(group.key)
+            if group.hostname:
+                allowed = group.allowed(selects, pod_domains, None, hostname)
+                if not allowed:
+                    return added, group
+                continue
+            node_domains = node_requirements.get(group.key)
+            allowed = group.allowed(selects, pod_domains, node_domains, None)
+            if not allowed:
+                return added, group
+            added.append(Requirement(group.key, False, frozenset(allowed)))
+        return added, None
+
+    def record(
+        self,
+        pod: PodTopology,
+        taints: Sequence[Taint],
+        requirements: Requirements,
+        hostname: str,
+        allow_undefined: bool,
+    ) -> None:
+        """Count a pod placed on a candidate with these final requirements."""
+        for group in pod.counting:
+            term = group.term
+            if term.node_filter is not None and not term.node_filter.matches(
+                taints, requirements, allow_undefined
+            ):
+                continue
+            if group.hostname:
+                group.record((hostname,))
+                continue
+            domains = requirements.get(group.key)
+            if domains is None or domains.complement:
+                continue
+            # Anti-affinity blocks every domain the pod might still land in; spreads and
+            # affinity count only a pinned domain.
+            if group.kind == ANTI_AFFINITY or len(domains.values) == 1:
+                group.record(domains.values)
+        for group in pod.owned_inverse:
+            if group.hostname:
+                group.record((hostname,))
+                continue
+            domains = requirements.get(group.key)
+            if domains is not None and not domains.complement:
+                group.record(domains.values)
