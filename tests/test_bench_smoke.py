@@ -1,0 +1,226 @@
+"""The scheduling benchmark's pod mixes and result checks, on batches small enough to be quick.
+
+Nothing here is timed: these tests keep ``bench/scheduling.py`` honest (its pods are what
+Karpenter's benchmark builds, its validator notices broken constraints and accepts sound
+placements, its LP bound never exceeds a real fleet's price).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from nodewright.api import core as api
+from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
+from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult
+from nodewright.scheduling.pods import pod_request
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.scheduler import solve
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "scheduling.py"
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_scheduling", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+
+@pytest.fixture(scope="module")
+def catalog() -> list[object]:
+    return bench.instance_types()  # type: ignore[no-any-return]
+
+
+def _kind(pod: api.Pod) -> str:
+    spread = pod.spec.topology_spread_constraints
+    if spread:
+        return f"spread {spread[0].topology_key}"
+    affinity = pod.spec.affinity
+    if affinity is not None and affinity.pod_affinity is not None:
+        return "affinity"
+    if affinity is not None and affinity.pod_anti_affinity is not None:
+        return "anti-affinity"
+    return "plain"
+
+
+def _topology_is_parsed() -> bool:
+    """True once ``pod_request`` carries topology constraints to the solver."""
+    spread = bench.diverse_pods(5)[1]
+    bare = spread.model_copy(
+        update={"spec": spread.spec.model_copy(update={"topology_spread_constraints": []})}
+    )
+    return bool(pod_request(spread) != pod_request(bare))
+
+
+def test_diverse_mix_has_a_fifth_of_each_kind_and_the_remainder_plain() -> None:
+    pods = bench.diverse_pods(53)
+
+    kinds = Counter(_kind(p) for p in pods)
+
+    assert kinds == {
+        "plain": 13,
+        f"spread {ZONE_LABEL}": 10,
+        f"spread {HOSTNAME_LABEL}": 10,
+        "affinity": 10,
+        "anti-affinity": 10,
+    }
+    assert len({p.metadata.uid for p in pods}) == 53
+    assert bench.diverse_pods(53) == pods  # seeded
+
+
+def test_diverse_mix_through_the_solver_is_placed_and_checked() -> None:
+    pods = bench.diverse_pods(50)
+    requests = bench.pod_requests(pods)
+
+    result = solve(requests, [], [bench.node_pool(bench.instance_types(40))])
+    violations, unscheduled = bench.validate(pods, requests, result)
+
+    assert unscheduled == 0
+    assert result.errors == {}
+    if _topology_is_parsed():
+        assert violations == []
+    else:
+        # The solver still treats these pods as plain: the validator must say so.
+        assert {v.kind for v in violations} >= {"anti-affinity", "spread"}
+        assert {v.kind for v in violations} <= {"anti-affinity", "affinity", "spread"}
+
+
+def test_plain_mix_result_has_no_violations_and_costs_at_least_the_lp_bound(
+    catalog: list[object],
+) -> None:
+    pods = bench.plain_pods(300)
+    requests = bench.pod_requests(pods)
+
+    result = solve(requests, [], [bench.node_pool(catalog)])
+    violations, unscheduled = bench.validate(pods, requests, result)
+    price = sum(bench.claim_price(c) for c in result.new_node_claims)
+    bound = bench.lp_lower_bound(requests, catalog)
+
+    assert (violations, unscheduled) == ([], 0)
+    assert 0 < bound <= price
+
+
+def test_preference_pods_schedule_with_either_policy() -> None:
+    pods = bench.preference_pods(30)
+    requests = bench.pod_requests(pods)
+    pool = bench.node_pool(bench.instance_types(40))
+
+    for policy in ("Respect", "Ignore"):
+        result = solve(requests, [], [pool], bench.SolverOptions(preference_policy=policy))
+        assert bench.validate(pods, requests, result) == ([], 0)
+
+
+# -- the validator on hand-made results ---------------------------------------------------
+
+
+def _claim(catalog: list[object], pods: list[PodRequest], zone: str | None) -> NewNodeClaim:
+    """A NodeClaim offering only the catalog's 64-CPU type, which fits any pods used here."""
+    labels = {NODEPOOL_LABEL: "default"} | ({ZONE_LABEL: zone} if zone else {})
+    return NewNodeClaim(
+        node_pool="default",
+        requirements=Requirements.from_labels(labels),
+        instance_types=[catalog[min(63, len(catalog) - 1)]],  # type: ignore[list-item]
+        pods=pods,
+        requests={},
+    )
+
+
+def _placed(
+    catalog: list[object], pods: list[api.Pod], layout: list[tuple[list[int], str | None]]
+) -> tuple[list[PodRequest], SchedulingResult]:
+    requests = bench.pod_requests(pods)
+    claims = [_claim(catalog, [requests[i] for i in idx], zone) for idx, zone in layout]
+    return requests, SchedulingResult(new_node_claims=claims)
+
+
+def _kinds(
+    pods: list[api.Pod], requests: list[PodRequest], result: SchedulingResult
+) -> Counter[str]:
+    violations, _ = bench.validate(pods, requests, result)
+    return Counter(v.kind for v in violations)
+
+
+def test_validator_flags_anti_affinity_pods_sharing_a_node(catalog: list[object]) -> None:
+    factory = bench.PodFactory()
+    pods = [factory.anti_affinity(HOSTNAME_LABEL) for _ in range(3)]
+
+    apart = _placed(catalog, pods, [([0], None), ([1], None), ([2], None)])
+    together = _placed(catalog, pods, [([0, 1], None), ([2], None)])
+
+    assert _kinds(pods, *apart) == {}
+    assert _kinds(pods, *together) == {"anti-affinity": 2}
+
+
+def test_validator_wants_an_affinity_group_in_one_pinned_zone(catalog: list[object]) -> None:
+    factory = bench.PodFactory()
+    pods = [factory.self_affinity(ZONE_LABEL) for _ in range(12)]
+    groups: dict[str, list[int]] = {}
+    for index, pod in enumerate(pods):
+        groups.setdefault(pod.metadata.labels["my-affininity"], []).append(index)
+    members = max(groups.values(), key=len)
+    pods = [pods[i] for i in members]
+    assert len(pods) >= 3
+    half = len(pods) // 2
+    first, rest = list(range(half)), list(range(half, len(pods)))
+
+    one_zone = _placed(catalog, pods, [(first, "test-zone-2"), (rest, "test-zone-2")])
+    two_zones = _placed(catalog, pods, [(first, "test-zone-1"), (rest, "test-zone-2")])
+    unpinned = _placed(catalog, pods, [(first, None), (rest, None)])
+    one_node = _placed(catalog, pods, [(first + rest, None)])
+
+    assert _kinds(pods, *one_zone) == {}
+    assert _kinds(pods, *two_zones) == {"affinity": 1}
+    assert _kinds(pods, *unpinned) == {"affinity": len(pods)}
+    assert _kinds(pods, *one_node) == {}
+
+
+def test_validator_bounds_spread_by_max_skew_over_the_emptiest_zone(
+    catalog: list[object],
+) -> None:
+    constraint = api.TopologySpreadConstraint(
+        max_skew=1,
+        topology_key=ZONE_LABEL,
+        when_unsatisfiable="DoNotSchedule",
+        label_selector=api.LabelSelector(match_labels={"app": "web"}),
+    )
+    factory = bench.PodFactory()
+    pods = [factory.pod({"app": "web"}, {"cpu": "100m"}, spread=[constraint]) for _ in range(6)]
+
+    balanced = _placed(
+        catalog, pods, [([0, 3], "test-zone-1"), ([1, 4], "test-zone-2"), ([2, 5], "test-zone-3")]
+    )
+    skewed = _placed(catalog, pods, [([0, 1, 2, 3], "test-zone-1"), ([4, 5], "test-zone-2")])
+    unpinned = _placed(catalog, pods, [([0, 1, 2, 3, 4, 5], None)])
+
+    assert _kinds(pods, *balanced) == {}
+    assert _kinds(pods, *skewed) == {"spread": 2}  # zones 1 and 2 against an empty zone 3
+    assert _kinds(pods, *unpinned) == {"spread": 6}
+
+
+def test_validator_flags_double_placement_and_an_overfull_node(catalog: list[object]) -> None:
+    pods = bench.plain_pods(3)
+    requests = bench.pod_requests(pods)
+    tiny = bench.instance_types(1)  # 1 CPU, 0.9 allocatable
+    heavy = bench.pod_requests([bench.PodFactory().pod({}, {"cpu": "1"})])
+    twice = SchedulingResult(
+        new_node_claims=[
+            _claim(catalog, [requests[0], requests[1]], None),
+            _claim(catalog, [requests[1], requests[2]], None),
+        ]
+    )
+    overfull = SchedulingResult(new_node_claims=[_claim(tiny, heavy, None)])
+
+    assert _kinds(pods, requests, twice) == {"placement": 1}
+    assert _kinds([], heavy, overfull) == {"fit": 1}
