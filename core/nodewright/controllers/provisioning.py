@@ -6,12 +6,13 @@ bind once the nodes register. The cloud launch happens in the lifecycle controll
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from nodewright.api.apps import DaemonSet
-from nodewright.api.core import Node, Pod
+from nodewright.api.apps import CSINode, DaemonSet, StorageClass
+from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.karpenter import (
     CONDITION_READY,
     NodeClaim,
@@ -32,7 +33,7 @@ from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options
-from nodewright.controllers.state import ClusterState, is_provisionable
+from nodewright.controllers.state import ClusterState, VolumeFacts, is_provisionable
 from nodewright.controllers.templates import (
     node_class_label_for,
     node_pool_requirements,
@@ -61,6 +62,7 @@ from nodewright.scheduling.resources import (
 )
 from nodewright.scheduling.scheduler import offering_matches, solve
 from nodewright.scheduling.taints import Taint, tolerates_all
+from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 log = logging.getLogger("nodewright.provisioner")
 
@@ -129,16 +131,35 @@ class Provisioner:
         ordered = sorted(
             pending, key=lambda p: (p.metadata.creation_timestamp or self._clock.now(), p.key)
         )
+        namespaces = {ns.name: ns.metadata.labels for ns in self._cluster.list(Namespace)}
+        facts = VolumeFacts.build(
+            self._cluster.list(PersistentVolumeClaim),
+            self._cluster.list(PersistentVolume),
+            self._cluster.list(StorageClass),
+            self._cluster.list(CSINode),
+        )
         requests: list[PodRequest] = []
         by_key: dict[str, Pod] = {}
         for index, pod in enumerate(ordered):
             problem = validate_pod(pod, domains, well_known)
-            if problem is not None:
+            request: PodRequest | None = None
+            if problem is None:
+                try:
+                    volumes = pod_volumes(pod, facts.claims, facts.volumes, facts.storage_classes)
+                except VolumeProblem as error:
+                    problem = str(error)
+                else:
+                    request = dataclasses.replace(
+                        pod_request(pod, index, namespaces),
+                        volume_requirements=volumes.requirements,
+                        volumes=volumes.usage,
+                    )
+            if request is None:
                 self._events.publish(
                     pod, "FailedScheduling", f"Failed to schedule pod, {problem}", WARNING
                 )
                 continue
-            requests.append(pod_request(pod, index))
+            requests.append(request)
             by_key[pod.key] = pod
         if not requests:
             return []
@@ -147,9 +168,10 @@ class Provisioner:
         templates, pool_errors = self._templates(state)
         result = solve(
             requests,
-            state.existing_nodes(),
+            state.existing_nodes(facts),
             templates,
             SolverOptions(preference_policy=self._options.preference_policy),
+            placed=state.placed_pods(namespaces),
         )
         pools = {t.name: t for t in templates}
         # Log a batch when it changes something or its outcome differs from the last one, so

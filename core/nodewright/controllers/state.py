@@ -7,10 +7,11 @@ provisioner and the disruption logic see the same picture.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodewright.api.core import Node, Pod
+from nodewright.api.apps import CSINode, StorageClass
+from nodewright.api.core import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.karpenter import CONDITION_LAUNCHED, NodeClaim
 from nodewright.api.labels import (
     HOSTNAME_LABEL,
@@ -20,9 +21,37 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import is_true
 from nodewright.controllers.templates import requirements_from_api, taints_from_api
-from nodewright.scheduling.model import ExistingNode, HostPort
-from nodewright.scheduling.pods import pod_host_ports, pod_requests
+from nodewright.scheduling.model import ExistingNode, HostPort, PlacedPod, TopologyTerm
+from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
+from nodewright.scheduling.topology import ANTI_AFFINITY
+from nodewright.scheduling.volumes import node_volume_limits, pod_volume_usage
+
+
+@dataclass
+class VolumeFacts:
+    """The storage objects volume topology and attach limits are read from."""
+
+    claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
+    volumes: dict[str, PersistentVolume] = field(default_factory=dict)
+    storage_classes: dict[str, StorageClass] = field(default_factory=dict)
+    csi_nodes: dict[str, CSINode] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        claims: Sequence[PersistentVolumeClaim],
+        volumes: Sequence[PersistentVolume],
+        storage_classes: Sequence[StorageClass],
+        csi_nodes: Sequence[CSINode],
+    ) -> VolumeFacts:
+        return cls(
+            {c.key: c for c in claims},
+            {v.name: v for v in volumes},
+            {c.name: c for c in storage_classes},
+            {n.name: n for n in csi_nodes},
+        )
+
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -93,7 +122,38 @@ class ClusterState:
     def requested(self, node_name: str) -> ResourceList:
         return merge(*(pod_requests(p) for p in self.pods_by_node.get(node_name, [])))
 
-    def existing_nodes(self) -> list[ExistingNode]:
+    def placed_pods(
+        self, namespaces: Mapping[str, Mapping[str, str]] | None = None
+    ) -> list[PlacedPod]:
+        """Pods running on nodes, as topology counting sees them (terminating ones excluded)."""
+        by_name = {node.name: node for node in self.nodes}
+        placed: list[PlacedPod] = []
+        for node_name, pods in self.pods_by_node.items():
+            node = by_name.get(node_name)
+            if node is None:
+                continue
+            taints = taints_from_api(node.spec.taints)
+            for pod in pods:
+                if pod.deleting:
+                    continue
+                anti: tuple[TopologyTerm, ...] = ()
+                affinity = pod.spec.affinity
+                if affinity is not None and affinity.pod_anti_affinity is not None:
+                    hard = pod_topology(pod, namespaces)[0]
+                    anti = tuple(t for t in hard if t.kind == ANTI_AFFINITY)
+                placed.append(
+                    PlacedPod(
+                        namespace=pod.namespace,
+                        labels=pod.metadata.labels,
+                        node_name=node_name,
+                        node_labels=node.metadata.labels,
+                        node_taints=taints,
+                        anti_affinity=anti,
+                    )
+                )
+        return placed
+
+    def existing_nodes(self, volumes: VolumeFacts | None = None) -> list[ExistingNode]:
         """Nodes and in-flight NodeClaims pods can still be placed on."""
         result: list[ExistingNode] = []
         registered_ids = set()
@@ -115,6 +175,16 @@ class ClusterState:
                 taints = tuple(t for t in taints if (t.key, t.effect) not in ignored)
             pods = self.pods_by_node.get(node.name, [])
             ports: list[HostPort] = [port for p in pods for port in pod_host_ports(p)]
+            limits: dict[str, int] = {}
+            attached: dict[str, frozenset[str]] = {}
+            if volumes is not None:
+                limits = node_volume_limits(volumes.csi_nodes.get(node.name))
+                for p in pods:
+                    usage = pod_volume_usage(
+                        p, volumes.claims, volumes.volumes, volumes.storage_classes
+                    )
+                    for driver, ids in usage.items():
+                        attached[driver] = attached.get(driver, frozenset()) | ids
             result.append(
                 ExistingNode(
                     name=node.name,
@@ -127,6 +197,8 @@ class ClusterState:
                     startup_taints=taints_from_api(claim.spec.startup_taints) if claim else (),
                     node_claim=claim.name if claim else None,
                     node_pool=node.metadata.labels.get(NODEPOOL_LABEL),
+                    volume_limits=limits,
+                    volumes=attached,
                 )
             )
         for claim in self.node_claims:
