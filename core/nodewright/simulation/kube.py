@@ -23,8 +23,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from nodewright.api.apps import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, StorageClass
+from nodewright.api.apps import (
+    CSINode,
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    StatefulSet,
+    StorageClass,
+)
 from nodewright.api.core import (
+    Namespace,
     Node,
     NodeSelector,
     NodeSelectorRequirement,
@@ -62,13 +71,30 @@ from nodewright.scheduling.requirements import RequirementError
 from nodewright.scheduling.resources import CPU, MEMORY, ResourceList, parse_resources
 from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, tolerates_all
 from nodewright.scheduling.taints import Toleration as SchedulingToleration
+from nodewright.scheduling.volumes import (
+    BIND_COMPLETED_ANNOTATION,
+    VolumeUsage,
+    add_usage,
+    claim_name,
+    csi_driver,
+    default_storage_class,
+    ephemeral_claim_template,
+    node_volume_limits,
+    pod_volume_usage,
+)
+from nodewright.simulation.podtopology import (
+    MAX_NODE_SCORE,
+    PodConstraints,
+    PodTopology,
+    normalised_preferences,
+)
 
 #: Nodes the KWOK provider simulates carry this annotation; KWOK plays their kubelet.
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 DEFAULT_SCHEDULER = "default-scheduler"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
-DEFAULT_STORAGE_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+BOUND_BY_CONTROLLER_ANNOTATION = "pv.kubernetes.io/bound-by-controller"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -89,6 +115,7 @@ NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
 VOLUME_AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
 VOLUME_TOPOLOGY_MISMATCH = "node(s) didn't find available persistent volumes to bind"
+VOLUME_LIMIT_EXCEEDED = "node(s) exceed max volume count"
 NO_NODES = "no nodes available to schedule pods"
 
 
@@ -190,6 +217,21 @@ class _NodeState:
     allocatable: ResourceList
     requested: ResourceList = field(default_factory=dict)
     ports: list[HostPort] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    #: CSI driver -> volumes the node may attach (``CSINode`` allocatable counts).
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    #: CSI driver -> claims its pods attach; computed when a pod with volumes first asks.
+    volume_usage: dict[str, frozenset[str]] | None = None
+
+
+@dataclass(frozen=True)
+class _PodVolumes:
+    """What kube-scheduler's volume filters need from one pod."""
+
+    #: Node selectors of its volumes, each with the reason a node that fails it is given.
+    selectors: list[tuple[NodeSelector, str]]
+    #: CSI driver -> claims the pod attaches, for NodeVolumeLimits.
+    usage: VolumeUsage
 
 
 @dataclass
@@ -205,6 +247,10 @@ class _SchedulingPass:
     node_count: int
     states: list[_NodeState]
     filtered: Counter[str]
+    topology: PodTopology
+    claims: Mapping[str, PersistentVolumeClaim] = field(default_factory=dict)
+    volumes: Mapping[str, PersistentVolume] = field(default_factory=dict)
+    storage_classes: Mapping[str, StorageClass] = field(default_factory=dict)
     binds: int = 0
     _admitting: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
     _open: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
@@ -235,28 +281,71 @@ class _SchedulingPass:
     def keep_open(self, request: PodRequest, nodes: list[_NodeState]) -> None:
         self._open[_shape(request)] = nodes
 
-    def explain(self, request: PodRequest, volumes: Sequence[tuple[NodeSelector, str]]) -> str:
+    def volume_usage(self, state: _NodeState) -> dict[str, frozenset[str]]:
+        """The claims the node's pods attach, per CSI driver."""
+        if state.volume_usage is None:
+            state.volume_usage = add_usage(
+                *(
+                    pod_volume_usage(pod, self.claims, self.volumes, self.storage_classes)
+                    for pod in state.pods
+                )
+            )
+        return state.volume_usage
+
+    def exceeds_volume_limits(self, state: _NodeState, usage: VolumeUsage) -> bool:
+        """NodeVolumeLimits: the node cannot attach the pod's new claims."""
+        if not usage or not state.volume_limits:
+            return False
+        used = self.volume_usage(state)
+        for driver, claims in usage.items():
+            limit = state.volume_limits.get(driver)
+            if limit is not None and len(used.get(driver, frozenset()) | claims) > limit:
+                return True
+        return False
+
+    def problem(
+        self,
+        state: _NodeState,
+        request: PodRequest,
+        volumes: _PodVolumes,
+        constraints: PodConstraints | None,
+        minimums: Sequence[int],
+    ) -> str | None:
+        """The first of kube-scheduler's filters that rejects the node, or None."""
+        problem = node_fit_problem(
+            request, state.labels, state.taints, state.allocatable, state.requested, state.ports
+        )
+        if problem is not None:
+            return problem
+        if self.exceeds_volume_limits(state, volumes.usage):
+            return VOLUME_LIMIT_EXCEEDED
+        for selector, reason in volumes.selectors:
+            if not node_selector_matches(selector, state.labels, state.node.name):
+                return reason
+        if constraints is not None:
+            return constraints.problem(state.labels, minimums)
+        return None
+
+    def explain(
+        self,
+        pod: Pod,
+        request: PodRequest,
+        volumes: _PodVolumes,
+        constraints: PodConstraints | None,
+    ) -> str:
         """kube-scheduler's per-node reasons, counted and sorted (``1 Insufficient cpu, ...``)."""
         key: tuple[object, ...] | None = None
-        if not volumes:
+        if not volumes.selectors and not volumes.usage:
             key = _shape(request)
+            if constraints is not None:
+                key += (_topology_signature(pod),)
             cached = self._explanations.get(key)
             if cached is not None and cached[0] == self.binds:
                 return cached[1]
+        minimums = constraints.minimums() if constraints is not None else ()
         reasons = Counter(self.filtered)
         for state in self.states:
-            problem = node_fit_problem(
-                request, state.labels, state.taints, state.allocatable, state.requested, state.ports
-            )
-            if problem is None:
-                problem = next(
-                    (
-                        reason
-                        for selector, reason in volumes
-                        if not node_selector_matches(selector, state.labels, state.node.name)
-                    ),
-                    None,
-                )
+            problem = self.problem(state, request, volumes, constraints, minimums)
             if problem is not None:
                 for reason in problem.split(", "):
                     reasons[reason] += 1
@@ -270,11 +359,11 @@ class EmbeddedKubernetes:
     """Kubernetes' own controllers and scheduler for a simulated cluster.
 
     :meth:`reconcile` runs one pass of every controller in a fixed order: pod garbage
-    collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, immediate volume
-    binding, the scheduler (which provisions WaitForFirstConsumer volumes as it binds), the
-    kubelet of static nodes, WaitForFirstConsumer binding for pods that reached a node
-    without the scheduler, and last the workloads' status counts. Pods created by a
-    controller get their first scheduling attempt in the same pass.
+    collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, generic ephemeral volume
+    claims, immediate volume binding, the scheduler (which provisions WaitForFirstConsumer
+    volumes as it binds), the kubelet of static nodes, WaitForFirstConsumer binding for pods
+    that reached a node without the scheduler, and last the workloads' status counts. Pods
+    created by a controller get their first scheduling attempt in the same pass.
     """
 
     def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
@@ -292,6 +381,7 @@ class EmbeddedKubernetes:
             self.reconcile_stateful_sets()
             self.reconcile_jobs()
             self.reconcile_daemon_sets()
+            self.create_ephemeral_claims()
             self.bind_immediate_volumes()
             self.schedule_pods()
             self.run_static_kubelets()
@@ -578,14 +668,44 @@ class EmbeddedKubernetes:
 
     # -- volumes ---------------------------------------------------------------------------------
 
+    def create_ephemeral_claims(self) -> None:
+        """The ephemeral volume controller: a claim ``<pod>-<volume>`` owned by the pod for each
+        generic ephemeral volume, so it goes when the pod does."""
+        for pod in list(self.cluster.peek(Pod)):
+            if not _active(pod):
+                continue
+            for volume in pod.spec.volumes:
+                template = ephemeral_claim_template(volume)
+                if template is None:
+                    continue
+                name = f"{pod.name}-{volume.name}"
+                if self.cluster.get(PersistentVolumeClaim, name, pod.namespace) is not None:
+                    continue
+                self._create_unless_taken(
+                    PersistentVolumeClaim(
+                        metadata=ObjectMeta(
+                            name=name,
+                            namespace=pod.namespace,
+                            labels=dict(template.metadata.labels),
+                            annotations=dict(template.metadata.annotations),
+                            owner_references=[_controller_ref(pod)],
+                        ),
+                        spec=template.spec,
+                    )
+                )
+
     def bind_immediate_volumes(self) -> None:
-        """Provision a volume for every unbound claim whose class binds immediately."""
+        """Provision a volume for every unbound claim whose class binds immediately, and
+        complete the binding of claims created with a ``volumeName``."""
         for claim in list(self.cluster.peek(PersistentVolumeClaim)):
-            if claim.deleting or claim.status.phase == "Bound":
+            if claim.deleting or (
+                claim.status.phase == "Bound"
+                and BIND_COMPLETED_ANNOTATION in claim.metadata.annotations
+            ):
                 continue
             if claim.spec.volume_name:
                 if self.cluster.get(PersistentVolume, claim.spec.volume_name) is not None:
-                    self._mark_claim_bound(claim, claim.spec.volume_name)
+                    self._mark_claim_bound(claim)
                 continue
             storage_class = self._storage_class(claim)
             if (
@@ -606,11 +726,10 @@ class EmbeddedKubernetes:
 
     def _bind_pod_volumes(self, pod: Pod, node: Node) -> None:
         for volume in pod.spec.volumes:
-            if volume.persistent_volume_claim is None:
+            name = claim_name(pod, volume)
+            if name is None:
                 continue
-            claim = self.cluster.get(
-                PersistentVolumeClaim, volume.persistent_volume_claim.claim_name, pod.namespace
-            )
+            claim = self.cluster.get(PersistentVolumeClaim, name, pod.namespace)
             if claim is None or claim.spec.volume_name or claim.deleting:
                 continue
             storage_class = self._storage_class(claim)
@@ -624,16 +743,10 @@ class EmbeddedKubernetes:
             )
 
     def _storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
+        """The claim's class; one without ``storageClassName`` gets the default class."""
         name = claim.spec.storage_class_name
         if name is None:
-            return next(
-                (
-                    sc
-                    for sc in self.cluster.peek(StorageClass)
-                    if sc.metadata.annotations.get(DEFAULT_STORAGE_CLASS_ANNOTATION) == "true"
-                ),
-                None,
-            )
+            return default_storage_class(self.cluster.peek(StorageClass))
         if not name:
             return None
         return self.cluster.get(StorageClass, name)
@@ -677,7 +790,7 @@ class EmbeddedKubernetes:
                             uid=claim.metadata.uid,
                         ),
                         node_affinity=affinity,
-                        csi={"driver": storage_class.provisioner, "volumeHandle": name},
+                        csi={"driver": csi_driver(storage_class.provisioner), "volumeHandle": name},
                     ),
                     status=PersistentVolumeStatus(phase="Bound"),
                 )
@@ -686,11 +799,17 @@ class EmbeddedKubernetes:
         bound.spec.volume_name = name
         if node_name:
             bound.metadata.annotations[SELECTED_NODE_ANNOTATION] = node_name
+        bound.metadata.annotations[BOUND_BY_CONTROLLER_ANNOTATION] = "yes"
         bound.spec.storage_class_name = storage_class.name
         bound = self.cluster.update(bound)
-        self._mark_claim_bound(bound, name)
+        self._mark_claim_bound(bound)
 
-    def _mark_claim_bound(self, claim: PersistentVolumeClaim, volume: str) -> None:
+    def _mark_claim_bound(self, claim: PersistentVolumeClaim) -> None:
+        """The PersistentVolume controller's last step: the binding is complete."""
+        if BIND_COMPLETED_ANNOTATION not in claim.metadata.annotations:
+            claim = copy_object(claim)
+            claim.metadata.annotations[BIND_COMPLETED_ANNOTATION] = "yes"
+            claim = self.cluster.update(claim)
         if claim.status.phase == "Bound":
             return
         bound = copy_object(claim)
@@ -700,7 +819,13 @@ class EmbeddedKubernetes:
     # -- scheduler -------------------------------------------------------------------------------
 
     def schedule_pods(self) -> None:
-        """kube-scheduler: bind each pending pod to the fullest node it fits, or say why not."""
+        """kube-scheduler: bind each pending pod to the best node it fits, or say why not.
+
+        Filters run in kube-scheduler's order (taints, node affinity, host ports, resources,
+        volume limits, volume topology, topology spread, pod affinity); among the nodes that
+        pass, the fullest wins (MostAllocated), moved by ScheduleAnyway spreads and
+        preferred pod (anti-)affinity when the pod has them.
+        """
         pending = [
             pod
             for pod in self.cluster.peek(Pod)
@@ -720,7 +845,17 @@ class EmbeddedKubernetes:
         )
         nodes = list(self.cluster.peek(Node))
         states, filtered = self._node_states(nodes)
-        run = _SchedulingPass(node_count=len(nodes), states=states, filtered=filtered)
+        active = [pod for pod in self.cluster.peek(Pod) if pod.status.phase not in TERMINAL_PHASES]
+        run = _SchedulingPass(
+            node_count=len(nodes),
+            states=states,
+            filtered=filtered,
+            topology=PodTopology(nodes, active, self.cluster.peek(Namespace)),
+        )
+        if any(state.volume_limits for state in states):
+            run.claims = {c.key: c for c in self.cluster.peek(PersistentVolumeClaim)}
+            run.volumes = {v.name: v for v in self.cluster.peek(PersistentVolume)}
+            run.storage_classes = {sc.name: sc for sc in self.cluster.peek(StorageClass)}
         for pod in pending:
             self._schedule_one(pod, run)
 
@@ -728,6 +863,7 @@ class EmbeddedKubernetes:
         """Schedulable nodes with what is already on them, and why the others are skipped."""
         filtered: Counter[str] = Counter()
         states: dict[str, _NodeState] = {}
+        csi_nodes = {csi.name: csi for csi in self.cluster.peek(CSINode)}
         for node in nodes:
             if node.spec.unschedulable or node.deleting:
                 filtered[NODE_UNSCHEDULABLE] += 1
@@ -739,6 +875,7 @@ class EmbeddedKubernetes:
                     labels=node.metadata.labels,
                     taints=taints_from_api(node.spec.taints),
                     allocatable=parse_resources(node.status.allocatable),
+                    volume_limits=node_volume_limits(csi_nodes.get(node.name)),
                 )
         seen: set[str] = set()
         for pod in self.cluster.peek(Pod):
@@ -750,6 +887,7 @@ class EmbeddedKubernetes:
             for name, value in self._pod_requests(pod).items():
                 state.requested[name] = state.requested.get(name, 0) + value
             state.ports.extend(pod_host_ports(pod))
+            state.pods.append(pod)
         if len(self._requests) > 2 * len(seen) + 1000:
             self._requests = {uid: r for uid, r in self._requests.items() if uid in seen}
         return [states[name] for name in sorted(states)], filtered
@@ -769,36 +907,42 @@ class EmbeddedKubernetes:
         except RequirementError as error:
             self._mark_unschedulable(pod, f"invalid node affinity: {error}", 0, plain=True)
             return
-        volumes = self._volume_constraints(pod)
+        volumes = self._pod_volumes(pod, run)
         if isinstance(volumes, str):
             self._mark_unschedulable(pod, volumes, run.node_count)
             return
         if run.node_count == 0:
             self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
             return
-        best: tuple[float, _NodeState] | None = None
+        constraints = run.topology.constraints(pod, request)
+        minimums = constraints.minimums() if constraints is not None else ()
         wanted_cpu = request.requests.get(CPU, 0)
         wanted_memory = request.requests.get(MEMORY, 0)
         still_open: list[_NodeState] = []
+        feasible: list[tuple[float, _NodeState]] = []
         for state in run.open_nodes(request):
             if request.host_ports and ports_conflict(request.host_ports, state.ports):
                 continue
             if not _has_room(request.requests, state):
                 continue
             still_open.append(state)
-            if volumes and any(
+            if run.exceeds_volume_limits(state, volumes.usage):
+                continue
+            if volumes.selectors and any(
                 not node_selector_matches(selector, state.labels, state.node.name)
-                for selector, _ in volumes
+                for selector, _ in volumes.selectors
             ):
                 continue
-            score = _most_allocated_score(wanted_cpu, wanted_memory, state)
-            if best is None or score > best[0]:
-                best = (score, state)
+            if constraints is not None and constraints.problem(state.labels, minimums):
+                continue
+            feasible.append((_most_allocated_score(wanted_cpu, wanted_memory, state), state))
         run.keep_open(request, still_open)
-        if best is None:
-            self._mark_unschedulable(pod, run.explain(request, volumes), run.node_count)
+        if not feasible:
+            self._mark_unschedulable(
+                pod, run.explain(pod, request, volumes, constraints), run.node_count
+            )
             return
-        chosen = best[1]
+        chosen = _best(feasible, constraints)
         try:
             self.cluster.bind(pod.name, pod.namespace, chosen.node.name)
         except ClusterError:
@@ -806,26 +950,35 @@ class EmbeddedKubernetes:
         for name, value in request.requests.items():
             chosen.requested[name] = chosen.requested.get(name, 0) + value
         chosen.ports.extend(request.host_ports)
+        chosen.pods.append(pod)
+        if chosen.volume_usage is not None:
+            chosen.volume_usage = add_usage(chosen.volume_usage, volumes.usage)
+        run.topology.record(pod, chosen.node.name)
         run.binds += 1
         self._bind_pod_volumes(pod, chosen.node)
 
-    def _volume_constraints(self, pod: Pod) -> list[tuple[NodeSelector, str]] | str:
-        """Node selectors the pod's volumes impose, or why the pod cannot be placed at all."""
-        constraints: list[tuple[NodeSelector, str]] = []
+    def _pod_volumes(self, pod: Pod, run: _SchedulingPass) -> _PodVolumes | str:
+        """What the pod's volumes ask of a node, or why the pod cannot be placed at all."""
+        selectors: list[tuple[NodeSelector, str]] = []
         for volume in pod.spec.volumes:
-            if volume.persistent_volume_claim is None:
+            name = claim_name(pod, volume)
+            if name is None:
                 continue
-            name = volume.persistent_volume_claim.claim_name
             claim = self.cluster.get(PersistentVolumeClaim, name, pod.namespace)
             if claim is None:
                 return f'persistentvolumeclaim "{name}" not found'
+            if volume.ephemeral is not None and _controller_uid(claim) != pod.metadata.uid:
+                return (
+                    f"PVC {pod.namespace}/{name} was not created for pod "
+                    f"{pod.namespace}/{pod.name} (pod is not owner)"
+                )
             if claim.deleting:
                 return f'persistentvolumeclaim "{name}" is being deleted'
             if claim.spec.volume_name:
                 volume_object = self.cluster.get(PersistentVolume, claim.spec.volume_name)
                 affinity = volume_object.spec.node_affinity if volume_object else None
                 if affinity is not None and affinity.required is not None:
-                    constraints.append((affinity.required, VOLUME_AFFINITY_CONFLICT))
+                    selectors.append((affinity.required, VOLUME_AFFINITY_CONFLICT))
                 continue
             storage_class = self._storage_class(claim)
             if (
@@ -834,10 +987,13 @@ class EmbeddedKubernetes:
             ):
                 return "pod has unbound immediate PersistentVolumeClaims"
             if storage_class.allowed_topologies:
-                constraints.append(
+                selectors.append(
                     (_allowed_topology_selector(storage_class), VOLUME_TOPOLOGY_MISMATCH)
                 )
-        return constraints
+        usage: VolumeUsage = {}
+        if run.claims and pod.spec.volumes:
+            usage = pod_volume_usage(pod, run.claims, run.volumes, run.storage_classes)
+        return _PodVolumes(selectors, usage)
 
     def _mark_unschedulable(
         self, pod: Pod, reasons: str, node_count: int, plain: bool = False
@@ -974,6 +1130,33 @@ def _shape(request: PodRequest) -> tuple[object, ...]:
         request.host_ports,
         tuple(sorted(request.requests.items())),
     )
+
+
+def _topology_signature(pod: Pod) -> tuple[object, ...]:
+    """What decides a pod's spread and pod-affinity verdicts, beside its shape."""
+    spec = pod.spec
+    return (
+        pod.namespace,
+        tuple(sorted(pod.metadata.labels.items())),
+        tuple(c.model_dump_json() for c in spec.topology_spread_constraints),
+        spec.affinity.model_dump_json() if spec.affinity is not None else None,
+    )
+
+
+def _best(
+    feasible: Sequence[tuple[float, _NodeState]], constraints: PodConstraints | None
+) -> _NodeState:
+    """The highest-scoring node; the first in name order among equals."""
+    if constraints is None or not constraints.has_preferences:
+        return max(feasible, key=lambda pair: pair[0])[1]
+    preferences = normalised_preferences(
+        [constraints.raw_scores(state.labels) for _, state in feasible]
+    )
+    scored = [
+        (MAX_NODE_SCORE * base + preference, state)
+        for (base, state), preference in zip(feasible, preferences, strict=True)
+    ]
+    return max(scored, key=lambda pair: pair[0])[1]
 
 
 def _has_room(requests: Mapping[str, int], state: _NodeState) -> bool:

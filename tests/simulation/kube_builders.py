@@ -1,0 +1,129 @@
+"""Objects for tests of the embedded binder: static nodes, workloads, and reading outcomes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from nodewright.api.apps import Deployment
+from nodewright.api.core import Node, Pod
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.simulation.kube import EmbeddedKubernetes
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+NAMESPACE = "default"
+
+
+def settle(kube: EmbeddedKubernetes, limit: int = 20) -> None:
+    """Reconcile until nothing changes."""
+    for _ in range(limit):
+        if not kube.reconcile():
+            return
+    raise AssertionError(f"the embedded controllers did not settle in {limit} passes")
+
+
+def node(
+    name: str,
+    zone: str | None = None,
+    cpu: str = "4",
+    taints: list[dict[str, str]] | None = None,
+    **labels: str,
+) -> Node:
+    """A ready static node; ``zone`` None leaves the zone label off."""
+    all_labels = {HOSTNAME: name, **labels}
+    if zone is not None:
+        all_labels[ZONE] = zone
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "labels": all_labels},
+            "spec": {"taints": taints or []},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def template(app: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app}},
+        "spec": {
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
+    }
+
+
+def deployment(name: str, replicas: int, cpu: str = "1", **spec: Any) -> Deployment:
+    return Deployment.model_validate(
+        {
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": template(name, cpu, **spec),
+            },
+        }
+    )
+
+
+def pod(
+    name: str, app: str | None = None, cpu: str = "1", namespace: str = NAMESPACE, **spec: Any
+) -> Pod:
+    data = template(app or name, cpu, **spec)
+    data["metadata"] = {**data["metadata"], "name": name, "namespace": namespace}
+    return Pod.model_validate(data)
+
+
+def spread(
+    key: str, max_skew: int, app: str, when: str = "DoNotSchedule", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "maxSkew": max_skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": {"app": app}},
+        **extra,
+    }
+
+
+def term(key: str, app: str, **extra: Any) -> dict[str, Any]:
+    return {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}, **extra}
+
+
+def pods_of(cluster: MemoryCluster, app: str) -> list[Pod]:
+    return cluster.list(Pod, labels={"app": app})
+
+
+def placement(cluster: MemoryCluster, app: str) -> Counter[str | None]:
+    """How many of the app's pods each node runs (None: pending)."""
+    return Counter(p.spec.node_name for p in pods_of(cluster, app))
+
+
+def per_zone(cluster: MemoryCluster, app: str) -> Counter[str | None]:
+    """How many of the app's pods each zone runs (None: pending)."""
+    zones = {n.name: n.metadata.labels.get(ZONE) for n in cluster.list(Node)}
+    return Counter(zones.get(p.spec.node_name or "") for p in pods_of(cluster, app))
+
+
+def pending_messages(cluster: MemoryCluster, app: str) -> set[str]:
+    """kube-scheduler's FailedScheduling messages on the app's pending pods."""
+    messages: set[str] = set()
+    for p in pods_of(cluster, app):
+        if p.spec.node_name:
+            continue
+        condition = p.condition("PodScheduled")
+        assert condition is not None, f"{p.name} has no PodScheduled condition"
+        assert (condition.status, condition.reason) == ("False", "Unschedulable")
+        messages.add(condition.message or "")
+    return messages
+
+
+def unavailable(count: int, *reasons: str) -> str:
+    """kube-scheduler's whole message for a pod no node takes."""
+    return (
+        f"0/{count} nodes are available: {', '.join(reasons)}. preemption: 0/{count} nodes are "
+        f"available: {count} Preemption is not helpful for scheduling."
+    )
