@@ -14,6 +14,7 @@ from nodewright.cluster import Cluster
 from nodewright.controllers import Controller
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.garbagecollection import GarbageCollection
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
 from nodewright.controllers.options import Options
@@ -46,7 +47,8 @@ class Operator:
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
             self.provisioner,
             NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
-            NodeTermination(cluster, clock, self.events),
+            NodeTermination(cluster, host, self.catalog, clock, self.events),
+            GarbageCollection(cluster, host, self.catalog, clock),
         ]
         self._due: dict[str, datetime] = {}
 

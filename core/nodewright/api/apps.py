@@ -1,5 +1,6 @@
 """Workload kinds that own pods: Deployment, ReplicaSet, StatefulSet, DaemonSet, Job;
-plus PodDisruptionBudget, StorageClass and CSINode, which scheduling and draining read."""
+plus PodDisruptionBudget, StorageClass, CSINode and VolumeAttachment, which scheduling and
+draining read."""
 
 from __future__ import annotations
 
@@ -150,6 +151,31 @@ class CSINode(KubeObject):
     spec: CSINodeSpec = Field(default_factory=CSINodeSpec)
 
 
+class VolumeAttachmentSource(Model):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(Model):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = Field(default_factory=VolumeAttachmentSource)
+
+
+class VolumeAttachmentStatus(Model):
+    attached: bool = False
+
+
+class VolumeAttachment(KubeObject):
+    """A volume attached to a node; termination waits for these to go before the instance."""
+
+    API_VERSION: ClassVar[str] = "storage.k8s.io/v1"
+    KIND: ClassVar[str] = "VolumeAttachment"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: VolumeAttachmentSpec = Field(default_factory=VolumeAttachmentSpec)
+    status: VolumeAttachmentStatus = Field(default_factory=VolumeAttachmentStatus)
+
+
 __all__ = [
     "CSINode",
     "DaemonSet",
@@ -160,4 +186,5 @@ __all__ = [
     "ReplicaSet",
     "StatefulSet",
     "StorageClass",
+    "VolumeAttachment",
 ]

@@ -10,6 +10,10 @@ generated names) comes from one seeded generator, so a simulation replays exactl
 Objects are stored as private copies and every write replaces the stored object instead of
 mutating it, so a snapshot handed to the watch history never changes afterwards. The store is
 single-threaded, like the simulation loop that drives it.
+
+For crash-consistency tests a :class:`FaultPoint` armed with :meth:`MemoryCluster.crash_at`
+raises :class:`Crash` just before or just after a matching write, stopping the writer there
+as if its process had died (the store itself stays consistent).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import random
 import string
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -60,6 +65,52 @@ _Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped 
 
 class WatchExpiredError(ClusterError):
     """The requested resourceVersion is older than the watch history (HTTP 410 Gone)."""
+
+
+# --- fault points -------------------------------------------------------------------------------
+
+
+class Crash(BaseException):
+    """The writer "dies" at an armed fault point.
+
+    A BaseException, like SystemExit, so that no ``except Exception`` in a controller survives
+    it: the call stack unwinds to the test that armed the point.
+    """
+
+
+#: The writes a fault point can stop at.
+WriteVerb = Literal["create", "update", "update_status", "delete", "evict", "bind"]
+
+
+@dataclass(frozen=True)
+class FaultPoint:
+    """One write to crash at: ``verb`` on ``kind``, ``before`` or after it is stored.
+
+    ``match`` narrows it down; it receives the stored object before the write (None for a
+    create) and the object as written (None for a delete that removes it) and answers whether
+    this is the write to crash at.
+    """
+
+    name: str
+    verb: WriteVerb
+    kind: type[KubeObject]
+    before: bool = True
+    match: Callable[[KubeObject | None, KubeObject | None], bool] | None = None
+
+    def matches(
+        self,
+        verb: str,
+        kind: type[KubeObject],
+        before: bool,
+        old: KubeObject | None,
+        new: KubeObject | None,
+    ) -> bool:
+        return (
+            verb == self.verb
+            and kind is self.kind
+            and before == self.before
+            and (self.match is None or self.match(old, new))
+        )
 
 
 # --- copying ------------------------------------------------------------------------------------
@@ -139,6 +190,30 @@ class MemoryCluster:
         #: owner uid -> dependents that name it in ownerReferences
         self._dependents: dict[str, set[tuple[type[KubeObject], _Key]]] = {}
         self._history: deque[WatchEvent] = deque(maxlen=WATCH_HISTORY)
+        self._fault_points: builtins.list[FaultPoint] = []
+
+    # -- fault points ----------------------------------------------------------------------------
+
+    def crash_at(self, point: FaultPoint) -> None:
+        """Arm ``point``: the first write it matches raises :class:`Crash` (once)."""
+        self._fault_points.append(point)
+
+    def disarm(self) -> None:
+        """Remove every armed fault point."""
+        self._fault_points.clear()
+
+    def _fault(
+        self,
+        verb: WriteVerb,
+        kind: type[KubeObject],
+        before: bool,
+        old: KubeObject | None,
+        new: KubeObject | None,
+    ) -> None:
+        for point in self._fault_points:
+            if point.matches(verb, kind, before, old, new):
+                self._fault_points.remove(point)
+                raise Crash(f"crashed {'before' if before else 'after'} {point.name}")
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -237,6 +312,8 @@ class MemoryCluster:
         if key in objects:
             where = f"{meta.namespace}/" if meta.namespace else ""
             raise AlreadyExistsError(f'{kind.KIND} "{where}{meta.name}" already exists')
+        if self._fault_points:
+            self._fault("create", kind, True, None, new)
         meta.uid = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         meta.creation_timestamp = self._clock.now()
         meta.deletion_timestamp = None
@@ -244,6 +321,8 @@ class MemoryCluster:
         if isinstance(new, Pod) and new.status.phase is None:
             new.status.phase = "Pending"
         self._store(kind, key, new, None, "ADDED")
+        if self._fault_points:
+            self._fault("create", kind, False, None, new)
         return copy_object(new)
 
     def update(self, obj: T) -> T:
@@ -270,10 +349,14 @@ class MemoryCluster:
             meta.generation = (old_meta.generation or 0) + 1
         if new == current:
             return copy_object(current)
+        if self._fault_points:
+            self._fault("update", kind, True, current, new)
         if meta.deletion_timestamp is not None and not meta.finalizers:
             self._remove(kind, key, new)
-            return copy_object(new)
-        self._store(kind, key, new, current, "MODIFIED")
+        else:
+            self._store(kind, key, new, current, "MODIFIED")
+        if self._fault_points:
+            self._fault("update", kind, False, current, new)
         return copy_object(new)
 
     def update_status(self, obj: T) -> T:
@@ -285,7 +368,11 @@ class MemoryCluster:
         new.__dict__["status"] = _copy(getattr(obj, "status"))  # noqa: B009
         if new == current:
             return copy_object(current)
+        if self._fault_points:
+            self._fault("update_status", kind, True, current, new)
         self._store(kind, key, new, current, "MODIFIED")
+        if self._fault_points:
+            self._fault("update_status", kind, False, current, new)
         return copy_object(new)
 
     def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
@@ -293,7 +380,11 @@ class MemoryCluster:
         current = self._objects.get(kind, {}).get(key)
         if current is None:
             return
+        if self._fault_points:
+            self._fault("delete", kind, True, current, None)
         self._delete_stored(kind, key, current)
+        if self._fault_points:
+            self._fault("delete", kind, False, current, self._objects.get(kind, {}).get(key))
 
     def bind(self, pod_name: str, namespace: str, node_name: str) -> None:
         key = self._key(Pod, pod_name, namespace)
@@ -321,7 +412,11 @@ class MemoryCluster:
             scheduled.reason = None
             scheduled.message = None
         pod.status.nominated_node_name = None
+        if self._fault_points:
+            self._fault("bind", Pod, True, current, pod)
         self._store(Pod, key, pod, current, "MODIFIED")
+        if self._fault_points:
+            self._fault("bind", Pod, False, current, pod)
 
     def evict(self, pod_name: str, namespace: str) -> None:
         key = self._key(Pod, pod_name, namespace)
@@ -346,7 +441,11 @@ class MemoryCluster:
                     f"Cannot evict pod {current.key} as it would violate the pod's disruption "
                     f"budget {budgets[0].name}."
                 )
+        if self._fault_points:
+            self._fault("evict", Pod, True, current, None)
         self._delete_stored(Pod, key, current)
+        if self._fault_points:
+            self._fault("evict", Pod, False, current, None)
 
     # -- PodDisruptionBudgets --------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""NodeClaim lifecycle: finalizer, launch, registration, initialization, liveness, and the
-finalizer's work on deletion (node gone, instance gone, then the NodeClaim goes).
+"""NodeClaim lifecycle: finalizer, launch, registration, initialization, liveness, the
+consistency check, and the finalizer's work on deletion (termination deadline, node gone,
+instance gone, then the NodeClaim goes).
 
 Every step is idempotent and driven by what the cluster and the provider say now, so a crash
 at any point leaves state the next pass repairs: launch is keyed by the NodeClaim's identity,
@@ -9,9 +10,10 @@ and a NodeClaim deleted before its launch was recorded still finds and deletes i
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from nodewright.api.core import Node, Taint
+from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.karpenter import (
     CONDITION_INITIALIZED,
     CONDITION_INSTANCE_TERMINATING,
@@ -28,10 +30,12 @@ from nodewright.api.labels import (
     KNOWN_EPHEMERAL_TAINTS,
     REGISTERED_LABEL,
     TERMINATION_FINALIZER,
+    TERMINATION_TIMESTAMP_ANNOTATION,
     UNREGISTERED_TAINT_KEY,
     ZONE_LABEL,
 )
 from nodewright.api.meta import OwnerReference, find_condition, is_true, set_condition
+from nodewright.api.quantity import format_quantity
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
@@ -59,6 +63,19 @@ LAUNCH_TIMEOUT = timedelta(minutes=5)
 REGISTRATION_TIMEOUT = timedelta(minutes=15)
 RETRY = timedelta(seconds=5)
 POLL = timedelta(seconds=1)
+#: How often an initialized NodeClaim's Node is compared with what was launched.
+CONSISTENCY_SCAN_PERIOD = timedelta(minutes=10)
+#: A Node with less than this share of a requested resource's expected capacity is flagged.
+CONSISTENCY_THRESHOLD = 0.9
+
+CONDITION_CONSISTENT_STATE_FOUND = "ConsistentStateFound"
+#: The conditions every NodeClaim carries from its first reconcile, Unknown until decided.
+_LIFECYCLE_CONDITIONS = (
+    CONDITION_LAUNCHED,
+    CONDITION_REGISTERED,
+    CONDITION_INITIALIZED,
+    CONDITION_READY,
+)
 
 
 class NodeClaimLifecycle:
@@ -77,44 +94,112 @@ class NodeClaimLifecycle:
         self._catalog = catalog
         self._clock = clock
         self._events = events
+        #: NodeClaim uid → when its consistency was last checked.
+        self._consistency_scans: dict[str, datetime] = {}
 
     def reconcile(self) -> timedelta | None:
-        nodes = {n.spec.provider_id: n for n in self._cluster.list(Node) if n.spec.provider_id}
+        nodes: dict[str, list[Node]] = {}
+        for node in self._cluster.list(Node):
+            if node.spec.provider_id:
+                nodes.setdefault(node.spec.provider_id, []).append(node)
         wake: timedelta | None = None
-        for claim in self._cluster.list(NodeClaim):
+        claims = self._cluster.list(NodeClaim)
+        for claim in claims:
             try:
                 after = self._reconcile(claim, nodes)
             except (ConflictError, NotFoundError):
                 after = timedelta(0)  # someone else wrote it first; look again next pass
             if after is not None and (wake is None or after < wake):
                 wake = after
+        live = {claim.metadata.uid for claim in claims}
+        for uid in [uid for uid in self._consistency_scans if uid not in live]:
+            del self._consistency_scans[uid]
         return wake
 
-    def _reconcile(self, claim: NodeClaim, nodes: dict[str, Node]) -> timedelta | None:
+    def _reconcile(self, claim: NodeClaim, nodes: dict[str, list[Node]]) -> timedelta | None:
         if claim.deleting:
-            return self._finalize(claim, nodes)
+            return self._finalize(claim, nodes.get(claim.status.provider_id or "", []))
         if TERMINATION_FINALIZER not in claim.metadata.finalizers:
             claim.metadata.finalizers.append(TERMINATION_FINALIZER)
             claim = self._cluster.update(claim)
+        claim = self._initialize_conditions(claim)
+        timeout = self._liveness(claim)
+        if timeout is None:
+            return None  # deleted for taking too long
         conditions = claim.status.conditions
         if not is_true(conditions, CONDITION_LAUNCHED):
-            return self._launch(claim)
-        node = nodes.get(claim.status.provider_id or "")
+            return _earliest(self._launch(claim), timeout)
+        found = nodes.get(claim.status.provider_id or "", [])
         if not is_true(conditions, CONDITION_REGISTERED):
-            return self._register(claim, node)
-        if node is not None and not is_true(conditions, CONDITION_INITIALIZED):
+            return _earliest(self._register(claim, found), timeout)
+        node = found[0] if len(found) == 1 else None
+        if node is None:
+            return None
+        if not is_true(conditions, CONDITION_INITIALIZED):
             return self._initialize(claim, node)
-        return None
+        return self._check_consistency(claim, node)
+
+    def _initialize_conditions(self, claim: NodeClaim) -> NodeClaim:
+        """Give a new NodeClaim its lifecycle conditions, Unknown until each step decides.
+
+        The timeouts count from these conditions' transition times, as Karpenter's do.
+        """
+        missing = [
+            kind
+            for kind in _LIFECYCLE_CONDITIONS
+            if find_condition(claim.status.conditions, kind) is None
+        ]
+        if not missing:
+            return claim
+        now = self._clock.now()
+        for kind in missing:
+            set_condition(
+                claim.status.conditions,
+                kind,
+                "Unknown",
+                now,
+                reason="AwaitingReconciliation",
+                message="object is awaiting reconciliation",
+            )
+        return self._cluster.update_status(claim)
+
+    # -- liveness -----------------------------------------------------------------------------
+
+    def _liveness(self, claim: NodeClaim) -> timedelta | None:
+        """Delete a NodeClaim that did not launch or register in time.
+
+        Returns how long until the next timeout could strike (``timedelta.max`` once the
+        NodeClaim is registered), or None when the NodeClaim was deleted.
+        """
+        conditions = claim.status.conditions
+        if is_true(conditions, CONDITION_REGISTERED):
+            return timedelta.max
+        now = self._clock.now()
+        created = claim.metadata.creation_timestamp or now
+        checks = [(CONDITION_REGISTERED, REGISTRATION_TIMEOUT, "registration_timeout")]
+        if not is_true(conditions, CONDITION_LAUNCHED):
+            checks.insert(0, (CONDITION_LAUNCHED, LAUNCH_TIMEOUT, "launch_timeout"))
+        remaining = timedelta.max
+        for kind, timeout, reason in checks:
+            condition = find_condition(conditions, kind)
+            since = (condition.last_transition_time if condition else None) or created
+            left = since + timeout - now
+            if left <= timedelta(0):
+                log.info(
+                    "Deleting nodeclaim %s: terminating due to timeout (%s, %s)",
+                    claim.name,
+                    reason,
+                    timeout,
+                )
+                self._cluster.delete(NodeClaim, claim.name)
+                return None
+            remaining = min(remaining, left)
+        return remaining
 
     # -- launch -------------------------------------------------------------------------------
 
     def _launch(self, claim: NodeClaim) -> timedelta | None:
         now = self._clock.now()
-        created = claim.metadata.creation_timestamp or now
-        if now - created >= LAUNCH_TIMEOUT:
-            log.warning("Deleting nodeclaim %s: not launched within %s", claim.name, LAUNCH_TIMEOUT)
-            self._cluster.delete(NodeClaim, claim.name)
-            return None
         try:
             node_class = self._catalog.node_class(claim.spec.node_class_ref)
             requirements = requirements_from_api(claim.spec.requirements)
@@ -199,19 +284,22 @@ class NodeClaimLifecycle:
 
     # -- registration and initialization -------------------------------------------------------
 
-    def _register(self, claim: NodeClaim, node: Node | None) -> timedelta | None:
+    def _register(self, claim: NodeClaim, found: list[Node]) -> timedelta | None:
         now = self._clock.now()
+        if len(found) > 1:
+            if set_condition(
+                claim.status.conditions,
+                CONDITION_REGISTERED,
+                "False",
+                now,
+                reason="MultipleNodesFound",
+                message="Invariant violated, matched multiple nodes",
+            ):
+                _set_ready(claim, now)
+                self._cluster.update_status(claim)
+            return None
+        node = found[0] if found else None
         if node is None:
-            launched = find_condition(claim.status.conditions, CONDITION_LAUNCHED)
-            since = (launched.last_transition_time if launched else None) or now
-            if now - since >= REGISTRATION_TIMEOUT:
-                log.warning(
-                    "Deleting nodeclaim %s: no node registered within %s",
-                    claim.name,
-                    REGISTRATION_TIMEOUT,
-                )
-                self._cluster.delete(NodeClaim, claim.name)
-                return None
             if set_condition(
                 claim.status.conditions,
                 CONDITION_REGISTERED,
@@ -223,6 +311,20 @@ class NodeClaimLifecycle:
                 _set_ready(claim, now)
                 self._cluster.update_status(claim)
             return None  # the Node's arrival is a change that wakes this controller
+        if (
+            not any(
+                t.key == UNREGISTERED_TAINT_KEY and t.effect == "NoExecute"
+                for t in node.spec.taints
+            )
+            and node.metadata.labels.get(REGISTERED_LABEL) != "true"
+        ):
+            self._events.publish(
+                claim,
+                "UnregisteredTaintMissing",
+                f"Missing {UNREGISTERED_TAINT_KEY} taint which prevents registration related "
+                "race conditions on Karpenter-managed nodes",
+                WARNING,
+            )
         labels = dict(node.metadata.labels)
         labels.update(claim.metadata.labels)
         labels.update(self._provider_labels(claim))
@@ -289,16 +391,55 @@ class NodeClaimLifecycle:
         log.info("Initialized nodeclaim %s (node %s)", claim.name, node.name)
         return None
 
+    # -- consistency --------------------------------------------------------------------------
+
+    def _check_consistency(self, claim: NodeClaim, node: Node) -> timedelta | None:
+        """Flag a Node that came up with much less of a requested resource than launched.
+
+        Runs once per scan period per NodeClaim, as Karpenter's consistency controller does.
+        """
+        now = self._clock.now()
+        uid = claim.metadata.uid or claim.name
+        last = self._consistency_scans.get(uid)
+        if last is not None and now - last < CONSISTENCY_SCAN_PERIOD:
+            return last + CONSISTENCY_SCAN_PERIOD - now
+        self._consistency_scans[uid] = now
+        issues = _shape_issues(claim, node)
+        for issue in issues:
+            log.info("Failed consistency check for nodeclaim %s: %s", claim.name, issue)
+            self._events.publish(claim, "FailedConsistencyCheck", issue, WARNING)
+        if issues:
+            changed = set_condition(
+                claim.status.conditions,
+                CONDITION_CONSISTENT_STATE_FOUND,
+                "False",
+                now,
+                reason="ConsistencyCheckFailed",
+                message="Consistency Check Failed",
+            )
+        else:
+            changed = not is_true(
+                claim.status.conditions, CONDITION_CONSISTENT_STATE_FOUND
+            ) and set_condition(
+                claim.status.conditions, CONDITION_CONSISTENT_STATE_FOUND, "True", now
+            )
+        if changed:
+            self._cluster.update_status(claim)
+        return CONSISTENCY_SCAN_PERIOD
+
     # -- deletion -----------------------------------------------------------------------------
 
-    def _finalize(self, claim: NodeClaim, nodes: dict[str, Node]) -> timedelta | None:
+    def _finalize(self, claim: NodeClaim, nodes: list[Node]) -> timedelta | None:
+        """The termination finalizer: set the drain deadline, have the Node terminated, then
+        delete the instance until the provider reports it gone, then let the NodeClaim go."""
         if TERMINATION_FINALIZER not in claim.metadata.finalizers:
             return None
-        node = nodes.get(claim.status.provider_id or "")
-        if node is not None:
-            if not node.deleting:
-                self._cluster.delete(Node, node.name)
-            return POLL  # the node's own termination drains it first
+        claim = self._annotate_termination_deadline(claim)
+        if nodes:
+            for node in nodes:
+                if not node.deleting:
+                    self._cluster.delete(Node, node.name)
+            return POLL  # the node's own termination drains it and deletes the instance
         try:
             provider = self._catalog.provider_name(claim.spec.node_class_ref)
             if not self._instances_gone(claim, provider):
@@ -321,6 +462,32 @@ class NodeClaimLifecycle:
         self._cluster.update(claim)
         log.info("Deleted nodeclaim %s", claim.name)
         return None
+
+    def _annotate_termination_deadline(self, claim: NodeClaim) -> NodeClaim:
+        """Record when draining stops waiting (deletion time + terminationGracePeriod).
+
+        Written once: the Node's termination reads it, and a restart must not move it.
+        """
+        annotations = claim.metadata.annotations
+        deleted = claim.metadata.deletion_timestamp
+        grace = claim.spec.termination_grace_period
+        if TERMINATION_TIMESTAMP_ANNOTATION in annotations or grace is None or deleted is None:
+            return claim
+        try:
+            deadline = deleted + parse_duration(grace)
+        except DurationError as error:
+            log.error("nodeclaim %s: invalid terminationGracePeriod: %s", claim.name, error)
+            return claim
+        stamp = format_timestamp(deadline)
+        annotations[TERMINATION_TIMESTAMP_ANNOTATION] = stamp
+        claim = self._cluster.update(claim)
+        log.info(
+            "Annotated nodeclaim %s with %s=%s", claim.name, TERMINATION_TIMESTAMP_ANNOTATION, stamp
+        )
+        self._events.publish(
+            claim, "TerminationGracePeriodExpiring", f"All pods will be deleted by {stamp}", WARNING
+        )
+        return claim
 
     def _instances_gone(self, claim: NodeClaim, provider: str) -> bool:
         """Ask the provider to delete the claim's instance; True once it reports it gone.
@@ -345,6 +512,43 @@ class NodeClaimLifecycle:
             except InstanceNotFoundError:
                 continue
         return gone
+
+
+def format_timestamp(instant: datetime) -> str:
+    """RFC 3339 in UTC with seconds, as Kubernetes writes timestamps."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Read an RFC 3339 timestamp (``2026-01-01T00:00:00Z``); raises ValueError."""
+    parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} has no time zone")
+    return parsed
+
+
+def _earliest(first: timedelta | None, second: timedelta | None) -> timedelta | None:
+    waits = [w for w in (first, second) if w is not None and w != timedelta.max]
+    return min(waits, default=None)
+
+
+def _shape_issues(claim: NodeClaim, node: Node) -> list[str]:
+    """Requested resources the Node has less than 90% of the launched capacity of."""
+    issues: list[str] = []
+    expected_capacity = parse_resources(claim.status.capacity)
+    node_capacity = parse_resources(node.status.capacity)
+    for name, requested in sorted(parse_resources(claim.spec.resources.requests).items()):
+        expected = expected_capacity.get(name, 0)
+        if requested == 0 or expected == 0:
+            continue
+        found = node_capacity.get(name, 0)
+        share = found / expected
+        if share < CONSISTENCY_THRESHOLD:
+            issues.append(
+                f"expected {format_quantity(expected, name)} of resource {name}, but found "
+                f"{format_quantity(found, name)} ({share * 100:0.1f}% of expected)"
+            )
+    return issues
 
 
 def _launch_options(

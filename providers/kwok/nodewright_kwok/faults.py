@@ -4,6 +4,10 @@ Each fault mimics something real clouds do to Karpenter: offerings that run out 
 an account quota, a throttled API, instances that are slow to boot. Faults are plain state
 on a :class:`Faults` object; :meth:`Faults.configure` sets them from provider options so a
 scenario file can set them too (see the README for the option syntax).
+
+Crash points are for crash-consistency tests: :meth:`Faults.crash_at` arms a named point in
+the provider's code, and reaching it raises :class:`Crash`, which no controller catches, so
+the calling process stops there as if it had died.
 """
 
 from __future__ import annotations
@@ -19,6 +23,18 @@ from nodewright.plugin.errors import TemporaryProviderError
 #: Matches any instance type, zone or capacity type in an insufficient-capacity pattern.
 ANY = "*"
 
+#: Where :meth:`Faults.crash_at` can stop the provider: before and after an instance is
+#: recorded (``launch``), before and after one is terminated (``delete``), and before and
+#: after its Node is created in the cluster (``register``, the fake kubelet's work).
+CRASH_POINTS = (
+    "launch.before",
+    "launch.after",
+    "delete.before",
+    "delete.after",
+    "register.before",
+    "register.after",
+)
+
 #: Hooks whose next calls can be made to fail (``fail_next("launch", 2)``).
 FAILABLE_HOOKS = ("instance_types", "offerings", "launch", "get", "list", "delete")
 
@@ -33,6 +49,14 @@ OPTIONS = (
     OPTION_API_ERRORS,
     OPTION_LATENCY,
 )
+
+
+class Crash(BaseException):
+    """The process "dies" at an armed crash point.
+
+    A BaseException, like SystemExit, so that no ``except Exception`` in the core or in a
+    controller survives it: the call stack unwinds to the test that armed the point.
+    """
 
 
 @dataclass(frozen=True)
@@ -65,6 +89,8 @@ class Faults:
     api_errors: dict[str, int] = field(default_factory=dict)
     #: Added to every instance's registration delay.
     latency: timedelta = timedelta(0)
+    #: Crash points armed by :meth:`crash_at`; each fires once.
+    crashes: set[str] = field(default_factory=set)
 
     def reset(self) -> None:
         """Remove every fault."""
@@ -72,6 +98,7 @@ class Faults:
         self.instance_quota = None
         self.api_errors.clear()
         self.latency = timedelta(0)
+        self.crashes.clear()
 
     # -- setting faults ---------------------------------------------------------------------
 
@@ -93,7 +120,21 @@ class Faults:
             raise ValueError(f"count must not be negative, got {count}")
         self.api_errors[hook] = self.api_errors.get(hook, 0) + count
 
+    def crash_at(self, point: str) -> None:
+        """Raise :class:`Crash` the next time the provider reaches ``point``."""
+        if point not in CRASH_POINTS:
+            raise ValueError(
+                f"crash point {point!r} does not exist; choose from {', '.join(CRASH_POINTS)}"
+            )
+        self.crashes.add(point)
+
     # -- consulting faults ------------------------------------------------------------------
+
+    def crash_point(self, point: str) -> None:
+        """Raise :class:`Crash` if ``point`` is armed (and disarm it)."""
+        if point in self.crashes:
+            self.crashes.discard(point)
+            raise Crash(f"kwok: crashed at {point}")
 
     def lacks_capacity(self, instance_type: str, zone: str, capacity_type: str) -> bool:
         return any(

@@ -3,6 +3,11 @@
 Each hook delegates to one :class:`~nodewright_kwok.provider.KWOKProvider`. Tests and
 scenarios reach its state here: ``plugin.faults`` to inject faults, ``plugin.ledger`` to see
 every instance the fake cloud runs.
+
+:class:`KWOKPlugin` holds the hooks for any provider object; the module exposes one of them
+at module level, which is what the entry point loads. A test that restarts nodewright builds
+a fresh ``KWOKPlugin(KWOKProvider(ledger=plugin.ledger))``: a new provider over the same fake
+cloud.
 """
 
 from __future__ import annotations
@@ -25,71 +30,85 @@ from nodewright_kwok.faults import Faults
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.provider import KWOKProvider, provider_info
 
-#: The provider behind the hooks.
+
+class KWOKPlugin:
+    """The hooks of the contract over one :class:`KWOKProvider`."""
+
+    def __init__(self, provider: KWOKProvider) -> None:
+        self.provider = provider
+
+    @hookimpl
+    def nodewright_provider_info(self) -> ProviderInfo:
+        return provider_info()
+
+    @hookimpl
+    def nodewright_configure(self, context: ProviderContext) -> None:
+        self.provider.configure(context)
+
+    @hookimpl
+    def nodewright_node_class_status(self, node_class: NodeClass) -> NodeClassReadiness | None:
+        return self.provider.node_class_status(node_class)
+
+    @hookimpl
+    def nodewright_instance_types(self, node_class: NodeClass) -> Sequence[InstanceType] | None:
+        return self.provider.instance_types(node_class)
+
+    @hookimpl
+    def nodewright_offerings(
+        self, node_class: NodeClass, instance_types: Sequence[InstanceType]
+    ) -> Mapping[str, Sequence[Offering]] | None:
+        return self.provider.offerings(node_class, instance_types)
+
+    @hookimpl
+    def nodewright_launch(self, request: LaunchRequest) -> Instance | None:
+        return self.provider.launch(request)
+
+    @hookimpl
+    def nodewright_get(self, provider_id: str) -> Instance | None:
+        return self.provider.get(provider_id)
+
+    @hookimpl
+    def nodewright_list(self) -> Sequence[Instance] | None:
+        return self.provider.list()
+
+    @hookimpl
+    def nodewright_delete(self, provider_id: str) -> None:
+        self.provider.delete(provider_id)
+
+    @hookimpl
+    def nodewright_node_labels(
+        self, node_claim: NodeClaim, instance: Instance
+    ) -> Mapping[str, str] | None:
+        return self.provider.node_labels(node_claim, instance)
+
+    @hookimpl
+    def nodewright_is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+        return self.provider.is_drifted(node_claim, node_class)
+
+    @hookimpl
+    def nodewright_reconcile(self, now: datetime) -> timedelta | None:
+        return self.provider.reconcile(now)
+
+
+#: The provider behind the module's hooks.
 provider = KWOKProvider()
 #: Faults in force; ``faults.reset()`` clears them.
 faults: Faults = provider.faults
 #: Every instance launched; ``ledger.instances()`` lists the live ones.
 ledger: Ledger = provider.ledger
 
-
-@hookimpl
-def nodewright_provider_info() -> ProviderInfo:
-    return provider_info()
-
-
-@hookimpl
-def nodewright_configure(context: ProviderContext) -> None:
-    provider.configure(context)
-
-
-@hookimpl
-def nodewright_node_class_status(node_class: NodeClass) -> NodeClassReadiness | None:
-    return provider.node_class_status(node_class)
-
-
-@hookimpl
-def nodewright_instance_types(node_class: NodeClass) -> Sequence[InstanceType] | None:
-    return provider.instance_types(node_class)
-
-
-@hookimpl
-def nodewright_offerings(
-    node_class: NodeClass, instance_types: Sequence[InstanceType]
-) -> Mapping[str, Sequence[Offering]] | None:
-    return provider.offerings(node_class, instance_types)
-
-
-@hookimpl
-def nodewright_launch(request: LaunchRequest) -> Instance | None:
-    return provider.launch(request)
-
-
-@hookimpl
-def nodewright_get(provider_id: str) -> Instance | None:
-    return provider.get(provider_id)
-
-
-@hookimpl
-def nodewright_list() -> Sequence[Instance] | None:
-    return provider.list()
-
-
-@hookimpl
-def nodewright_delete(provider_id: str) -> None:
-    provider.delete(provider_id)
-
-
-@hookimpl
-def nodewright_node_labels(node_claim: NodeClaim, instance: Instance) -> Mapping[str, str] | None:
-    return provider.node_labels(node_claim, instance)
-
-
-@hookimpl
-def nodewright_is_drifted(node_claim: NodeClaim, node_class: NodeClass) -> str | None:
-    return provider.is_drifted(node_claim, node_class)
-
-
-@hookimpl
-def nodewright_reconcile(now: datetime) -> timedelta | None:
-    return provider.reconcile(now)
+# The module is the plugin the entry point names: its hooks are one KWOKPlugin's bound
+# methods (pluggy reads the @hookimpl marks through them).
+_plugin = KWOKPlugin(provider)
+nodewright_provider_info = _plugin.nodewright_provider_info
+nodewright_configure = _plugin.nodewright_configure
+nodewright_node_class_status = _plugin.nodewright_node_class_status
+nodewright_instance_types = _plugin.nodewright_instance_types
+nodewright_offerings = _plugin.nodewright_offerings
+nodewright_launch = _plugin.nodewright_launch
+nodewright_get = _plugin.nodewright_get
+nodewright_list = _plugin.nodewright_list
+nodewright_delete = _plugin.nodewright_delete
+nodewright_node_labels = _plugin.nodewright_node_labels
+nodewright_is_drifted = _plugin.nodewright_is_drifted
+nodewright_reconcile = _plugin.nodewright_reconcile

@@ -78,11 +78,13 @@ class KWOKProvider:
     """The fake cloud's state: catalog, ledger of instances, faults, and the cluster handle.
 
     ``faults`` and ``ledger`` are the same objects for the provider's whole life;
-    :meth:`configure` clears them.
+    :meth:`configure` clears them. A ``ledger`` handed in is the fake cloud of an earlier
+    provider object (a restarted nodewright): it outlives this one and is never cleared.
     """
 
-    def __init__(self) -> None:
-        self.ledger = Ledger()
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self._owns_ledger = ledger is None
+        self.ledger = Ledger() if ledger is None else ledger
         self.faults = Faults()
         self.catalog = _default_catalog()
         self.settings = Settings()
@@ -103,7 +105,8 @@ class KWOKProvider:
         else:
             self.catalog = _default_catalog()
         self.settings = settings
-        self.ledger.clear()
+        if self._owns_ledger:
+            self.ledger.clear()
         self._cluster = context.cluster
         self._clock = context.clock
 
@@ -144,8 +147,12 @@ class KWOKProvider:
     # -- instances ----------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> Instance:
-        """Buy the cheapest compatible offering; the Node registers after the delay."""
+        """Buy the cheapest compatible offering; the Node registers after the delay.
+
+        A repeated launch for the same idempotency key returns the instance already running.
+        """
         self.faults.check_api("launch")
+        self.faults.crash_point("launch.before")
         existing = self.ledger.by_idempotency_key(request.idempotency_key)
         if existing is not None:
             return existing.instance
@@ -201,6 +208,7 @@ class KWOKProvider:
             instance.capacity_type,
             node_name,
         )
+        self.faults.crash_point("launch.after")
         return instance
 
     def get(self, provider_id: str) -> Instance:
@@ -220,6 +228,7 @@ class KWOKProvider:
         entry = self.ledger.by_provider_id(provider_id)
         if entry is None:
             raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
+        self.faults.crash_point("delete.before")
         if entry.state == RUNNING:
             node = self.cluster.get(Node, entry.node_name)
             if node is not None and node.spec.provider_id == provider_id:
@@ -227,6 +236,7 @@ class KWOKProvider:
         entry.set_state(TERMINATED)
         entry.terminated_at = self.clock.now()
         log.info("kwok: terminated %s", provider_id)
+        self.faults.crash_point("delete.after")
 
     # -- labels and drift -----------------------------------------------------------------------
 
@@ -280,11 +290,13 @@ class KWOKProvider:
         if entry.instance.node_pool:
             extra[NODEPOOL_LABEL] = entry.instance.node_pool
         node = kubelet.build_node(entry, extra, now, ready=self.settings.manage_nodes)
+        self.faults.crash_point("register.before")
         try:
             self.cluster.create(node)
         except Exception:  # retried on the next pass, like a kubelet retrying registration
             log.exception("kwok: registering Node %s failed", entry.node_name)
             return
+        self.faults.crash_point("register.after")
         entry.set_state(RUNNING)
 
     def _run_kubelets(self, now: datetime) -> None:

@@ -1,0 +1,187 @@
+"""A simulated cluster driven by the real operator and a KWOK provider, for controller tests.
+
+:class:`KWOKWorld` keeps the fake cloud's ledger apart from the provider object, so a test
+can throw the operator away (after a crash) and start a fresh one, with a fresh plugin host
+and provider, on the same cluster and the same cloud.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from datetime import timedelta
+
+from nodewright.api.core import Event, Node, Pod
+from nodewright.api.karpenter import NodeClaim
+from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.api.meta import KubeObject
+from nodewright.operator import Operator
+from nodewright.plugin.host import PluginHost
+from nodewright.plugin.model import ProviderContext
+from nodewright.simulation.runner import Simulation
+from nodewright_kwok.ledger import Ledger
+from nodewright_kwok.nodeclass import KWOKNodeClass
+from nodewright_kwok.plugin import KWOKPlugin
+from nodewright_kwok.provider import KWOKProvider
+
+NODE_CLASS = """
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+"""
+
+
+def node_pool(template_spec: str = "", name: str = "default") -> str:
+    extra = textwrap.indent(textwrap.dedent(template_spec).strip(), " " * 6)
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      requirements:
+        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+        - {{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}}
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
+{extra}
+"""
+
+
+def deployment(
+    name: str, replicas: int, cpu: str = "1", annotations: str = "{}", extra_spec: str = ""
+) -> str:
+    spec = textwrap.indent(textwrap.dedent(extra_spec).strip(), " " * 6)
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+      annotations: {annotations}
+    spec:
+{spec}
+      containers:
+        - name: app
+          image: pause
+          resources: {{requests: {{cpu: "{cpu}", memory: 100Mi}}}}
+"""
+
+
+def pdb(app: str, max_unavailable: int) -> str:
+    return f"""
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: {app}, namespace: default}}
+spec:
+  maxUnavailable: {max_unavailable}
+  selector: {{matchLabels: {{app: {app}}}}}
+"""
+
+
+class KWOKWorld:
+    """An embedded cluster, a KWOK cloud that outlives operators, and the current operator."""
+
+    def __init__(self, provider_options: Mapping[str, str] | None = None) -> None:
+        self.ledger = Ledger()
+        self.provider_options = dict(provider_options or {})
+        self.provider = KWOKProvider(ledger=self.ledger)
+        self.sim = Simulation(
+            self._host(self.provider), provider_options={"kwok": self.provider_options}
+        )
+        self.cluster = self.sim.cluster
+        self.clock = self.sim.clock
+        self._registry = KindRegistry()
+        self._registry.register(KWOKNodeClass)
+
+    @staticmethod
+    def _host(provider: KWOKProvider) -> PluginHost:
+        host = PluginHost.load(entry_points=False, plugins={"kwok": KWOKPlugin(provider)})
+        assert not host.errors, host.errors
+        return host
+
+    def restart(self) -> None:
+        """Throw the operator, plugin host and provider away; start fresh ones on the same
+        cluster and the same cloud, as a restarted process would."""
+        self.provider = KWOKProvider(ledger=self.ledger)
+        host = self._host(self.provider)
+        host.configure(
+            lambda _name: ProviderContext(
+                cluster=self.cluster, clock=self.clock, options=dict(self.provider_options)
+            )
+        )
+        self.sim.host = host
+        self.sim.operator = Operator(self.cluster, host, self.clock, self.sim.options)
+
+    # -- driving ----------------------------------------------------------------------------------
+
+    def apply(self, *manifests: str) -> None:
+        self.sim.apply(load_text("\n---\n".join(manifests), "test", self._registry))
+
+    def settle(self) -> None:
+        self.sim.settle()
+
+    def advance(self, duration: timedelta) -> None:
+        self.sim.advance(duration)
+
+    def create(self, obj: KubeObject) -> None:
+        self.cluster.create(obj)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def nodes(self) -> list[Node]:
+        return self.cluster.list(Node)
+
+    def claims(self) -> list[NodeClaim]:
+        return self.cluster.list(NodeClaim)
+
+    def pods(self, app: str) -> list[Pod]:
+        return self.cluster.list(Pod, labels={"app": app})
+
+    def events(self, reason: str, kind: str | None = None) -> list[Event]:
+        return [
+            e
+            for e in self.cluster.list(Event)
+            if e.reason == reason and (kind is None or e.involved_object.kind == kind)
+        ]
+
+    def messages(self, reason: str, kind: str | None = None) -> list[str]:
+        return [e.message for e in self.events(reason, kind)]
+
+    def live_instances(self) -> list[str]:
+        return [i.provider_id for i in self.ledger.instances()]
+
+
+class Availability:
+    """Counts the healthy pods of one app (Running, not deleting) from now on, replaying the
+    cluster's watch history, so a test can assert a PDB was never broken in between."""
+
+    def __init__(self, world: KWOKWorld, app: str) -> None:
+        self._world = world
+        self._app = app
+        self._since = world.cluster.resource_version()
+        self._start = {p.key: _healthy(p) for p in world.pods(app)}
+
+    def fewest(self) -> int:
+        """The fewest healthy pods at any moment since this watch began."""
+        healthy = dict(self._start)
+        fewest = sum(healthy.values())
+        for event in self._world.cluster.watch(self._since):
+            obj = event.object
+            if not isinstance(obj, Pod) or obj.metadata.labels.get("app") != self._app:
+                continue
+            if event.type == "DELETED":
+                healthy.pop(obj.key, None)
+            else:
+                healthy[obj.key] = _healthy(obj)
+            fewest = min(fewest, sum(healthy.values()))
+        return fewest
+
+
+def _healthy(pod: Pod) -> bool:
+    return pod.status.phase == "Running" and not pod.deleting
