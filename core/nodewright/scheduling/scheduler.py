@@ -22,9 +22,11 @@ ask for the same thing share the work.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
@@ -47,6 +49,7 @@ from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import (
     CPU,
     MEMORY,
+    PODS,
     ResourceList,
     format_resources_json,
     merge,
@@ -57,6 +60,7 @@ from nodewright.scheduling.topology import (
     PlacedPod,
     PodTopology,
     Topology,
+    TopologyGroup,
     TopologyTerm,
 )
 
@@ -137,25 +141,83 @@ def _is_ephemeral(taint: Taint, startup: Sequence[Taint]) -> bool:
 # -- instance types --------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _TypeOption:
-    """An instance type with what the solver asks of it precomputed."""
+    """An instance type with what the solver asks of it precomputed.
 
-    index: int
-    instance_type: InstanceType
-    allocatable: ResourceList
-    #: Available offerings only; unavailable ones never launch.
-    offerings: tuple[Offering, ...]
+    CPU, memory and pod slots are plain attributes because nearly every fit check is about
+    them; what each offering set costs under given requirements is cached per requirements
+    (claims from one pool share few distinct requirement sets).
+    """
+
+    __slots__ = (
+        "_offers",
+        "allocatable",
+        "cpu",
+        "extras",
+        "index",
+        "instance_type",
+        "memory",
+        "offerings",
+        "pods",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        instance_type: InstanceType,
+        allocatable: ResourceList,
+        offerings: tuple[Offering, ...],
+    ) -> None:
+        self.index = index
+        self.instance_type = instance_type
+        self.allocatable = allocatable
+        #: Available offerings only; unavailable ones never launch.
+        self.offerings = offerings
+        self.cpu = allocatable.get(CPU, 0)
+        self.memory = allocatable.get(MEMORY, 0)
+        self.pods = allocatable.get(PODS, 0)
+        #: Every other resource (GPUs, ephemeral storage...).
+        self.extras = tuple((k, v) for k, v in allocatable.items() if k not in (CPU, MEMORY, PODS))
+        self._offers: dict[Requirements, tuple[float, frozenset[str]]] = {}
+
+    def offer(self, requirements: Requirements) -> tuple[float, frozenset[str]]:
+        """The cheapest price and the capacity types of offerings ``requirements`` allow."""
+        found = self._offers.get(requirements)
+        if found is None:
+            matching = [o for o in self.offerings if offering_matches(o, requirements)]
+            found = (
+                min((o.price for o in matching), default=float("inf")),
+                frozenset(o.capacity_type for o in matching),
+            )
+            self._offers[requirements] = found
+        return found
 
     def has_offering(self, requirements: Requirements) -> bool:
-        return any(offering_matches(o, requirements) for o in self.offerings)
+        return bool(self.offer(requirements)[1])
 
     def cheapest(self, requirements: Requirements) -> float:
-        prices = [o.price for o in self.offerings if offering_matches(o, requirements)]
-        return min(prices) if prices else float("inf")
+        return self.offer(requirements)[0]
 
     def compatible(self, requirements: Requirements) -> bool:
         return not self.instance_type.requirements.intersects(requirements)
+
+
+def _fitting(options: Sequence[_TypeOption], requests: Mapping[str, int]) -> list[_TypeOption]:
+    """The options whose allocatable holds ``requests``."""
+    cpu = requests.get(CPU, 0)
+    memory = requests.get(MEMORY, 0)
+    pods = requests.get(PODS, 0)
+    others = [(k, v) for k, v in requests.items() if v > 0 and k not in (CPU, MEMORY, PODS)]
+    if not others:
+        return [o for o in options if o.cpu >= cpu and o.memory >= memory and o.pods >= pods]
+    return [
+        o
+        for o in options
+        if o.cpu >= cpu
+        and o.memory >= memory
+        and o.pods >= pods
+        and all(o.allocatable.get(k, 0) >= v for k, v in others)
+    ]
 
 
 def order_by_price(
@@ -286,11 +348,13 @@ class _Refusal:
 
     ``lasting`` refusals hold for every later pod of the same shape while the candidate's
     requirements stay as they are (it only fills up); the solver's memo relies on that.
-    ``reason`` may be empty when the caller did not ask for an explanation.
+    A refusal by a topology ``group`` whose answers can turn from no to yes holds until the
+    group's epoch moves. ``reason`` may be empty when the caller did not ask for one.
     """
 
     reason: str
     lasting: bool
+    group: TopologyGroup | None = None
 
 
 _LASTING = _Refusal("", lasting=True)
@@ -307,7 +371,7 @@ class _Claim:
         self.requests: ResourceList = dict(template.daemon_overhead)
         self.pods: list[PodRequest] = []
         self.ports: list[HostPort] = []
-        self.ceiling = _ceiling(options)
+        self._ceiling: ResourceList | None = None
         self.hostname = ""
         self._memo = memo
         #: Position among claims with as many pods (see :meth:`_Solver._open_claims`).
@@ -333,8 +397,9 @@ class _Claim:
         if isinstance(merged, str):
             return _Refusal(merged, lasting=True)
         if not explain:
+            ceiling = self.ceiling()
             for name, value in pod.requests.items():
-                if value > 0 and self.requests.get(name, 0) + value > self.ceiling.get(name, 0):
+                if value > 0 and self.requests.get(name, 0) + value > ceiling.get(name, 0):
                     return _LASTING
         steady = state.topology is None or not state.topology.volatile
         refusal: _Refusal = _LASTING
@@ -352,7 +417,7 @@ class _Claim:
                     reason = ""
                     if explain:
                         reason = group.describe(state.strict.get(group.key), base.get(group.key))
-                    refusal = _Refusal(reason, lasting=group.monotonic)
+                    refusal = _Refusal(reason, lasting=group.monotonic, group=group)
                     continue
                 if added:
                     narrowed = self._memo.merge(base, Requirements(added))
@@ -366,16 +431,20 @@ class _Claim:
             refusal = _Refusal(outcome, lasting=steady)
         return refusal
 
+    def ceiling(self) -> ResourceList:
+        """Element-wise largest allocatable of the options left: a quick upper bound."""
+        if self._ceiling is None:
+            self._ceiling = _ceiling(self.options)
+        return self._ceiling
+
     def _fit(self, pod: PodRequest, requirements: Requirements, explain: bool) -> _Plan | str:
         """The instance types that still fit everything with the pod added."""
         requests = merge(self.requests, pod.requests)
         if requirements is self.requirements:
-            remaining = [o for o in self.options if _fits(requests, o.allocatable)]
+            remaining = _fitting(self.options, requests)
         else:
             compatible = self.template.compatible_ids(requirements)
-            remaining = [
-                o for o in self.options if o.index in compatible and _fits(requests, o.allocatable)
-            ]
+            remaining = [o for o in _fitting(self.options, requests) if o.index in compatible]
         if not remaining:
             return self._explain(pod, requirements, requests) if explain else ""
         short = _min_values_problem(requirements, remaining)
@@ -386,7 +455,7 @@ class _Claim:
     def commit(self, state: _PodState, plan: _Plan, topology: Topology) -> None:
         pod = state.pod
         if len(plan.options) != len(self.options):
-            self.ceiling = _ceiling(plan.options)
+            self._ceiling = None
         self.requirements = plan.requirements
         self.options = plan.options
         self.requests = plan.requests
@@ -461,14 +530,9 @@ class _Claim:
         """The NodeClaim to create: its types cheapest first, pinned in its requirements."""
         requirements = self.requirements
         ranked = sorted(
-            self.options, key=lambda o: (o.cheapest(requirements), o.instance_type.name)
+            self.options, key=lambda o: (o.offer(requirements)[0], o.instance_type.name)
         )[:max_instance_types]
-        capacity_types = frozenset(
-            offering.capacity_type
-            for option in ranked
-            for offering in option.offerings
-            if offering_matches(offering, requirements)
-        )
+        capacity_types = frozenset().union(*(o.offer(requirements)[1] for o in ranked))
         final = requirements.add(
             Requirement(
                 INSTANCE_TYPE_LABEL, False, frozenset(o.instance_type.name for o in ranked)
@@ -485,11 +549,22 @@ class _Claim:
         )
 
 
+_CPU_OF = attrgetter("cpu")
+_MEMORY_OF = attrgetter("memory")
+_PODS_OF = attrgetter("pods")
+
+
 def _ceiling(options: Sequence[_TypeOption]) -> ResourceList:
     """Element-wise largest allocatable: a quick upper bound for what a claim can hold."""
-    ceiling: ResourceList = {}
+    if not options:
+        return {}
+    ceiling: ResourceList = {
+        CPU: max(map(_CPU_OF, options)),
+        MEMORY: max(map(_MEMORY_OF, options)),
+        PODS: max(map(_PODS_OF, options)),
+    }
     for option in options:
-        for name, value in option.allocatable.items():
+        for name, value in option.extras:
             if value > ceiling.get(name, -1):
                 ceiling[name] = value
     return ceiling
@@ -746,6 +821,12 @@ class _Solver:
         #: not ruled out.
         self.alive: dict[int, tuple[int, set[_Claim]]] = {}
         self.memo_size = 0
+        #: Per pod shape: claims a topology group refused, by group, with the group's epoch
+        #: at the time; they come back when the epoch moves.
+        self.parked: dict[int, dict[TopologyGroup, tuple[int, set[_Claim]]]] = {}
+        #: Every open claim in Karpenter's order, and the sort keys alongside.
+        self.order: list[_Claim] = []
+        self.order_keys: list[tuple[int, int]] = []
         #: Per pod shape: how many leading existing nodes are known to turn it away.
         self.node_skip: dict[int, int] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
@@ -859,13 +940,23 @@ class _Solver:
         if self._add_to_existing(state):
             return None
         topology = self.topology
-        for claim in self._open_claims(state.shape):
+        shape = state.shape
+        for claim in self._open_claims(shape):
             outcome = claim.plan(state, topology, claim.hostname, explain=False)
             if isinstance(outcome, _Plan):
                 self._commit(claim, state, outcome)
                 return None
             if outcome.lasting:
-                self.alive[state.shape][1].discard(claim)
+                self.alive[shape][1].discard(claim)
+            elif outcome.group is not None:
+                self.alive[shape][1].discard(claim)
+                parked = self.parked.setdefault(shape, {})
+                epoch, claims = parked.get(outcome.group, (outcome.group.epoch, set()))
+                if epoch != outcome.group.epoch:
+                    self.alive[shape][1].update(claims)
+                    claims = set()
+                claims.add(claim)
+                parked[outcome.group] = (outcome.group.epoch, claims)
         problems: list[str] = []
         hostname = f"hostname-placeholder-{self.hostnames + 1:04d}"
         for template in self.usable:
@@ -891,6 +982,7 @@ class _Solver:
             self.ranks += 1
             claim.rank = self.ranks
             claim.commit(state, outcome, topology)
+            self._place(claim)
             self.claims.append(claim)
             self.changed.append(claim)
             self.alive[state.shape][1].add(claim)
@@ -932,21 +1024,44 @@ class _Solver:
         opened or narrowed since (:attr:`changed`).
         """
         cursor, alive = self.alive.get(shape, (0, set()))
+        parked = self.parked.get(shape)
+        if parked:
+            for group, (epoch, claims) in list(parked.items()):
+                if group.epoch != epoch:
+                    alive.update(claims)
+                    del parked[group]
         if cursor < len(self.changed):
-            alive.update(self.changed[cursor:])
-            self.memo_size += len(self.changed) - cursor
+            fresh = self.changed[cursor:]
+            alive.update(fresh)
+            if parked:
+                for _, claims in parked.values():
+                    claims.difference_update(fresh)
+            self.memo_size += len(fresh)
         if self.memo_size > _MEMO_LIMIT:
             # A cache, not state: dropping it only costs re-checks.
             self.alive = {}
+            self.parked = {}
             self.memo_size = len(alive)
         self.alive[shape] = (len(self.changed), alive)
-        return sorted(alive, key=lambda c: (len(c.pods), c.rank))
+        if len(alive) * 8 < len(self.order):
+            return sorted(alive, key=lambda c: (len(c.pods), c.rank))
+        return [claim for claim in self.order if claim in alive]
+
+    def _place(self, claim: _Claim) -> None:
+        key = (len(claim.pods), claim.rank)
+        index = bisect_left(self.order_keys, key)
+        self.order_keys.insert(index, key)
+        self.order.insert(index, claim)
 
     def _commit(self, claim: _Claim, state: _PodState, plan: _Plan) -> None:
         narrowed = plan.requirements is not claim.requirements
+        index = bisect_left(self.order_keys, (len(claim.pods), claim.rank))
+        del self.order_keys[index]
+        del self.order[index]
         claim.commit(state, plan, self.topology)
         self.ranks += 1
         claim.rank = -self.ranks
+        self._place(claim)
         if narrowed:
             self.changed.append(claim)
 

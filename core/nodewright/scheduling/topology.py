@@ -1,6 +1,6 @@
 """Topology spread, pod affinity and pod anti-affinity, counted the way Karpenter counts them.
 
-Each distinct constraint a pod states (a :class:`TopologyTerm`) becomes one :class:`_Group`
+Each distinct constraint a pod states (a :class:`TopologyTerm`) becomes one :class:`TopologyGroup`
 per solve, shared by every pod that states it. A group knows its domains (the values of its
 topology key that NodePools, instance types and nodes can have) and how many selected pods
 each domain holds. Before a pod is placed on a node or NodeClaim the group answers which
@@ -182,12 +182,13 @@ class DomainSource:
 # -- one constraint during one solve ----------------------------------------------------------
 
 
-class _Group:
+class TopologyGroup:
     """A :class:`TopologyTerm` with its domains and per-domain counts."""
 
     __slots__ = (
         "counts",
         "empty",
+        "epoch",
         "hostname",
         "key",
         "kind",
@@ -207,6 +208,9 @@ class _Group:
         self.counts: dict[str, int] = dict.fromkeys(domains, 0)
         self.empty: set[str] = set(self.counts)
         self.nonempty = 0
+        #: Grows whenever a domain this group refused may have become acceptable: for spreads
+        #: on every count (the floor may rise), for affinity when a domain gets its first pod.
+        self.epoch = 0
 
     def register(self, domain: str) -> None:
         if domain not in self.counts:
@@ -219,7 +223,11 @@ class _Group:
             if count == 0:
                 self.nonempty += 1
                 self.empty.discard(domain)
+                if self.kind == AFFINITY:
+                    self.epoch += 1
             self.counts[domain] = count + 1
+            if self.kind == SPREAD:
+                self.epoch += 1
 
     # -- which domains a pod may use --------------------------------------------------------
 
@@ -355,6 +363,9 @@ class _Group:
 
 # -- every constraint of one solve ------------------------------------------------------------
 
+#: A pod as selectors see it: its namespace and sorted labels.
+_PodKey = tuple[str, tuple[tuple[str, str], ...]]
+
 
 @dataclass
 class PodTopology:
@@ -362,12 +373,12 @@ class PodTopology:
 
     #: Groups that decide where the pod may go: its own terms plus inverse groups
     #: that select it; and whether each selects the pod itself.
-    constraining: list[_Group] = field(default_factory=list)
+    constraining: list[TopologyGroup] = field(default_factory=list)
     selects: list[bool] = field(default_factory=list)
     #: Groups that count the pod once it is placed (they select it), and inverse groups it
     #: owns (they record where it went).
-    counting: list[_Group] = field(default_factory=list)
-    owned_inverse: list[_Group] = field(default_factory=list)
+    counting: list[TopologyGroup] = field(default_factory=list)
+    owned_inverse: list[TopologyGroup] = field(default_factory=list)
     #: True when any constraining group is not monotonic (its answer can turn from no to yes).
     volatile: bool = False
 
@@ -385,8 +396,8 @@ class Topology:
     ) -> None:
         self._sources = sources
         node_list = list(nodes)
-        self.groups: dict[TopologyTerm, _Group] = {}
-        self.inverse: dict[TopologyTerm, _Group] = {}
+        self.groups: dict[TopologyTerm, TopologyGroup] = {}
+        self.inverse: dict[TopologyTerm, TopologyGroup] = {}
         for term in terms:
             if term not in self.groups:
                 self.groups[term] = self._new_group(term, node_list, placed)
@@ -400,8 +411,10 @@ class Topology:
             self._inverse_group(term)
         for name, labels, _ in node_list:
             self.register_hostname(labels.get(HOSTNAME_LABEL, name))
-        self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[_Group]] = {}
-        self._selected_by_inverse: dict[tuple[str, tuple[tuple[str, str], ...]], list[_Group]] = {}
+        self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[TopologyGroup]] = {}
+        self._selected_by_inverse: dict[
+            tuple[str, tuple[tuple[str, str], ...]], list[TopologyGroup]
+        ] = {}
 
     def _domains(self, term: TopologyTerm) -> set[str]:
         found: set[str] = set()
@@ -424,8 +437,8 @@ class Topology:
         term: TopologyTerm,
         nodes: Sequence[tuple[str, Mapping[str, str], tuple[Taint, ...]]],
         placed: Sequence[PlacedPod],
-    ) -> _Group:
-        group = _Group(term, self._domains(term))
+    ) -> TopologyGroup:
+        group = TopologyGroup(term, self._domains(term))
         node_filter = term.node_filter
         for _, labels, taints in nodes:
             domain = labels.get(term.key)
@@ -450,10 +463,10 @@ class Topology:
             group.record((domain,))
         return group
 
-    def _inverse_group(self, term: TopologyTerm) -> _Group:
+    def _inverse_group(self, term: TopologyTerm) -> TopologyGroup:
         group = self.inverse.get(term)
         if group is None:
-            group = _Group(term, self._domains(term))
+            group = TopologyGroup(term, self._domains(term))
             self.inverse[term] = group
         return group
 
@@ -498,7 +511,7 @@ class Topology:
         pod_requirements: Requirements,
         node_requirements: Requirements,
         hostname: str,
-    ) -> tuple[list[Requirement], _Group | None]:
+    ) -> tuple[list[Requirement], TopologyGroup | None]:
         """Requirements the constraints add on a candidate node, or the group that refuses it.
 
         Hostname groups never add a requirement: the candidate is one host, and it is either
