@@ -86,6 +86,7 @@ from nodewright.simulation.podtopology import (
     MAX_NODE_SCORE,
     PodConstraints,
     PodTopology,
+    SpreadLimit,
     normalised_preferences,
 )
 
@@ -309,7 +310,7 @@ class _SchedulingPass:
         request: PodRequest,
         volumes: _PodVolumes,
         constraints: PodConstraints | None,
-        minimums: Sequence[int],
+        limits: Sequence[SpreadLimit],
     ) -> str | None:
         """The first of kube-scheduler's filters that rejects the node, or None."""
         problem = node_fit_problem(
@@ -323,7 +324,7 @@ class _SchedulingPass:
             if not node_selector_matches(selector, state.labels, state.node.name):
                 return reason
         if constraints is not None:
-            return constraints.problem(state.labels, minimums)
+            return constraints.problem(state.labels, limits)
         return None
 
     def explain(
@@ -342,10 +343,10 @@ class _SchedulingPass:
             cached = self._explanations.get(key)
             if cached is not None and cached[0] == self.binds:
                 return cached[1]
-        minimums = constraints.minimums() if constraints is not None else ()
+        limits = constraints.limits() if constraints is not None else ()
         reasons = Counter(self.filtered)
         for state in self.states:
-            problem = self.problem(state, request, volumes, constraints, minimums)
+            problem = self.problem(state, request, volumes, constraints, limits)
             if problem is not None:
                 for reason in problem.split(", "):
                     reasons[reason] += 1
@@ -915,7 +916,7 @@ class EmbeddedKubernetes:
             self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
             return
         constraints = run.topology.constraints(pod, request)
-        minimums = constraints.minimums() if constraints is not None else ()
+        limits = constraints.limits() if constraints is not None else ()
         wanted_cpu = request.requests.get(CPU, 0)
         wanted_memory = request.requests.get(MEMORY, 0)
         still_open: list[_NodeState] = []
@@ -933,7 +934,7 @@ class EmbeddedKubernetes:
                 for selector, _ in volumes.selectors
             ):
                 continue
-            if constraints is not None and constraints.problem(state.labels, minimums):
+            if constraints is not None and constraints.problem(state.labels, limits):
                 continue
             feasible.append((_most_allocated_score(wanted_cpu, wanted_memory, state), state))
         run.keep_open(request, still_open)

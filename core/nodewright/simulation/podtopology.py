@@ -160,8 +160,23 @@ class _Spread:
             return 0
         return self.counts.minimum if domains else 0
 
-    def allows(self, value: str, minimum: int) -> bool:
-        return self.counts.counts.get(value, 0) + self.self_match - minimum <= self.max_skew
+    def limit(self) -> SpreadLimit:
+        """The most matching pods a domain may hold now for the pod to join it."""
+        return SpreadLimit(
+            self.topology_key,
+            self.counts.counts,
+            self.max_skew + self.global_minimum() - self.self_match,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadLimit:
+    """A spread constraint frozen for one pod's pass over the nodes: a node is feasible iff
+    its domain holds at most ``most`` matching pods (``count + self - min <= maxSkew``)."""
+
+    topology_key: str
+    counts: Mapping[str, int]
+    most: int
 
 
 @dataclass(frozen=True)
@@ -455,17 +470,17 @@ class PodConstraints:
     def has_preferences(self) -> bool:
         return bool(self.preferred_spreads or self.preferred)
 
-    def minimums(self) -> tuple[int, ...]:
-        """Each spread's global minimum now; take once per pod, not once per node."""
-        return tuple(spread.global_minimum() for spread in self.spreads)
+    def limits(self) -> tuple[SpreadLimit, ...]:
+        """Each spread's limit now; take once per pod, not once per node."""
+        return tuple(spread.limit() for spread in self.spreads)
 
-    def problem(self, labels: Mapping[str, str], minimums: Sequence[int]) -> str | None:
+    def problem(self, labels: Mapping[str, str], limits: Sequence[SpreadLimit]) -> str | None:
         """Why kube-scheduler's PodTopologySpread or InterPodAffinity filter rejects the node."""
-        for spread, minimum in zip(self.spreads, minimums, strict=True):
-            value = labels.get(spread.topology_key)
+        for limit in limits:
+            value = labels.get(limit.topology_key)
             if value is None:
                 return SPREAD_LABEL_MISSING
-            if not spread.allows(value, minimum):
+            if limit.counts.get(value, 0) > limit.most:
                 return SPREAD_MISMATCH
         if self.affinity is not None and not self._affinity_satisfied(labels):
             return AFFINITY_MISMATCH
