@@ -162,8 +162,11 @@ def nodewright_launch(request: LaunchRequest) -> Instance | None:
     :class:`~nodewright.plugin.errors.LaunchError` for a failure the user must fix.
 
     **Idempotent: required.** The core may call launch again for the same NodeClaim after a
-    crash or a lost status write. Tag instances with ``request.idempotency_key`` and, when an
-    instance with that key already exists, return it instead of launching another.
+    crash or a lost status write. Tag instances with ``request.idempotency_key`` (the
+    NodeClaim's uid) and, when a live instance with that key already exists, return it
+    instead of launching another: that is how a restarted nodewright adopts an instance whose
+    launch it never recorded. The key survives process restarts, so keep it with the
+    instance (a cloud tag), not in memory.
     """
 
 
@@ -174,7 +177,9 @@ def nodewright_get(provider_id: str) -> Instance | None:
     **Called** on the provider that launched it, by the lifecycle and garbage-collection
     controllers.
 
-    **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` when it does not exist.
+    **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` when it does not exist,
+    including once ``delete`` has finished with it. Garbage collection deletes a launched
+    NodeClaim whose instance is missing from ``list`` only after ``get`` confirms this.
     """
 
 
@@ -182,10 +187,14 @@ def nodewright_get(provider_id: str) -> Instance | None:
 def nodewright_list() -> Sequence[Instance] | None:
     """List every instance this provider runs for this cluster, in any state but terminated.
 
-    **Called** on every provider by garbage collection, which deletes NodeClaims whose
-    instance is gone and instances no NodeClaim owns.
+    **Called** on every provider by garbage collection (every two minutes), which deletes
+    NodeClaims whose instance is gone and instances no NodeClaim owns: an instance whose
+    provider ID no NodeClaim records, and whose ``node_claim`` names no NodeClaim still
+    waiting to record its launch, is deleted once it is 30 seconds past its ``created_at``.
 
-    **Returns** all instances, including those still starting.
+    **Returns** all instances, including those still starting, each with the name of the
+    NodeClaim it was launched for and the time it was launched; terminated instances must not
+    be listed.
     """
 
 
@@ -199,7 +208,9 @@ def nodewright_delete(provider_id: str) -> None:
     **Returns** nothing while termination is under way.
 
     **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` once the instance is
-    gone. **Idempotent: required.**
+    gone, and on every call after that. **Idempotent: required**: the core calls it from the
+    Node's termination, the NodeClaim's finalizer and garbage collection, and again after a
+    restart, so a call for an instance already terminating must not fail.
     """
 
 

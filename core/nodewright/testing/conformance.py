@@ -319,6 +319,54 @@ class ProviderConformance:
         mine = [i for i in host.list_instances(loaded.name) if i.node_claim == first.node_claim]
         assert len(mine) == 1
 
+    def test_launch_with_the_same_key_adopts_the_instance_from_a_fresh_request(
+        self, host: PluginHost, node_class: NodeClass, loaded: LoadedProvider
+    ) -> None:
+        # A restarted core rebuilds the request from the stored NodeClaim: same uid, new objects.
+        request, first = self.launch(host, node_class, name="conformance-adopt")
+        again = make_node_claim("conformance-adopt", node_class, uid=request.idempotency_key)
+        adopted = host.launch(launch_request(host, again, node_class))
+        assert adopted.provider_id == first.provider_id
+        launched = [i for i in host.list_instances(loaded.name) if i.node_claim == again.name]
+        assert [i.provider_id for i in launched] == [first.provider_id]
+
+    def test_list_reports_each_instance_with_its_node_claim_and_launch_time(
+        self,
+        host: PluginHost,
+        node_class: NodeClass,
+        loaded: LoadedProvider,
+        clock: SimulatedClock,
+    ) -> None:
+        _, first = self.launch(host, node_class, name="conformance-list-1")
+        _, second = self.launch(host, node_class, name="conformance-list-2")
+        listed = {i.provider_id: i for i in host.list_instances(loaded.name)}
+        for instance in (first, second):
+            assert instance.provider_id in listed, f"{instance.provider_id} is not listed"
+            found = listed[instance.provider_id]
+            assert found.node_claim == instance.node_claim
+            assert found.created_at.tzinfo is not None, "created_at must be timezone-aware"
+            assert found.created_at <= clock.now(), "created_at lies in the future"
+
+    def test_delete_may_be_repeated_until_and_after_the_instance_is_gone(
+        self,
+        host: PluginHost,
+        node_class: NodeClass,
+        loaded: LoadedProvider,
+        clock: SimulatedClock,
+    ) -> None:
+        _, instance = self.launch(host, node_class, name="conformance-delete-again")
+        try:
+            host.delete(loaded.name, instance.provider_id)
+            host.delete(loaded.name, instance.provider_id)  # while terminating: no error
+        except InstanceNotFoundError:
+            pass
+        self.delete_until_gone(host, clock, loaded.name, instance.provider_id)
+        for _ in range(2):
+            with pytest.raises(InstanceNotFoundError):
+                host.delete(loaded.name, instance.provider_id)
+        with pytest.raises(InstanceNotFoundError):
+            host.get(loaded.name, instance.provider_id)
+
     def test_get_finds_a_launched_instance(
         self, host: PluginHost, node_class: NodeClass, loaded: LoadedProvider
     ) -> None:
