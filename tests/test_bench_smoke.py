@@ -2,7 +2,8 @@
 
 Nothing here is timed: these tests keep ``bench/scheduling.py`` honest (its pods are what
 Karpenter's benchmark builds, its validator notices broken constraints and accepts sound
-placements, its LP bound never exceeds a real fleet's price).
+placements). The LP bound needs scipy, whose import alone can take seconds, so it is tested
+in ``test_bench_lp_bound.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import pytest
 from nodewright.api import core as api
 from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult
-from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.scheduler import solve
 
@@ -55,15 +55,6 @@ def _kind(pod: api.Pod) -> str:
     return "plain"
 
 
-def _topology_is_parsed() -> bool:
-    """True once ``pod_request`` carries topology constraints to the solver."""
-    spread = bench.diverse_pods(5)[1]
-    bare = spread.model_copy(
-        update={"spec": spread.spec.model_copy(update={"topology_spread_constraints": []})}
-    )
-    return bool(pod_request(spread) != pod_request(bare))
-
-
 def test_diverse_mix_has_a_fifth_of_each_kind_and_the_remainder_plain() -> None:
     pods = bench.diverse_pods(53)
 
@@ -89,27 +80,17 @@ def test_diverse_mix_through_the_solver_is_placed_and_checked() -> None:
 
     assert unscheduled == 0
     assert result.errors == {}
-    if _topology_is_parsed():
-        assert violations == []
-    else:
-        # The solver still treats these pods as plain: the validator must say so.
-        assert {v.kind for v in violations} >= {"anti-affinity", "spread"}
-        assert {v.kind for v in violations} <= {"anti-affinity", "affinity", "spread"}
+    assert violations == []
+    assert len(result.new_node_claims) >= 10  # one per anti-affinity pod
 
 
-def test_plain_mix_result_has_no_violations_and_costs_at_least_the_lp_bound(
-    catalog: list[object],
-) -> None:
+def test_plain_mix_result_has_no_violations(catalog: list[object]) -> None:
     pods = bench.plain_pods(300)
     requests = bench.pod_requests(pods)
 
     result = solve(requests, [], [bench.node_pool(catalog)])
-    violations, unscheduled = bench.validate(pods, requests, result)
-    price = sum(bench.claim_price(c) for c in result.new_node_claims)
-    bound = bench.lp_lower_bound(requests, catalog)
 
-    assert (violations, unscheduled) == ([], 0)
-    assert 0 < bound <= price
+    assert bench.validate(pods, requests, result) == ([], 0)
 
 
 def test_preference_pods_schedule_with_either_policy() -> None:
