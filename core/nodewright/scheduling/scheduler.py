@@ -259,6 +259,7 @@ class _Template:
         self.taints_tuple = tuple(template.taints)
         self._within_limits: list[_TypeOption] | str | None = None
         self._compatible: dict[Requirements, frozenset[int]] = {}
+        self._ranked: dict[Requirements, list[_TypeOption]] = {}
         self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
 
     def domain_source(self) -> DomainSource:
@@ -280,6 +281,16 @@ class _Template:
             untolerated = _untolerated(tolerations, self.taints, relaxed)
             self._tolerations[key] = _taint_error(untolerated) if untolerated else None
         return self._tolerations[key]
+
+    def ranked(self, requirements: Requirements) -> list[_TypeOption]:
+        """Every option, cheapest offering under ``requirements`` first, ties by name."""
+        found = self._ranked.get(requirements)
+        if found is None:
+            found = sorted(
+                self.options, key=lambda o: (o.offer(requirements)[0], o.instance_type.name)
+            )
+            self._ranked[requirements] = found
+        return found
 
     def compatible_ids(self, requirements: Requirements) -> frozenset[int]:
         """Indices of types that meet ``requirements`` and can be bought under them."""
@@ -372,10 +383,13 @@ class _Claim:
         self.pods: list[PodRequest] = []
         self.ports: list[HostPort] = []
         self._ceiling: ResourceList | None = None
+        self._floor: tuple[int, int, int] | None = None
         self.hostname = ""
         self._memo = memo
         #: Position among claims with as many pods (see :meth:`_Solver._open_claims`).
         self.rank = 0
+        #: Grows whenever the claim's requirements narrow.
+        self.version = 0
 
     def plan(
         self, state: _PodState, topology: Topology, hostname: str, explain: bool
@@ -429,7 +443,32 @@ class _Claim:
             if isinstance(outcome, _Plan):
                 return outcome
             refusal = _Refusal(outcome, lasting=steady)
+        if len(pod.volume_requirements) > 1:
+            # Several alternatives failed for different reasons; only a lasting verdict on
+            # all of them could be remembered, and that is rare enough not to track.
+            return _Refusal(refusal.reason, lasting=False)
         return refusal
+
+    def _fitting(self, requests: ResourceList) -> list[_TypeOption]:
+        """The options that hold ``requests``; all of them while even the smallest does."""
+        options = self.options
+        if not options:
+            return options
+        if self._floor is None:
+            self._floor = (
+                min(map(_CPU_OF, options)),
+                min(map(_MEMORY_OF, options)),
+                min(map(_PODS_OF, options)),
+            )
+        cpu, memory, pods = self._floor
+        if (
+            requests.get(CPU, 0) <= cpu
+            and requests.get(MEMORY, 0) <= memory
+            and requests.get(PODS, 0) <= pods
+            and all(k in (CPU, MEMORY, PODS) or v <= 0 for k, v in requests.items())
+        ):
+            return options
+        return _fitting(options, requests)
 
     def ceiling(self) -> ResourceList:
         """Element-wise largest allocatable of the options left: a quick upper bound."""
@@ -441,10 +480,10 @@ class _Claim:
         """The instance types that still fit everything with the pod added."""
         requests = merge(self.requests, pod.requests)
         if requirements is self.requirements:
-            remaining = _fitting(self.options, requests)
+            remaining = self._fitting(requests)
         else:
             compatible = self.template.compatible_ids(requirements)
-            remaining = [o for o in _fitting(self.options, requests) if o.index in compatible]
+            remaining = [o for o in self._fitting(requests) if o.index in compatible]
         if not remaining:
             return self._explain(pod, requirements, requests) if explain else ""
         short = _min_values_problem(requirements, remaining)
@@ -456,6 +495,9 @@ class _Claim:
         pod = state.pod
         if len(plan.options) != len(self.options):
             self._ceiling = None
+            self._floor = None
+        if plan.requirements is not self.requirements:
+            self.version += 1
         self.requirements = plan.requirements
         self.options = plan.options
         self.requests = plan.requests
@@ -529,9 +571,9 @@ class _Claim:
     def finish(self, max_instance_types: int) -> NewNodeClaim:
         """The NodeClaim to create: its types cheapest first, pinned in its requirements."""
         requirements = self.requirements
-        ranked = sorted(
-            self.options, key=lambda o: (o.offer(requirements)[0], o.instance_type.name)
-        )[:max_instance_types]
+        kept = {o.index for o in self.options}
+        ranked = [o for o in self.template.ranked(requirements) if o.index in kept]
+        del ranked[max_instance_types:]
         capacity_types = frozenset().union(*(o.offer(requirements)[1] for o in ranked))
         final = requirements.add(
             Requirement(
@@ -719,6 +761,7 @@ class _PodState:
         "seq",
         "shape",
         "strict",
+        "topo_key",
         "topology",
     )
 
@@ -729,6 +772,7 @@ class _PodState:
         self.label_key = tuple(sorted(pod.labels.items()))
         self.topology: PodTopology | None = None
         self.shape = 0
+        self.topo_key = 0
         self.reset()
 
     def reset(self) -> None:
@@ -830,6 +874,10 @@ class _Solver:
         #: Per pod shape: how many leading existing nodes are known to turn it away.
         self.node_skip: dict[int, int] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
+        self._topo_keys: dict[tuple[object, ...], int] = {}
+        #: Per topology key: claims a topology group refused, with the claim's version, the
+        #: group and its epoch at the time.
+        self.topo_refused: dict[int, dict[_Claim, tuple[int, TopologyGroup, int]]] = {}
         self._pod_topology: dict[
             tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]],
             tuple[PodTopology, tuple[object, ...]],
@@ -896,6 +944,14 @@ class _Solver:
             shape_id = len(self._shapes)
             self._shapes[shape] = shape_id
         state.shape = shape_id
+        # Topology answers do not depend on the pod's size: pods that differ only in their
+        # requests share what they learn about which claims' domains refuse them.
+        topo = (signature, state.strict, state.requirements, pod.volume_requirements)
+        topo_id = self._topo_keys.get(topo)
+        if topo_id is None:
+            topo_id = len(self._topo_keys)
+            self._topo_keys[topo] = topo_id
+        state.topo_key = topo_id
 
     def solve(self, pods: Sequence[PodRequest]) -> SchedulingResult:
         states = [_PodState(p, i, self.respect) for i, p in enumerate(pods)]
@@ -941,11 +997,25 @@ class _Solver:
             return None
         topology = self.topology
         shape = state.shape
+        refused = self.topo_refused.get(state.topo_key)
+        if refused is None:
+            refused = self.topo_refused[state.topo_key] = {}
         for claim in self._open_claims(shape):
-            outcome = claim.plan(state, topology, claim.hostname, explain=False)
-            if isinstance(outcome, _Plan):
-                self._commit(claim, state, outcome)
-                return None
+            known = refused.get(claim)
+            if (
+                known is not None
+                and known[0] == claim.version
+                and (known[1].monotonic or known[1].epoch == known[2])
+            ):
+                outcome = _Refusal("", known[1].monotonic, known[1])
+            else:
+                planned = claim.plan(state, topology, claim.hostname, explain=False)
+                if isinstance(planned, _Plan):
+                    self._commit(claim, state, planned)
+                    return None
+                outcome = planned
+                if outcome.group is not None:
+                    refused[claim] = (claim.version, outcome.group, outcome.group.epoch)
             if outcome.lasting:
                 self.alive[shape][1].discard(claim)
             elif outcome.group is not None:
@@ -965,15 +1035,15 @@ class _Solver:
                 problems.append(options)
                 continue
             claim = _Claim(template, options, self.memo)
-            outcome = claim.plan(state, topology, hostname, explain=True)
-            if isinstance(outcome, _Refusal):
+            opened = claim.plan(state, topology, hostname, explain=True)
+            if isinstance(opened, _Refusal):
                 overhead = (
                     f"daemonset overhead={format_resources_json(template.daemon_overhead)}, "
                     if template.daemon_overhead
                     else ""
                 )
                 problems.append(
-                    f'incompatible with nodepool "{template.name}", {overhead}{outcome.reason}'
+                    f'incompatible with nodepool "{template.name}", {overhead}{opened.reason}'
                 )
                 continue
             self.hostnames += 1
@@ -981,7 +1051,7 @@ class _Solver:
             # Karpenter appends new claims after every claim with as many pods.
             self.ranks += 1
             claim.rank = self.ranks
-            claim.commit(state, outcome, topology)
+            claim.commit(state, opened, topology)
             self._place(claim)
             self.claims.append(claim)
             self.changed.append(claim)
@@ -1013,7 +1083,7 @@ class _Solver:
                 self.node_skip[shape] = skip
         return False
 
-    def _open_claims(self, shape: int) -> list[_Claim]:
+    def _open_claims(self, shape: int) -> Iterable[_Claim]:
         """Open claims that might take a pod of ``shape``, in Karpenter's order.
 
         Karpenter stable-sorts its claims by pod count before every pod, so among claims with
@@ -1045,7 +1115,8 @@ class _Solver:
         self.alive[shape] = (len(self.changed), alive)
         if len(alive) * 8 < len(self.order):
             return sorted(alive, key=lambda c: (len(c.pods), c.rank))
-        return [claim for claim in self.order if claim in alive]
+        # Lazily: most pods settle on one of the first claims.
+        return (claim for claim in self.order if claim in alive)
 
     def _place(self, claim: _Claim) -> None:
         key = (len(claim.pods), claim.rank)
