@@ -13,6 +13,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers import Controller
 from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.garbagecollection import GarbageCollection
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
@@ -39,6 +40,9 @@ class Operator:
         self.provisioner = Provisioner(
             cluster, host, self.catalog, clock, self.events, options=self.options
         )
+        self.disruption = DisruptionController(
+            cluster, host, self.catalog, clock, self.events, options=self.options
+        )
         #: In the order one pass runs them: provider work first (nodes register), status
         #: next (NodePools become ready), then provisioning and the lifecycle it feeds.
         self.controllers: list[Controller] = [
@@ -47,6 +51,8 @@ class Operator:
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
             self.provisioner,
             NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
+            self.disruption.conditions,
+            self.disruption,
             NodeTermination(cluster, host, self.catalog, clock, self.events),
             GarbageCollection(cluster, host, self.catalog, clock),
         ]

@@ -60,6 +60,8 @@ NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
 NODEPOOL_HASH_VERSION = "v3"
 TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp"
 MIN_VALUES_RELAXED_ANNOTATION = "karpenter.sh/nodeclaim-min-values-relaxed"
+#: Kubernetes' hint for which pods to remove first; Karpenter weighs evictions with it.
+POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 
 # Taints
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

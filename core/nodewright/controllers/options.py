@@ -17,3 +17,5 @@ class Options:
     #: ``Strict`` or ``BestEffort`` handling of requirement ``minValues``.
     min_values_policy: str = "Strict"
     cluster_name: str = "nodewright"
+    #: Feature gate ``SpotToSpotConsolidation``: replace spot nodes with cheaper spot nodes.
+    spot_to_spot_consolidation: bool = False

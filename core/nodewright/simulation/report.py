@@ -1,10 +1,12 @@
 """What a simulation shows: nodes, where pods landed, what is still pending and why, cost,
-and the events. The JSON form is documented in ``docs/simulate.md``."""
+the nodes removed during the run (when and why), and the events. The JSON form is documented
+in ``docs/simulate.md``."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from nodewright.api.core import Event, Node, Pod
@@ -31,6 +33,29 @@ class NodeRow:
     price_per_hour: float | None
     labels: dict[str, str]
     pods: list[str] = field(default_factory=list)
+    launched_at: datetime | None = None
+    #: Set when the node was being removed as the run ended.
+    removed_at: datetime | None = None
+    disruption_reason: str | None = None
+
+
+@dataclass
+class RemovedNodeRow:
+    """A node nodewright launched that was gone (or going) by the end of the run."""
+
+    name: str
+    node_claim: str
+    node_pool: str | None
+    instance_type: str | None
+    zone: str | None
+    capacity_type: str | None
+    price_per_hour: float | None
+    launched_at: datetime | None
+    removed_at: datetime | None
+    #: ``Empty``, ``Drifted``, ``Underutilized``, ``Expired``, or None (deleted otherwise).
+    disruption_reason: str | None
+    #: Karpenter's event wording of the action (``Consolidation/Delete``).
+    disruption: str | None
 
 
 @dataclass
@@ -47,6 +72,7 @@ class Report:
     pods: list[PodRow]
     events: list[dict[str, str]]
     simulated_seconds: float
+    removed_nodes: list[RemovedNodeRow] = field(default_factory=list)
 
     @property
     def total_price_per_hour(self) -> float:
@@ -68,8 +94,27 @@ class Report:
                     "pricePerHour": n.price_per_hour,
                     "labels": n.labels,
                     "pods": n.pods,
+                    "launchedAt": _stamp(n.launched_at),
+                    "removedAt": _stamp(n.removed_at),
+                    "disruptionReason": n.disruption_reason,
                 }
                 for n in self.nodes
+            ],
+            "removedNodes": [
+                {
+                    "name": r.name,
+                    "nodeClaim": r.node_claim,
+                    "nodePool": r.node_pool,
+                    "instanceType": r.instance_type,
+                    "zone": r.zone,
+                    "capacityType": r.capacity_type,
+                    "pricePerHour": r.price_per_hour,
+                    "launchedAt": _stamp(r.launched_at),
+                    "removedAt": _stamp(r.removed_at),
+                    "disruptionReason": r.disruption_reason,
+                    "disruption": r.disruption,
+                }
+                for r in self.removed_nodes
             ],
             "pods": [
                 {"namespace": p.namespace, "name": p.name, "node": p.node, "reason": p.reason}
@@ -81,9 +126,18 @@ class Report:
         }
 
 
+def _stamp(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 def build_report(simulation: Simulation) -> Report:
     cluster = simulation.cluster
     claims = {c.status.provider_id: c for c in cluster.list(NodeClaim) if c.status.provider_id}
+    history = simulation.operator.disruption.history
+    history.observe(cluster.list(NodeClaim), simulation.clock.now(), lambda claim: None)
+    record_by_node = {r.node: r for r in history.records.values() if r.node}
     pods = [p for p in cluster.list(Pod) if not is_terminal(p)]
     by_node: dict[str, list[str]] = defaultdict(list)
     for pod in pods:
@@ -99,8 +153,33 @@ def build_report(simulation: Simulation) -> Report:
             price_per_hour=_price(simulation, node, claims.get(node.spec.provider_id or "")),
             labels=dict(sorted(node.metadata.labels.items())),
             pods=sorted(by_node.get(node.name, [])),
+            launched_at=record.launched_at if record else None,
+            removed_at=record.removed_at if record else None,
+            disruption_reason=record.disruption_reason if record else None,
         )
         for node in cluster.list(Node)
+        for record in [record_by_node.get(node.name)]
+    ]
+    present = {node.name for node in nodes}
+    removed = [
+        RemovedNodeRow(
+            name=r.node or r.node_claim,
+            node_claim=r.node_claim,
+            node_pool=r.node_pool,
+            instance_type=r.instance_type,
+            zone=r.zone,
+            capacity_type=r.capacity_type,
+            price_per_hour=r.price_per_hour,
+            launched_at=r.launched_at,
+            removed_at=r.removed_at,
+            disruption_reason=r.disruption_reason,
+            disruption=r.disruption,
+        )
+        for r in sorted(
+            history.records.values(),
+            key=lambda r: (r.removed_at or simulation.clock.now(), r.node_claim),
+        )
+        if r.removed_at is not None and (r.node or r.node_claim) not in present
     ]
     reasons = _failed_scheduling_messages(cluster.list(Event))
     pod_rows = [
@@ -127,7 +206,7 @@ def build_report(simulation: Simulation) -> Report:
         )
     ]
     elapsed = (simulation.clock.now() - SIMULATION_EPOCH).total_seconds()
-    return Report(nodes, pod_rows, events, elapsed)
+    return Report(nodes, pod_rows, events, elapsed, removed)
 
 
 def _price(simulation: Simulation, node: Node, claim: NodeClaim | None) -> float | None:

@@ -1,0 +1,265 @@
+"""The disruption loop (Karpenter's ``disruption`` singleton).
+
+Every 10 s (at once after an action) it releases nodes no command holds, then tries the
+methods in order and stops at the first that yields a command. Emptiness and consolidation
+commands wait 15 s and are checked again against the cluster as it is then (the candidates
+are still candidates, budgets still allow them, the simulation still gives the same shape)
+before the orchestration queue starts them; drift commands start at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from nodewright.api.apps import DaemonSet
+from nodewright.api.karpenter import CONDITION_INSTANCE_TERMINATING
+from nodewright.api.labels import NODEPOOL_LABEL
+from nodewright.api.meta import is_true
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster
+from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.disruption.budgets import allowed_disruptions
+from nodewright.controllers.disruption.candidates import (
+    Candidate,
+    Snapshot,
+    find_candidates,
+    is_initialized,
+)
+from nodewright.controllers.disruption.conditions import NodeClaimDisruptionConditions
+from nodewright.controllers.disruption.history import NodeHistory
+from nodewright.controllers.disruption.methods import (
+    Command,
+    Context,
+    Drift,
+    Emptiness,
+    Method,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+)
+from nodewright.controllers.disruption.queue import OrchestrationQueue
+from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.options import Options
+from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.model import SolverOptions
+
+log = logging.getLogger("nodewright.disruption")
+
+#: How often the loop looks for something to disrupt when nothing happens.
+POLLING_PERIOD = timedelta(seconds=10)
+#: Emptiness and consolidation commands wait this long before they are validated.
+VALIDATION_DELAY = timedelta(seconds=15)
+#: A NodePool whose budget blocks a reason says so at most this often.
+BUDGET_EVENT_DEDUPE = timedelta(minutes=1)
+
+
+@dataclass
+class PendingCommand:
+    command: Command
+    due: datetime
+
+
+class DisruptionController:
+    name = "disruption"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        host: PluginHost,
+        catalog: Catalog,
+        clock: Clock,
+        events: EventRecorder,
+        *,
+        options: Options,
+    ) -> None:
+        self._cluster = cluster
+        self._catalog = catalog
+        self._clock = clock
+        self._events = events
+        self._options = options
+        self.history = NodeHistory()
+        self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
+        self.queue = OrchestrationQueue(cluster, clock, events, self.history)
+        self.methods: list[Method] = [
+            Emptiness(),
+            Drift(),
+            MultiNodeConsolidation(),
+            SingleNodeConsolidation(),
+        ]
+        self.pending: PendingCommand | None = None
+        #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
+        self.allowed_disruptions: dict[tuple[str, str], int] = {}
+        #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
+        self.decisions: dict[tuple[str, str], int] = {}
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def reconcile(self) -> timedelta | None:
+        queue_wake = self.queue.reconcile()
+        now = self._clock.now()
+        if self.pending is not None:
+            if now < self.pending.due:
+                return _earliest(self.pending.due - now, queue_wake)
+            pending, self.pending = self.pending, None
+            started = self._validate_and_start(pending.command)
+            return timedelta(0) if started else _earliest(POLLING_PERIOD, queue_wake)
+        snapshot = self._snapshot()
+        self.queue.untaint_stale(snapshot.nodes, snapshot.claims)
+        context = self._context(snapshot)
+        by_class: dict[str, list[Candidate]] = {}
+        for method in self.methods:
+            if method.disruption_class not in by_class:
+                by_class[method.disruption_class] = find_candidates(
+                    snapshot, method.disruption_class, self.queue.provider_ids(), self._events
+                )
+            candidates = [
+                c for c in by_class[method.disruption_class] if method.should_disrupt(context, c)
+            ]
+            if not candidates:
+                continue
+            budgets = self.budgets(snapshot, method.reason)
+            command = method.compute(context, budgets, candidates)
+            if command is None or not command.candidates:
+                continue
+            if method.validated:
+                log.debug("Validating %s in %s", command.describe(), VALIDATION_DELAY)
+                self.pending = PendingCommand(command, now + VALIDATION_DELAY)
+                return _earliest(VALIDATION_DELAY, queue_wake)
+            self._start(command)
+            return timedelta(0)
+        return _earliest(POLLING_PERIOD, queue_wake)
+
+    # -- budgets ------------------------------------------------------------------------------
+
+    def budgets(self, snapshot: Snapshot, reason: str) -> dict[str, int]:
+        """Disruptions each NodePool allows now for ``reason``, less nodes already going."""
+        total: dict[str, int] = {}
+        disrupting: dict[str, int] = {}
+        queued = self.queue.provider_ids()
+        for node in snapshot.nodes:
+            claim = snapshot.state.claim_for(node)
+            if claim is None or not is_initialized(node, claim):
+                continue
+            if is_true(claim.status.conditions, CONDITION_INSTANCE_TERMINATING):
+                continue
+            owner = node.metadata.labels.get(NODEPOOL_LABEL, "")
+            total[owner] = total.get(owner, 0) + 1
+            if not node.ready or node.deleting or claim.deleting or node.spec.provider_id in queued:
+                disrupting[owner] = disrupting.get(owner, 0) + 1
+        result: dict[str, int] = {}
+        for name, pool in snapshot.pools.items():
+            allowed = allowed_disruptions(pool, total.get(name, 0), reason, snapshot.now)
+            result[name] = max(allowed - disrupting.get(name, 0), 0)
+            self.allowed_disruptions[(name, reason)] = allowed
+            if total.get(name, 0) and allowed == 0:
+                self._events.publish(
+                    pool,
+                    "DisruptionBlocked",
+                    f"No allowed disruptions for disruption reason {reason} due to blocking budget",
+                    dedupe=BUDGET_EVENT_DEDUPE,
+                )
+        return result
+
+    # -- validation and start -----------------------------------------------------------------
+
+    def _validate_and_start(self, command: Command) -> bool:
+        snapshot = self._snapshot()
+        context = self._context(snapshot)
+        method = command.method
+        fresh = {
+            c.name: c
+            for c in find_candidates(
+                snapshot, method.disruption_class, self.queue.provider_ids(), None
+            )
+            if method.should_disrupt(context, c)
+        }
+        still = [fresh[c.name] for c in command.candidates if c.name in fresh]
+        budgets = self.budgets(snapshot, method.reason)
+        if isinstance(method, Emptiness):
+            valid = []
+            for candidate in still:
+                if budgets.get(candidate.pool.name, 0) > 0:
+                    budgets[candidate.pool.name] -= 1
+                    valid.append(candidate)
+            if not valid:
+                log.info(
+                    "Abandoning empty node consolidation attempt due to pod churn, command is "
+                    "no longer valid"
+                )
+                return False
+            return self._start(Command(method, valid))
+        reason = self._rejection(context, command, still, budgets)
+        if reason is not None:
+            for candidate in command.candidates:
+                message = (
+                    f"Consolidation rejected: {_for_node(command, candidate)}, reason: {reason} "
+                    f"(savings: ${command.savings():.2f})"
+                )
+                self._events.publish(candidate.node, "ConsolidationRejected", message)
+                self._events.publish(candidate.claim, "ConsolidationRejected", message)
+            log.info("Consolidation %s rejected: %s", command.describe(), reason)
+            return False
+        return self._start(Command(method, still, command.replacements))
+
+    def _rejection(
+        self,
+        context: Context,
+        command: Command,
+        still: list[Candidate],
+        budgets: dict[str, int],
+    ) -> str | None:
+        """Why a consolidation command no longer holds (``churn``, ``budget``, ``scheduling``)."""
+        if len(still) != len(command.candidates):
+            return "churn"
+        for candidate in still:
+            if budgets.get(candidate.pool.name, 0) <= 0:
+                return "budget"
+            budgets[candidate.pool.name] -= 1
+        rescheduling = context.simulate(still)
+        if not rescheduling.all_scheduled():
+            return "scheduling"
+        new = rescheduling.result.new_node_claims
+        if len(new) != len(command.replacements) or len(new) > 1:
+            return "scheduling"
+        if new:
+            wanted = {it.name for it in command.replacements[0].instance_types}
+            offered = {it.name for it in new[0].instance_types}
+            if not wanted <= offered:
+                return "scheduling"
+        return None
+
+    def _start(self, command: Command) -> bool:
+        started = self.queue.start(command)
+        if started:
+            key = (command.decision.lower(), command.reason)
+            self.decisions[key] = self.decisions.get(key, 0) + 1
+            self.queue.reconcile()
+        return started
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot.take(self._cluster, self._catalog, self._clock)
+
+    def _context(self, snapshot: Snapshot) -> Context:
+        return Context(
+            snapshot,
+            self._events,
+            self._cluster.list(DaemonSet),
+            SolverOptions(preference_policy=self._options.preference_policy),
+            self._options.spot_to_spot_consolidation,
+        )
+
+
+def _for_node(command: Command, candidate: Candidate) -> str:
+    if len(command.candidates) == 1:
+        return command.describe()
+    return (
+        f"{command.decision.lower()}: [{candidate.name}] "
+        f"(part of {len(command.candidates)}-node consolidation)"
+    )
+
+
+def _earliest(first: timedelta, second: timedelta | None) -> timedelta:
+    return first if second is None else min(first, second)

@@ -1,0 +1,587 @@
+"""The disruption methods, tried in Karpenter's order each loop until one acts: emptiness,
+drift, multi-node consolidation, single-node consolidation.
+
+Each turns candidates into at most one :class:`Command`: the candidates to delete and the
+replacements to launch first. Consolidation keeps a command only when it deletes, or
+replaces with exactly one strictly cheaper NodeClaim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from nodewright.api.apps import DaemonSet
+from nodewright.api.duration import DurationError, parse_optional_duration
+from nodewright.api.karpenter import CONDITION_CONSOLIDATABLE, CONDITION_DRIFTED
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    INSTANCE_TYPE_LABEL,
+)
+from nodewright.api.meta import find_condition, is_true
+from nodewright.controllers.disruption.candidates import (
+    EVENTUAL,
+    GRACEFUL,
+    REASON_DRIFTED,
+    REASON_EMPTY,
+    REASON_UNDERUTILIZED,
+    Candidate,
+    Snapshot,
+)
+from nodewright.controllers.disruption.rescheduling import (
+    Rescheduling,
+    node_pool_templates,
+    simulate,
+)
+from nodewright.controllers.events import EventRecorder
+from nodewright.scheduling.instancetype import InstanceType
+from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.scheduler import offering_matches
+
+WHEN_EMPTY = "WhenEmpty"
+#: Spot-to-spot replacement needs this many cheaper spot types, and launches only that many.
+SPOT_TO_SPOT_MIN_TYPES = 15
+#: Multi-node consolidation looks at no more candidates than this.
+MULTI_NODE_MAX_CANDIDATES = 100
+#: Unconsolidatable events repeat at most this often.
+UNCONSOLIDATABLE_DEDUPE = timedelta(minutes=15)
+#: A "nothing to consolidate" verdict is reused this long if nothing changes.
+CONSOLIDATED_TTL = timedelta(minutes=5)
+
+
+@dataclass
+class Command:
+    """Delete ``candidates``, after launching ``replacements`` and waiting for them."""
+
+    method: Method
+    candidates: list[Candidate]
+    replacements: list[NewNodeClaim] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return self.method.reason
+
+    @property
+    def decision(self) -> str:
+        return "Replace" if self.replacements else "Delete"
+
+    def label(self, candidate: Candidate | None = None) -> str:
+        """``<method>/<decision>`` as Karpenter's events word it (``Consolidation/Delete``)."""
+        if candidate is None and self.candidates:
+            candidate = self.candidates[0]
+        return f"{self.method.word(candidate)}/{self.decision}"
+
+    def savings(self) -> float:
+        """Candidates' prices less the cheapest price of each replacement's first type."""
+        cost = sum(c.price for c in self.candidates)
+        for replacement in self.replacements:
+            if replacement.instance_types:
+                first = replacement.instance_types[0]
+                cost -= min(_compatible_offerings(first, replacement.requirements), default=0.0)
+        return cost
+
+    def describe(self) -> str:
+        nodes = ", ".join(c.name for c in self.candidates)
+        pools = ",".join(sorted({c.pool.name for c in self.candidates}))
+        text = f"{self.label()}: nodepools=[{pools}]: [{nodes}]"
+        if self.replacements:
+            count = len(self.replacements)
+            text += f" -> [{count} replacement{'s' if count != 1 else ''}]"
+        return f"{text} (savings: ${self.savings():.2f})"
+
+
+class Context:
+    """What a method may use during one loop: the snapshot, events, solver options."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        events: EventRecorder,
+        daemonsets: Sequence[DaemonSet],
+        solver_options: SolverOptions,
+        spot_to_spot: bool,
+    ) -> None:
+        self.snapshot = snapshot
+        self.events = events
+        self.solver_options = solver_options
+        self.spot_to_spot = spot_to_spot
+        self._daemonsets = daemonsets
+        self._templates: list[NodePoolTemplate] | None = None
+
+    @property
+    def now(self) -> datetime:
+        return self.snapshot.now
+
+    def templates(self) -> list[NodePoolTemplate]:
+        if self._templates is None:
+            self._templates = node_pool_templates(self.snapshot, self._daemonsets)
+        return self._templates
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
+        return simulate(self.snapshot, self.templates(), candidates, self.solver_options)
+
+    def unconsolidatable(self, candidate: Candidate, message: str) -> None:
+        for obj in (candidate.node, candidate.claim):
+            self.events.publish(obj, "Unconsolidatable", message, dedupe=UNCONSOLIDATABLE_DEDUPE)
+
+    def blocked(self, candidate: Candidate, message: str) -> None:
+        for obj in (candidate.node, candidate.claim):
+            self.events.publish(obj, "DisruptionBlocked", message)
+
+
+class Method(Protocol):
+    #: The budget reason: ``Empty``, ``Drifted`` or ``Underutilized``.
+    reason: str
+    #: ``graceful`` or ``eventual``.
+    disruption_class: str
+    #: Whether the command waits 15 s and is validated again before it starts.
+    validated: bool
+
+    def word(self, candidate: Candidate | None) -> str: ...
+
+    def should_disrupt(self, context: Context, candidate: Candidate) -> bool: ...
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None: ...
+
+
+def consolidate_after(candidate: Candidate) -> timedelta | None:
+    try:
+        return parse_optional_duration(candidate.pool.spec.disruption.consolidate_after)
+    except DurationError:
+        return None
+
+
+def fingerprint(snapshot: Snapshot) -> str:
+    """A digest of what consolidation decisions depend on (not events)."""
+    digest = hashlib.sha256()
+    for group in (snapshot.nodes, snapshot.claims, snapshot.pods, list(snapshot.pools.values())):
+        for obj in group:
+            digest.update(f"{obj.kind}/{obj.key}@{obj.metadata.resource_version};".encode())
+    return digest.hexdigest()
+
+
+class _Memo:
+    """Karpenter's "consolidated" memo: skip a search whose inputs have not changed."""
+
+    def __init__(self) -> None:
+        self._state: tuple[str, datetime] | None = None
+
+    def fresh(self, context: Context) -> bool:
+        if self._state is None:
+            return False
+        digest, at = self._state
+        return digest == fingerprint(context.snapshot) and context.now - at < CONSOLIDATED_TTL
+
+    def mark(self, context: Context) -> None:
+        self._state = (fingerprint(context.snapshot), context.now)
+
+
+# -- emptiness --------------------------------------------------------------------------------
+
+
+class Emptiness:
+    """Delete every empty, consolidatable node the budgets allow, in one command."""
+
+    reason = REASON_EMPTY
+    disruption_class = GRACEFUL
+    validated = True
+
+    def __init__(self) -> None:
+        self.memo = _Memo()
+
+    def word(self, candidate: Candidate | None) -> str:
+        # Karpenter's WhenEmpty pools removed empty nodes through "emptiness"; pools that
+        # consolidate underutilized nodes remove them as part of consolidation.
+        if (
+            candidate is not None
+            and candidate.pool.spec.disruption.consolidation_policy == WHEN_EMPTY
+        ):
+            return "Emptiness"
+        return "Consolidation"
+
+    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
+        if candidate.pool.spec.replicas is not None:
+            return False
+        if consolidate_after(candidate) is None:
+            context.unconsolidatable(
+                candidate, f'NodePool "{candidate.pool.name}" has consolidation disabled'
+            )
+            return False
+        return candidate.is_empty() and is_true(
+            candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE
+        )
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        if self.memo.fresh(context):
+            return None
+        chosen: list[Candidate] = []
+        constrained = False
+        for candidate in sorted(candidates, key=lambda c: -c.savings_ratio()):
+            if not candidate.is_empty():
+                continue
+            if budgets.get(candidate.pool.name, 0) <= 0:
+                constrained = True
+                continue
+            chosen.append(candidate)
+            budgets[candidate.pool.name] -= 1
+        if not chosen:
+            if not constrained:
+                self.memo.mark(context)
+            return None
+        return Command(self, chosen)
+
+
+# -- drift ------------------------------------------------------------------------------------
+
+
+class Drift:
+    """Replace drifted nodes one at a time, oldest drift first, empty nodes before others."""
+
+    reason = REASON_DRIFTED
+    disruption_class = EVENTUAL
+    validated = False
+
+    def word(self, candidate: Candidate | None) -> str:
+        return "Drift"
+
+    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
+        return is_true(candidate.claim.status.conditions, CONDITION_DRIFTED)
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        def drifted_at(candidate: Candidate) -> datetime:
+            condition = find_condition(candidate.claim.status.conditions, CONDITION_DRIFTED)
+            return (condition.last_transition_time if condition else None) or context.now
+
+        ordered = sorted(candidates, key=lambda c: (bool(c.reschedulable), drifted_at(c), c.name))
+        for candidate in ordered:
+            if budgets.get(candidate.pool.name, 0) <= 0:
+                continue
+            rescheduling = context.simulate([candidate])
+            if not rescheduling.all_scheduled():
+                context.blocked(candidate, _sentence(rescheduling.error_text()))
+                continue
+            return Command(self, [candidate], list(rescheduling.result.new_node_claims))
+        return None
+
+
+# -- consolidation ----------------------------------------------------------------------------
+
+
+class _Consolidation:
+    reason = REASON_UNDERUTILIZED
+    disruption_class = GRACEFUL
+    validated = True
+
+    def __init__(self) -> None:
+        self.memo = _Memo()
+
+    def word(self, candidate: Candidate | None) -> str:
+        return "Consolidation"
+
+    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
+        if candidate.pool.spec.replicas is not None:
+            return False
+        labels = candidate.node.metadata.labels
+        if candidate.instance_type is None:
+            context.unconsolidatable(
+                candidate, f'Instance Type "{labels.get(INSTANCE_TYPE_LABEL, "")}" not found'
+            )
+            return False
+        for key in (CAPACITY_TYPE_LABEL, "topology.kubernetes.io/zone"):
+            if key not in labels:
+                context.unconsolidatable(candidate, f'Node does not have label "{key}"')
+                return False
+        if consolidate_after(candidate) is None:
+            context.unconsolidatable(
+                candidate, f'NodePool "{candidate.pool.name}" has consolidation disabled'
+            )
+            return False
+        if candidate.is_empty():
+            return False
+        if candidate.pool.spec.disruption.consolidation_policy == WHEN_EMPTY:
+            context.unconsolidatable(
+                candidate,
+                f'NodePool "{candidate.pool.name}" has consolidation policy WhenEmpty, '
+                "but node is not empty",
+            )
+            return False
+        return is_true(candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE)
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        raise NotImplementedError
+
+    @staticmethod
+    def order(candidates: Sequence[Candidate]) -> list[Candidate]:
+        return sorted(candidates, key=lambda c: (-c.savings_ratio(), c.name))
+
+    def consolidation(self, context: Context, candidates: Sequence[Candidate]) -> Command | None:
+        """Karpenter's ``computeConsolidation``: delete, replace with one cheaper, or nothing."""
+        single = candidates[0] if len(candidates) == 1 else None
+        rescheduling = context.simulate(candidates)
+        if not rescheduling.all_scheduled():
+            if single is not None:
+                context.unconsolidatable(single, _sentence(rescheduling.error_text()))
+            return None
+        new = rescheduling.result.new_node_claims
+        if not new:
+            return Command(self, list(candidates))
+        if len(new) != 1:
+            if single is not None:
+                context.unconsolidatable(
+                    single, f"Can't remove without creating {len(new)} candidates"
+                )
+            return None
+        price = sum(c.price for c in candidates)
+        replacement = _order_by_price(new[0])
+        capacity = replacement.requirements.get(CAPACITY_TYPE_LABEL)
+        all_spot = all(c.capacity_type == CAPACITY_TYPE_SPOT for c in candidates)
+        if all_spot and (capacity is None or capacity.has(CAPACITY_TYPE_SPOT)):
+            return self._spot_to_spot(context, candidates, replacement, price)
+        cheaper = _cheaper(replacement, price)
+        if cheaper is None:
+            if single is not None:
+                context.unconsolidatable(single, "Can't replace with a cheaper node")
+            return None
+        capacity = cheaper.requirements.get(CAPACITY_TYPE_LABEL)
+        if capacity is None or (
+            capacity.has(CAPACITY_TYPE_SPOT) and capacity.has(CAPACITY_TYPE_ON_DEMAND)
+        ):
+            # Priced assuming spot: never let an on-demand launch make it dearer.
+            cheaper = _require_capacity_type(cheaper, CAPACITY_TYPE_SPOT)
+        return Command(self, list(candidates), [cheaper])
+
+    def _spot_to_spot(
+        self,
+        context: Context,
+        candidates: Sequence[Candidate],
+        replacement: NewNodeClaim,
+        price: float,
+    ) -> Command | None:
+        single = candidates[0] if len(candidates) == 1 else None
+        if not context.spot_to_spot:
+            if single is not None:
+                context.unconsolidatable(
+                    single,
+                    "SpotToSpotConsolidation is disabled, can't replace a spot node with a "
+                    "spot node",
+                )
+            return None
+        spot = _require_capacity_type(replacement, CAPACITY_TYPE_SPOT)
+        cheaper = _cheaper(spot, price)
+        if cheaper is None:
+            if single is not None:
+                context.unconsolidatable(single, "Can't replace with a cheaper node")
+            return None
+        if single is None:
+            return Command(self, list(candidates), [cheaper])
+        if len(cheaper.instance_types) < SPOT_TO_SPOT_MIN_TYPES:
+            context.unconsolidatable(
+                single,
+                f"SpotToSpotConsolidation requires {SPOT_TO_SPOT_MIN_TYPES} cheaper instance "
+                "type options than the current candidate to consolidate, got "
+                f"{len(cheaper.instance_types)}",
+            )
+            return None
+        keep = max(SPOT_TO_SPOT_MIN_TYPES, _min_values_needed(cheaper))
+        return Command(
+            self, list(candidates), [_with_types(cheaper, cheaper.instance_types[:keep])]
+        )
+
+
+class MultiNodeConsolidation(_Consolidation):
+    """Find the largest prefix of candidates (at least two) that one command can remove."""
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        if self.memo.fresh(context):
+            return None
+        allowed: list[Candidate] = []
+        constrained = False
+        for candidate in self.order(candidates):
+            if budgets.get(candidate.pool.name, 0) <= 0:
+                constrained = True
+                continue
+            allowed.append(candidate)
+            budgets[candidate.pool.name] -= 1
+        command = self._first_n(context, allowed[:MULTI_NODE_MAX_CANDIDATES])
+        if command is None and not constrained:
+            self.memo.mark(context)
+        return command
+
+    def _first_n(self, context: Context, candidates: list[Candidate]) -> Command | None:
+        if len(candidates) < 2:
+            return None
+        low, high = 1, len(candidates) - 1
+        best: Command | None = None
+        while low <= high:
+            middle = (low + high) // 2
+            batch = candidates[: middle + 1]
+            command = self.consolidation(context, batch)
+            if command is not None and command.replacements:
+                narrowed = _filter_out_same_type(command.replacements[0], batch)
+                command = replace(command, replacements=[narrowed]) if narrowed else None
+            if command is not None:
+                best = command
+                low = middle + 1
+            else:
+                high = middle - 1
+        return best
+
+
+class SingleNodeConsolidation(_Consolidation):
+    """Try candidates one by one (NodePools interleaved); the first that works wins."""
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        if self.memo.fresh(context):
+            return None
+        constrained = False
+        for candidate in _interleave(self.order(candidates)):
+            if budgets.get(candidate.pool.name, 0) <= 0:
+                constrained = True
+                continue
+            command = self.consolidation(context, [candidate])
+            if command is not None:
+                return command
+        if not constrained:
+            self.memo.mark(context)
+        return None
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _interleave(candidates: list[Candidate]) -> list[Candidate]:
+    """Round-robin across NodePools, keeping each pool's own order."""
+    by_pool: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_pool.setdefault(candidate.pool.name, []).append(candidate)
+    result: list[Candidate] = []
+    longest = max((len(v) for v in by_pool.values()), default=0)
+    for index in range(longest):
+        for pool in sorted(by_pool):
+            if index < len(by_pool[pool]):
+                result.append(by_pool[pool][index])
+    return result
+
+
+def _compatible_offerings(instance_type: InstanceType, requirements: Requirements) -> list[float]:
+    return [
+        o.price
+        for o in instance_type.offerings
+        if o.available and offering_matches(o, requirements)
+    ]
+
+
+def worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float:
+    """The dearest price a launch could pay, for the first capacity type the claim could
+    get (reserved, then spot, then on-demand)."""
+    for capacity_type in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND):
+        prices = [
+            o.price
+            for o in instance_type.offerings
+            if o.available
+            and o.capacity_type == capacity_type
+            and offering_matches(o, requirements)
+        ]
+        if prices:
+            return max(prices)
+    return math.inf
+
+
+def _order_by_price(claim: NewNodeClaim) -> NewNodeClaim:
+    def cheapest(it: InstanceType) -> float:
+        return min(_compatible_offerings(it, claim.requirements), default=math.inf)
+
+    return replace(
+        claim, instance_types=sorted(claim.instance_types, key=lambda it: (cheapest(it), it.name))
+    )
+
+
+def _with_types(claim: NewNodeClaim, types: Sequence[InstanceType]) -> NewNodeClaim:
+    names = frozenset(t.name for t in types)
+    requirements = claim.requirements.add(Requirement(INSTANCE_TYPE_LABEL, False, names))
+    return replace(claim, instance_types=list(types), requirements=requirements)
+
+
+def _require_capacity_type(claim: NewNodeClaim, capacity_type: str) -> NewNodeClaim:
+    requirements = claim.requirements.add(
+        Requirement(CAPACITY_TYPE_LABEL, False, frozenset({capacity_type}))
+    )
+    types = [it for it in claim.instance_types if _compatible_offerings(it, requirements)]
+    return _with_types(replace(claim, requirements=requirements), types)
+
+
+def _min_values_needed(claim: NewNodeClaim) -> int:
+    return max((r.min_values or 0 for r in claim.requirements.values()), default=0)
+
+
+def _satisfies_min_values(claim: NewNodeClaim) -> bool:
+    for key, requirement in claim.requirements.items():
+        if not requirement.min_values:
+            continue
+        seen: set[str] = set()
+        for instance_type in claim.instance_types:
+            offered = instance_type.requirements.get(key)
+            if offered is not None and not offered.complement:
+                seen |= {v for v in offered.values if requirement.has(v)}
+        if len(seen) < requirement.min_values:
+            return False
+    return True
+
+
+def _cheaper(claim: NewNodeClaim, price: float) -> NewNodeClaim | None:
+    """The claim with only the types whose worst launch price is below ``price``."""
+    types = [
+        it for it in claim.instance_types if worst_launch_price(it, claim.requirements) < price
+    ]
+    if not types:
+        return None
+    narrowed = _with_types(claim, types)
+    return narrowed if _satisfies_min_values(narrowed) else None
+
+
+def _filter_out_same_type(
+    claim: NewNodeClaim, candidates: Sequence[Candidate]
+) -> NewNodeClaim | None:
+    """Karpenter's ``filterOutSameInstanceType``: merging nodes into one of a type already
+    among them is just deleting the others, so only strictly cheaper types stay."""
+    prices: dict[str, float] = {}
+    for candidate in candidates:
+        if candidate.instance_type is None:
+            continue
+        labels = Requirements.from_labels(candidate.node.metadata.labels)
+        offered = [
+            o.price for o in candidate.instance_type.offerings if offering_matches(o, labels)
+        ]
+        if offered:
+            name = candidate.instance_type.name
+            prices[name] = min(prices.get(name, math.inf), *offered)
+    ceiling = min(
+        (prices[it.name] for it in claim.instance_types if it.name in prices), default=math.inf
+    )
+    if ceiling == math.inf:
+        return claim
+    return _cheaper(claim, ceiling)

@@ -1,0 +1,234 @@
+"""The orchestration queue: carry a disruption command out safely.
+
+Starting a command taints its nodes ``karpenter.sh/disrupted:NoSchedule``, marks their
+NodeClaims with the ``DisruptionReason`` condition and creates the replacements. The queue
+then waits until every replacement is Initialized and only then deletes the candidates'
+NodeClaims (node termination drains them). A replacement that disappears, or a command that
+outlives the retry window, is abandoned: the nodes are untainted and stay.
+
+The queue lives in memory, as Karpenter's does; after a restart the controller finds tainted
+nodes no command holds and untaints them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from nodewright.api.core import Node, Taint
+from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
+from nodewright.api.labels import DISRUPTED_TAINT_KEY
+from nodewright.api.meta import is_true, set_condition
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
+from nodewright.controllers.disruption.candidates import CONDITION_DISRUPTION_REASON
+from nodewright.controllers.disruption.history import NodeHistory
+from nodewright.controllers.disruption.methods import Command
+from nodewright.controllers.disruption.nodeclaims import replacement_node_claim
+from nodewright.controllers.events import EventRecorder
+from nodewright.scheduling.resources import format_resources_json
+
+log = logging.getLogger("nodewright.disruption")
+
+#: How often a command waiting on its replacements looks again.
+QUEUE_POLL = timedelta(seconds=1)
+#: The retry window: 80 ms per queued command, between 10 minutes and an hour.
+RETRY_SCALE = timedelta(milliseconds=80)
+MIN_RETRY = timedelta(minutes=10)
+MAX_RETRY = timedelta(hours=1)
+
+
+class CommandFailedError(Exception):
+    """A command that cannot complete; its nodes are released."""
+
+
+@dataclass
+class QueuedCommand:
+    command: Command
+    started: datetime
+    #: Names of the replacement NodeClaims, in the order of ``command.replacements``.
+    replacements: list[str] = field(default_factory=list)
+    initialized: set[str] = field(default_factory=set)
+
+    @property
+    def provider_ids(self) -> set[str]:
+        return {c.provider_id for c in self.command.candidates}
+
+
+class OrchestrationQueue:
+    def __init__(
+        self, cluster: Cluster, clock: Clock, events: EventRecorder, history: NodeHistory
+    ) -> None:
+        self._cluster = cluster
+        self._clock = clock
+        self._events = events
+        self._history = history
+        self.commands: list[QueuedCommand] = []
+        #: Commands that completed and failed since start (Karpenter's queue metrics).
+        self.succeeded = 0
+        self.failed = 0
+
+    def provider_ids(self) -> set[str]:
+        return {pid for queued in self.commands for pid in queued.provider_ids}
+
+    def retry_window(self) -> timedelta:
+        return min(MAX_RETRY, max(MIN_RETRY, RETRY_SCALE * len(self.commands)))
+
+    # -- starting -----------------------------------------------------------------------------
+
+    def start(self, command: Command) -> bool:
+        """Taint, mark and launch replacements; False if a candidate is already queued."""
+        if command.candidates and {c.provider_id for c in command.candidates} & self.provider_ids():
+            return False
+        log.info("Disrupting node(s) via %s", command.describe())
+        now = self._clock.now()
+        for candidate in command.candidates:
+            self._taint(candidate.node.name, add=True)
+            self._mark(candidate.claim.name, command.reason)
+        queued = QueuedCommand(command, now)
+        try:
+            for new in command.replacements:
+                pool = self._cluster.get(NodePool, new.node_pool)
+                if pool is None:
+                    raise CommandFailedError(f"nodepool {new.node_pool} is gone")
+                created = self._cluster.create(replacement_node_claim(pool, new))
+                queued.replacements.append(created.name)
+                log.info(
+                    "Created nodeclaim %s (nodepool %s) to replace %s, requests %s",
+                    created.name,
+                    pool.name,
+                    ", ".join(c.name for c in command.candidates),
+                    format_resources_json(new.requests),
+                )
+        except (ClusterError, CommandFailedError) as error:
+            self._release(queued, f"launching replacement nodeclaim, {error}")
+            return True
+        self.commands.append(queued)
+        return True
+
+    # -- progress -----------------------------------------------------------------------------
+
+    def reconcile(self) -> timedelta | None:
+        wake: timedelta | None = None
+        for queued in list(self.commands):
+            try:
+                done = self._advance(queued)
+            except CommandFailedError as error:
+                self.commands.remove(queued)
+                self._release(queued, str(error))
+                continue
+            except (ConflictError, NotFoundError):
+                done = False
+            if done:
+                self.commands.remove(queued)
+                self.succeeded += 1
+            else:
+                wake = QUEUE_POLL
+        return wake
+
+    def _advance(self, queued: QueuedCommand) -> bool:
+        now = self._clock.now()
+        command = queued.command
+        if now - queued.started > self.retry_window():
+            raise CommandFailedError(f"command reached timeout after {now - queued.started}")
+        waiting = False
+        for name in queued.replacements:
+            if name in queued.initialized:
+                continue
+            claim = self._cluster.get(NodeClaim, name)
+            if claim is None or claim.deleting:
+                raise CommandFailedError(f"replacement nodeclaim {name} was deleted")
+            self._events.publish(
+                claim, "DisruptionLaunching", f"Launching NodeClaim: {command.label()}"
+            )
+            if not is_true(claim.status.conditions, CONDITION_INITIALIZED):
+                self._events.publish(
+                    claim,
+                    "DisruptionWaitingReadiness",
+                    "Waiting on readiness to continue disruption",
+                )
+                waiting = True
+                continue
+            queued.initialized.add(name)
+        if waiting:
+            return False
+        for candidate in command.candidates:
+            label = command.label(candidate)
+            self._history.mark_disrupted(candidate.claim.name, command.reason, label)
+            self._cluster.delete(NodeClaim, candidate.claim.name)
+            self._events.publish(
+                candidate.node, "DisruptionTerminating", f"Disrupting Node: {label}"
+            )
+            self._events.publish(
+                candidate.claim, "DisruptionTerminating", f"Disrupting NodeClaim: {label}"
+            )
+            log.info(
+                "Deleting nodeclaim %s (node %s): %s", candidate.claim.name, candidate.name, label
+            )
+        return True
+
+    # -- releasing ----------------------------------------------------------------------------
+
+    def _release(self, queued: QueuedCommand, why: str) -> None:
+        self.failed += 1
+        log.error("Failed terminating nodes while executing a disruption command: %s", why)
+        for candidate in queued.command.candidates:
+            try:
+                self._taint(candidate.node.name, add=False)
+                self.clear_mark(candidate.claim.name)
+            except ClusterError as error:
+                log.warning("Could not release node %s: %s", candidate.name, error)
+
+    def _taint(self, node_name: str, *, add: bool) -> None:
+        node = self._cluster.get(Node, node_name)
+        if node is None:
+            return
+        present = any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints)
+        if add and not present:
+            node.spec.taints.append(Taint(key=DISRUPTED_TAINT_KEY, effect="NoSchedule"))
+        elif not add and present:
+            node.spec.taints = [t for t in node.spec.taints if t.key != DISRUPTED_TAINT_KEY]
+        else:
+            return
+        self._cluster.update(node)
+
+    def _mark(self, claim_name: str, reason: str) -> None:
+        claim = self._cluster.get(NodeClaim, claim_name)
+        if claim is None:
+            return
+        if set_condition(
+            claim.status.conditions,
+            CONDITION_DISRUPTION_REASON,
+            "True",
+            self._clock.now(),
+            reason=reason,
+            message=reason,
+        ):
+            self._cluster.update_status(claim)
+
+    def clear_mark(self, claim_name: str) -> None:
+        claim = self._cluster.get(NodeClaim, claim_name)
+        if claim is None:
+            return
+        kept = [c for c in claim.status.conditions if c.type != CONDITION_DISRUPTION_REASON]
+        if len(kept) != len(claim.status.conditions):
+            claim.status.conditions = kept
+            self._cluster.update_status(claim)
+
+    def untaint_stale(self, nodes: list[Node], claims: list[NodeClaim]) -> None:
+        """Release nodes left tainted or marked by a command this queue no longer holds
+        (a restart between tainting and deleting)."""
+        held = self.provider_ids()
+        by_id = {c.status.provider_id: c for c in claims if c.status.provider_id}
+        for node in nodes:
+            claim = by_id.get(node.spec.provider_id or "")
+            if node.spec.provider_id in held or node.deleting or (claim and claim.deleting):
+                continue
+            if any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints):
+                log.info("Removing stale disruption taint from node %s", node.name)
+                self._taint(node.name, add=False)
+            if claim is not None and any(
+                c.type == CONDITION_DISRUPTION_REASON for c in claim.status.conditions
+            ):
+                self.clear_mark(claim.name)

@@ -1,0 +1,192 @@
+"""What would happen to the pods of candidate nodes if those nodes went away.
+
+The pure solver is asked to place the candidates' pods (and every pod already waiting for a
+node, and the pods of nodes already being deleted) on the rest of the cluster, opening new
+NodeClaims from the NodePools where needed: Karpenter's ``SimulateScheduling``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodewright.api.apps import DaemonSet
+from nodewright.api.core import Pod
+from nodewright.api.karpenter import CONDITION_READY, NodePool
+from nodewright.api.labels import NODEPOOL_LABEL
+from nodewright.api.meta import is_true
+from nodewright.controllers.disruption.candidates import (
+    Candidate,
+    Snapshot,
+    blocks_disruption,
+    is_reschedulable,
+)
+from nodewright.controllers.state import ClusterState, is_provisionable
+from nodewright.controllers.templates import node_pool_requirements, taints_from_api
+from nodewright.scheduling.instancetype import InstanceType
+from nodewright.scheduling.model import (
+    ExistingNode,
+    NodePoolTemplate,
+    SchedulingResult,
+    SolverOptions,
+)
+from nodewright.scheduling.pods import (
+    pod_request,
+    pod_requests,
+    pod_requirement_terms,
+    pod_tolerations,
+)
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.resources import ResourceList, merge, parse_resources
+from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.taints import Taint, tolerates_all
+
+#: Karpenter's wording when a simulation would place pods nowhere.
+MAX_ERRORS_SHOWN = 5
+
+
+@dataclass
+class Rescheduling:
+    result: SchedulingResult
+    #: Pods running now (not pending ones) that would find no place, with why.
+    errors: dict[str, str]
+
+    def all_scheduled(self) -> bool:
+        return not self.errors
+
+    def error_text(self) -> str:
+        """Karpenter's ``NonPendingPodSchedulingErrors`` sentence."""
+        shown = sorted(self.errors.items())[:MAX_ERRORS_SHOWN]
+        return "not all pods would schedule, " + " ".join(f"{k} => {e}" for k, e in shown)
+
+
+def node_pool_templates(
+    snapshot: Snapshot, daemonsets: Sequence[DaemonSet]
+) -> list[NodePoolTemplate]:
+    """Every NodePool that could launch a replacement, as the provisioner sees it."""
+    templates = []
+    pools = sorted(
+        snapshot.pools.values(), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
+    )
+    for pool in pools:
+        if pool.deleting or pool.spec.replicas is not None:
+            continue
+        if not is_true(pool.status.conditions, CONDITION_READY):
+            continue
+        instance_types = snapshot.instance_types.get(pool.name)
+        if not instance_types:
+            continue
+        requirements = node_pool_requirements(pool)
+        taints = taints_from_api(pool.spec.template.spec.taints)
+        if not any(_launchable(it, requirements) for it in instance_types):
+            continue
+        templates.append(
+            NodePoolTemplate(
+                name=pool.name,
+                weight=pool.spec.weight or 0,
+                requirements=requirements,
+                taints=taints,
+                instance_types=tuple(instance_types),
+                remaining=_remaining(pool, snapshot.state),
+                daemon_overhead=_daemon_overhead(daemonsets, requirements, taints),
+            )
+        )
+    return templates
+
+
+def simulate(
+    snapshot: Snapshot,
+    templates: Sequence[NodePoolTemplate],
+    candidates: Sequence[Candidate],
+    options: SolverOptions,
+) -> Rescheduling:
+    """Place the candidates' pods elsewhere; report what that takes."""
+    state = snapshot.state
+    names = {c.name for c in candidates} | {c.claim.name for c in candidates}
+    moving: list[Pod] = []
+    for candidate in candidates:
+        moving.extend(
+            p
+            for p in candidate.reschedulable
+            if not blocks_disruption(p, snapshot.now) and not snapshot.pdbs.fully_blocked(p)
+        )
+    deleting_names = {n.name for n in snapshot.nodes if n.deleting} | {
+        node.name
+        for claim in snapshot.claims
+        if claim.deleting and (node := state.node_for(claim)) is not None
+    }
+    from_deleting = [
+        p
+        for name in sorted(deleting_names - names)
+        for p in state.pods_by_node.get(name, [])
+        if is_reschedulable(p)
+    ]
+    pending = [p for p in snapshot.pods if is_provisionable(p)]
+    pods = sorted(
+        [*pending, *moving, *from_deleting],
+        key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
+    )
+    requests = [pod_request(pod, index) for index, pod in enumerate(pods)]
+    existing = [
+        node
+        for node in state.existing_nodes()
+        if node.name not in names and (node.node_claim or "") not in names
+    ]
+    result = solve(requests, existing, list(templates), options)
+    pending_keys = {p.key for p in pending}
+    deleting_keys = {p.key for p in from_deleting}
+    errors = {k: e for k, e in result.errors.items() if k not in pending_keys}
+    by_name = {node.name: node for node in existing}
+    for name, placed in result.existing_nodes.items():
+        target = by_name.get(name)
+        if target is None or target.initialized:
+            continue
+        for pod in placed:
+            if pod.key not in deleting_keys and pod.key not in pending_keys:
+                errors[pod.key] = f"would schedule against uninitialized {_describe(target)}"
+    return Rescheduling(result, errors)
+
+
+def _describe(node: ExistingNode) -> str:
+    parts = []
+    if node.node_claim:
+        parts.append(f"nodeclaim/{node.node_claim}")
+    if not node.in_flight:
+        parts.append(f"node/{node.name}")
+    return ", ".join(parts)
+
+
+def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool:
+    if instance_type.requirements.intersects(requirements):
+        return False
+    return any(o.available and offering_matches(o, requirements) for o in instance_type.offerings)
+
+
+def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
+    if not pool.spec.limits:
+        return None
+    limits = parse_resources(pool.spec.limits)
+    used: list[ResourceList] = []
+    count = 0
+    for claim in state.node_claims:
+        if claim.metadata.labels.get(NODEPOOL_LABEL) != pool.name:
+            continue
+        count += 1
+        used.append(parse_resources(claim.status.capacity or claim.spec.resources.requests))
+    total = merge(*used)
+    total["nodes"] = count * 1000
+    return {name: limits[name] - total.get(name, 0) for name in limits}
+
+
+def _daemon_overhead(
+    daemonsets: Sequence[DaemonSet], requirements: Requirements, taints: Sequence[Taint]
+) -> ResourceList:
+    overhead: list[ResourceList] = []
+    for daemonset in daemonsets:
+        pod = Pod(metadata=daemonset.spec.template.metadata, spec=daemonset.spec.template.spec)
+        if tolerates_all(pod_tolerations(pod), taints) is not None:
+            continue
+        if not any(requirements.compatible(term) for term in pod_requirement_terms(pod)):
+            continue
+        overhead.append(pod_requests(pod))
+    return merge(*overhead) if overhead else {}

@@ -1,0 +1,317 @@
+"""A cluster for disruption tests: the real operator, the KWOK provider with Karpenter's fake
+instance types, and nodes and pods placed by hand (Karpenter's ``ExpectApplied`` +
+``ExpectManualBinding``), so each scenario starts from exactly the shape it describes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from nodewright.api.apps import PodDisruptionBudget, ReplicaSet
+from nodewright.api.core import Event, Node, Pod
+from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+)
+from nodewright.api.meta import KubeObject, OwnerReference
+from nodewright.controllers.options import Options
+from nodewright.plugin.host import PluginHost
+from nodewright.simulation.runner import Simulation
+from nodewright_kwok.nodeclass import KWOKNodeClass
+
+GIB = 2**30
+ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
+
+
+def fake_type(
+    name: str,
+    cpu: int,
+    memory_gib: int,
+    *,
+    pods: int = 5,
+    arch: str = "amd64",
+    spot_zones: Iterable[str] = ZONES[:2],
+    on_demand_zones: Iterable[str] = ZONES,
+    price: float | None = None,
+) -> dict[str, Any]:
+    """An instance type priced as Karpenter's fake provider prices them (0.1 per CPU and per
+    10^9 bytes of memory), spot in zones 1-2 and on-demand in zones 1-3 by default."""
+    cost = price if price is not None else round(0.1 * cpu + 0.1 * memory_gib * GIB / 1e9, 6)
+    offerings = [{"zone": z, "capacityType": "spot", "price": cost} for z in spot_zones]
+    offerings += [{"zone": z, "capacityType": "on-demand", "price": cost} for z in on_demand_zones]
+    return {
+        "name": name,
+        "architecture": arch,
+        "operatingSystems": ["linux"],
+        "resources": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": str(pods)},
+        "offerings": offerings,
+    }
+
+
+#: Karpenter's default fake catalog (``pkg/cloudprovider/fake``).
+FAKE_TYPES = [
+    fake_type("small-instance-type", 2, 2),
+    fake_type("default-instance-type", 4, 4),
+    fake_type("arm-instance-type", 16, 128, arch="arm64"),
+]
+
+
+def pool_manifest(
+    name: str = "default",
+    *,
+    policy: str = "WhenEmptyOrUnderutilized",
+    consolidate_after: str = "0s",
+    budgets: list[dict[str, Any]] | None = None,
+    requirements: list[dict[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    expire_after: str = "720h",
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": dict(labels or {})},
+                "spec": {
+                    "requirements": requirements or [],
+                    "nodeClassRef": {
+                        "group": "karpenter.kwok.sh",
+                        "kind": "KWOKNodeClass",
+                        "name": "default",
+                    },
+                    "expireAfter": expire_after,
+                },
+            },
+            "disruption": {
+                "consolidationPolicy": policy,
+                "consolidateAfter": consolidate_after,
+                "budgets": budgets if budgets is not None else [{"nodes": "100%"}],
+            },
+        },
+    }
+
+
+def _in(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": [value]}
+
+
+class Harness:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        types: list[dict[str, Any]] | None = None,
+        options: Options | None = None,
+        pools: Iterable[dict[str, Any]] = (),
+    ) -> None:
+        catalog = tmp_path / "instance-types.json"
+        catalog.write_text(json.dumps(types or FAKE_TYPES))
+        self.sim = Simulation(
+            PluginHost.load(only=["kwok"]),
+            options,
+            {"kwok": {"instance-types-file": str(catalog)}},
+        )
+        self.cluster = self.sim.cluster
+        self.cluster.create(KWOKNodeClass.model_validate({"metadata": {"name": "default"}}))
+        for pool in list(pools) or [pool_manifest()]:
+            self.cluster.create(NodePool.model_validate(pool))
+        self._rs: dict[str, ReplicaSet] = {}
+        self.sim.advance(timedelta(seconds=1))
+
+    @property
+    def operator(self) -> Any:
+        return self.sim.operator
+
+    # -- building the cluster -------------------------------------------------------------------
+
+    def node(
+        self,
+        instance_type: str = "default-instance-type",
+        *,
+        zone: str = "test-zone-1",
+        capacity_type: str = "on-demand",
+        pool: str = "default",
+        annotations: Mapping[str, str] | None = None,
+    ) -> str:
+        """Launch one node of exactly this offering; return its name once it is initialized."""
+        (name,) = self.nodes(
+            1,
+            instance_type,
+            zone=zone,
+            capacity_type=capacity_type,
+            pool=pool,
+            annotations=annotations,
+        )
+        return name
+
+    def nodes(
+        self,
+        count: int,
+        instance_type: str = "default-instance-type",
+        *,
+        zone: str = "test-zone-1",
+        capacity_type: str = "on-demand",
+        pool: str = "default",
+        annotations: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """Launch ``count`` nodes at once; return their names once all are initialized."""
+        names = [
+            self.cluster.create(
+                NodeClaim.model_validate(
+                    {
+                        "metadata": {
+                            "generateName": f"{pool}-",
+                            "labels": {NODEPOOL_LABEL: pool},
+                            "annotations": dict(annotations or {}),
+                        },
+                        "spec": {
+                            "requirements": [
+                                _in(INSTANCE_TYPE_LABEL, instance_type),
+                                _in(ZONE_LABEL, zone),
+                                _in(CAPACITY_TYPE_LABEL, capacity_type),
+                            ],
+                            "nodeClassRef": {
+                                "group": "karpenter.kwok.sh",
+                                "kind": "KWOKNodeClass",
+                                "name": "default",
+                            },
+                        },
+                    }
+                )
+            ).name
+            for _ in range(count)
+        ]
+        self.sim.advance(timedelta(0))
+        for name in names:
+            node = self.cluster.get(Node, name)
+            if node is None or node.metadata.labels.get("karpenter.sh/initialized") != "true":
+                raise AssertionError(f"node {name} did not initialize")
+        return names
+
+    def pods(
+        self,
+        node: str,
+        count: int = 1,
+        *,
+        owner: str = "app",
+        cpu: str = "100m",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        spec: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Bind ``count`` running pods of ReplicaSet ``owner`` to ``node``."""
+        rs = self._replica_set(owner, count)
+        names = []
+        for _ in range(count):
+            pod = Pod.model_validate(
+                {
+                    "metadata": {
+                        "generateName": f"{owner}-",
+                        "namespace": "default",
+                        "labels": {"app": owner, **(labels or {})},
+                        "annotations": dict(annotations or {}),
+                    },
+                    "spec": {
+                        "nodeName": node,
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "pause",
+                                "resources": {"requests": {"cpu": cpu}},
+                            }
+                        ],
+                        **(spec or {}),
+                    },
+                    "status": {
+                        "phase": "Running",
+                        "conditions": [
+                            {"type": "PodScheduled", "status": "True"},
+                            {"type": "Ready", "status": "True"},
+                        ],
+                    },
+                }
+            )
+            pod.metadata.owner_references = [
+                OwnerReference(
+                    api_version="apps/v1",
+                    kind="ReplicaSet",
+                    name=rs.name,
+                    uid=rs.metadata.uid or "",
+                    controller=True,
+                )
+            ]
+            names.append(self.cluster.create(pod).name)
+        return names
+
+    def _replica_set(self, owner: str, more: int) -> ReplicaSet:
+        current = self._rs.get(owner)
+        if current is None:
+            rs = ReplicaSet.model_validate(
+                {
+                    "metadata": {"name": owner, "namespace": "default"},
+                    "spec": {
+                        "replicas": more,
+                        "selector": {"matchLabels": {"app": owner}},
+                        "template": {
+                            "metadata": {"labels": {"app": owner}},
+                            "spec": {"containers": [{"name": "app", "image": "pause"}]},
+                        },
+                    },
+                }
+            )
+            current = self.cluster.create(rs)
+        else:
+            current = self.cluster.get(ReplicaSet, owner, "default") or current
+            current.spec.replicas += more
+            current = self.cluster.update(current)
+        self._rs[owner] = current
+        return current
+
+    def pdb(self, name: str, labels: Mapping[str, str], *, max_unavailable: int | str = 0) -> None:
+        self.cluster.create(
+            PodDisruptionBudget.model_validate(
+                {
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {
+                        "maxUnavailable": max_unavailable,
+                        "selector": {"matchLabels": dict(labels)},
+                    },
+                }
+            )
+        )
+
+    def apply(self, obj: KubeObject) -> None:
+        self.sim.apply([obj])
+
+    # -- watching -------------------------------------------------------------------------------
+
+    def run(self, seconds: float) -> None:
+        self.sim.advance(timedelta(seconds=seconds))
+
+    def claims(self) -> list[NodeClaim]:
+        return self.cluster.list(NodeClaim)
+
+    def claim_names(self) -> set[str]:
+        return {c.name for c in self.claims()}
+
+    def live_claim_names(self) -> set[str]:
+        return {c.name for c in self.claims() if not c.deleting}
+
+    def node_names(self) -> set[str]:
+        return {n.name for n in self.cluster.list(Node)}
+
+    def events(self, reason: str) -> list[tuple[str, str]]:
+        """(``kind/name``, message) of every event with ``reason``."""
+        return [
+            (f"{(e.involved_object.kind or '').lower()}/{e.involved_object.name}", e.message)
+            for e in self.cluster.list(Event)
+            if e.reason == reason
+        ]
+
+    def instance_type(self, claim: NodeClaim) -> str | None:
+        return claim.metadata.labels.get(INSTANCE_TYPE_LABEL)
