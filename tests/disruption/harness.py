@@ -121,7 +121,17 @@ class Harness:
         for pool in list(pools) or [pool_manifest()]:
             self.cluster.create(NodePool.model_validate(pool))
         self._rs: dict[str, ReplicaSet] = {}
+        # While the scenario is built the disruption loop is held back, as Karpenter's tests
+        # apply every object before they reconcile the disruption singleton.
+        self._controllers = list(self.sim.operator.controllers)
+        self.sim.operator.controllers = [
+            c for c in self._controllers if c is not self.sim.operator.disruption
+        ]
         self.sim.advance(timedelta(seconds=1))
+
+    def start(self) -> None:
+        """Let the disruption loop run (``run`` does this too)."""
+        self.sim.operator.controllers = list(self._controllers)
 
     @property
     def operator(self) -> Any:
@@ -158,6 +168,7 @@ class Harness:
         capacity_type: str = "on-demand",
         pool: str = "default",
         annotations: Mapping[str, str] | None = None,
+        expire_after: str = "720h",
     ) -> list[str]:
         """Launch ``count`` nodes at once; return their names once all are initialized."""
         names = [
@@ -180,6 +191,7 @@ class Harness:
                                 "kind": "KWOKNodeClass",
                                 "name": "default",
                             },
+                            "expireAfter": expire_after,
                         },
                     }
                 )
@@ -291,6 +303,7 @@ class Harness:
     # -- watching -------------------------------------------------------------------------------
 
     def run(self, seconds: float) -> None:
+        self.start()
         self.sim.advance(timedelta(seconds=seconds))
 
     def claims(self) -> list[NodeClaim]:

@@ -12,7 +12,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodewright.api.core import Node, Pod
+from nodewright.api.apps import CSINode, StorageClass
+from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
 from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
 from nodewright.api.labels import (
@@ -31,7 +32,7 @@ from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.pdbs import PdbLimits
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.state import ClusterState, is_terminal, owner_kind
+from nodewright.controllers.state import ClusterState, VolumeFacts, is_terminal, owner_kind
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.pods import pod_tolerations
@@ -69,6 +70,9 @@ class Snapshot:
     #: Instance types by NodePool, for pools whose NodeClass resolves.
     instance_types: dict[str, list[InstanceType]]
     pdbs: PdbLimits
+    #: Namespace labels, for pod affinity namespace selectors.
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    volumes: VolumeFacts = field(default_factory=VolumeFacts)
     state: ClusterState = field(init=False)
 
     def __post_init__(self) -> None:
@@ -96,6 +100,13 @@ class Snapshot:
             pools=pools,
             instance_types=types,
             pdbs=PdbLimits.load(cluster, pods),
+            namespaces={ns.name: dict(ns.metadata.labels) for ns in cluster.list(Namespace)},
+            volumes=VolumeFacts.build(
+                cluster.list(PersistentVolumeClaim),
+                cluster.list(PersistentVolume),
+                cluster.list(StorageClass),
+                cluster.list(CSINode),
+            ),
         )
 
     def instance_type(self, pool: str, name: str) -> InstanceType | None:

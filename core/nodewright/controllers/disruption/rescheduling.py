@@ -8,7 +8,7 @@ NodeClaims from the NodePools where needed: Karpenter's ``SimulateScheduling``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Pod
@@ -40,6 +40,7 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
 from nodewright.scheduling.scheduler import offering_matches, solve
 from nodewright.scheduling.taints import Taint, tolerates_all
+from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 #: Karpenter's wording when a simulation would place pods nowhere.
 MAX_ERRORS_SHOWN = 5
@@ -126,24 +127,46 @@ def simulate(
         [*pending, *moving, *from_deleting],
         key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
     )
-    requests = [pod_request(pod, index) for index, pod in enumerate(pods)]
+    errors: dict[str, str] = {}
+    requests = []
+    for index, pod in enumerate(pods):
+        try:
+            volumes = pod_volumes(
+                pod,
+                snapshot.volumes.claims,
+                snapshot.volumes.volumes,
+                snapshot.volumes.storage_classes,
+            )
+        except VolumeProblem as problem:
+            errors[pod.key] = str(problem)
+            continue
+        requests.append(
+            replace(
+                pod_request(pod, index, snapshot.namespaces),
+                volume_requirements=volumes.requirements,
+                volumes=volumes.usage,
+            )
+        )
     existing = [
         node
-        for node in state.existing_nodes()
+        for node in state.existing_nodes(snapshot.volumes)
         if node.name not in names and (node.node_claim or "") not in names
     ]
-    result = solve(requests, existing, list(templates), options)
+    leaving = names | deleting_names
+    staying = [p for p in state.placed_pods(snapshot.namespaces) if p.node_name not in leaving]
+    result = solve(requests, existing, list(templates), options, placed=staying)
     pending_keys = {p.key for p in pending}
     deleting_keys = {p.key for p in from_deleting}
-    errors = {k: e for k, e in result.errors.items() if k not in pending_keys}
+    errors = {k: e for k, e in errors.items() if k not in pending_keys}
+    errors.update({k: e for k, e in result.errors.items() if k not in pending_keys})
     by_name = {node.name: node for node in existing}
-    for name, placed in result.existing_nodes.items():
+    for name, landed in result.existing_nodes.items():
         target = by_name.get(name)
         if target is None or target.initialized:
             continue
-        for pod in placed:
-            if pod.key not in deleting_keys and pod.key not in pending_keys:
-                errors[pod.key] = f"would schedule against uninitialized {_describe(target)}"
+        for request in landed:
+            if request.key not in deleting_keys and request.key not in pending_keys:
+                errors[request.key] = f"would schedule against uninitialized {_describe(target)}"
     return Rescheduling(result, errors)
 
 
