@@ -55,11 +55,21 @@ def test_an_instance_without_a_nodeclaim_is_deleted_after_thirty_seconds() -> No
 
 def test_a_nodeclaim_adopts_the_instance_launched_for_it_before_a_crash() -> None:
     world = KWOKWorld()
-    world.apply(node_pool(), NODE_CLASS)
+    # The adopted node stays empty: keep consolidation from removing it during the wait.
+    pool = node_pool().replace(
+        "spec:\n  template:", "spec:\n  disruption: {consolidateAfter: Never}\n  template:"
+    )
+    world.apply(pool, NODE_CLASS)
     world.settle()
     node_class = world.cluster.get(KWOKNodeClass, "default")
     assert node_class is not None
-    claim = world.cluster.create(make_node_claim("adopted", node_class))
+    # A claim its NodePool could have made (another one would be drifted and replaced).
+    fits_pool = [
+        ("kubernetes.io/os", "In", ["linux"]),
+        ("karpenter.sh/capacity-type", "In", ["on-demand"]),
+        ("karpenter.kwok.sh/instance-cpu", "In", ["4"]),
+    ]
+    claim = world.cluster.create(make_node_claim("adopted", node_class, fits_pool))
     # The launch went through, but the process died before it wrote the NodeClaim's status.
     instance = world.sim.host.launch(launch_request(world.sim.host, claim, node_class))
     world.advance(timedelta(minutes=3))
