@@ -134,6 +134,8 @@ class SolverOptions:
     preference_policy: str = "Respect"
     #: Karpenter's cap on instance types carried by one NodeClaim.
     max_instance_types: int = 600
+    #: Repack unconstrained pods when that is cheaper (see :mod:`nodewright.scheduling.repack`).
+    repack: bool = True
 
 
 @dataclass

@@ -25,7 +25,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from nodewright.api.labels import (
@@ -45,6 +45,7 @@ from nodewright.scheduling.model import (
     SchedulingResult,
     SolverOptions,
 )
+from nodewright.scheduling.repack import repack
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import (
     CPU,
@@ -953,11 +954,12 @@ class _Solver:
             self._topo_keys[topo] = topo_id
         state.topo_key = topo_id
 
-    def solve(self, pods: Sequence[PodRequest]) -> SchedulingResult:
+    def solve(self, pods: Sequence[PodRequest], keep_order: bool = False) -> SchedulingResult:
         states = [_PodState(p, i, self.respect) for i, p in enumerate(pods)]
         for state in states:
             self._prepare(state)
-        states.sort(key=lambda s: _queue_order(s.pod))
+        if not keep_order:
+            states.sort(key=lambda s: _queue_order(s.pod))
         queue = deque(states)
         last_length: dict[int, int] = {}
         errors: dict[str, str] = {}
@@ -1151,4 +1153,12 @@ def solve(
     and for the required anti-affinity they impose. Pods that cannot be placed appear in
     ``errors`` with Karpenter's explanation.
     """
-    return _Solver(existing, templates, options, pods, placed).solve(pods)
+    result = _Solver(existing, templates, options, pods, placed).solve(pods)
+    if not options.repack:
+        return result
+    plain = replace(options, repack=False)
+
+    def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
+        return _Solver((), [template], plain, batch, ()).solve(batch, keep_order=True)
+
+    return repack(result, pods, templates, placed, in_order)
