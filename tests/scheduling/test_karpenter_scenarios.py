@@ -53,6 +53,7 @@ from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     OS_LABEL,
+    WELL_KNOWN_LABELS,
     ZONE_LABEL,
 )
 from nodewright.api.meta import ObjectMeta
@@ -63,6 +64,7 @@ from nodewright.scheduling.model import (
     NodePoolTemplate,
     PlacedPod,
     SchedulingResult,
+    SolverOptions,
 )
 from nodewright.scheduling.pods import pod_requests
 from nodewright.scheduling.resources import resources
@@ -71,6 +73,10 @@ from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.volumes import node_volume_limits, pod_volumes
 from tests.conftest import Simulate
 
+#: Karpenter's fake provider makes its own labels well known.
+FAKE_OPTIONS = SolverOptions(
+    well_known_labels=WELL_KNOWN_LABELS | {SIZE_LABEL, SPECIAL_LABEL, INTEGER_LABEL}
+)
 #: The scheduling suite's NodePool: every capacity type, nothing else.
 SUITE_POOL = [ALL_CAPACITY_TYPES]
 AMD64 = {ARCH_LABEL: "amd64"}
@@ -83,7 +89,7 @@ def provision(
 ) -> SchedulingResult:
     """One provisioning pass: pods parsed from their spec, the suite's NodePool by default."""
     templates = pools if pools is not None else [node_pool(requirements=SUITE_POOL)]
-    return solve(requests_for(pods), existing, templates)
+    return solve(requests_for(pods), existing, templates, FAKE_OPTIONS)
 
 
 def claim_of(result: SchedulingResult, pod: api.Pod) -> NewNodeClaim:
@@ -650,11 +656,6 @@ def test_numeric_node_pool_requirements(operator: str, value: str, integer: str)
     assert node_label(claim, INTEGER_LABEL) == integer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="needs the provider's well-known labels (host.well_known_labels()) in the solver",
-)
 @pytest.mark.parametrize(
     ("node_selector", "launched"),
     [({SIZE_LABEL: "large"}, "arm-instance-type"), ({SIZE_LABEL: "small"}, "small-instance-type")],
@@ -674,7 +675,7 @@ def test_pods_may_select_provider_labels_the_node_pool_does_not_name(
 )
 def test_optional_instance_type_labels(operator: str, launched: str, has_special: bool) -> None:
     """Only large types carry ``special``. Karpenter's pool need not name it (the fake makes
-    it well known); here the pool allows it explicitly, see the xfail test above."""
+    it well known); here the pool allows it explicitly too."""
     pool = node_pool(requirements=[*SUITE_POOL, (SPECIAL_LABEL, "Exists", [])])
     if operator == "DoesNotExist":  # needs nothing from the pool
         pool = node_pool(requirements=SUITE_POOL)

@@ -170,7 +170,10 @@ class Provisioner:
             requests,
             state.existing_nodes(facts),
             templates,
-            SolverOptions(preference_policy=self._options.preference_policy),
+            SolverOptions(
+                preference_policy=self._options.preference_policy,
+                well_known_labels=well_known,
+            ),
             placed=state.placed_pods(namespaces),
         )
         pools = {t.name: t for t in templates}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from nodewright.api.labels import WELL_KNOWN_LABELS
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
@@ -136,6 +137,9 @@ class SolverOptions:
     max_instance_types: int = 600
     #: Repack unconstrained pods when that is cheaper (see :mod:`nodewright.scheduling.repack`).
     repack: bool = True
+    #: Labels every instance type defines (Karpenter's and the providers'): a pod may ask
+    #: for them although its NodePool does not mention them.
+    well_known_labels: frozenset[str] = WELL_KNOWN_LABELS
 
 
 @dataclass

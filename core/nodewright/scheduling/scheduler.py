@@ -628,16 +628,21 @@ def _min_values_problem(requirements: Requirements, options: Sequence[_TypeOptio
 
 
 class _MergeMemo:
-    """Memoised ``compatible`` + ``add`` of a claim's requirements with a pod's."""
+    """Memoised ``compatible`` + ``add`` of a claim's requirements with a pod's.
 
-    def __init__(self) -> None:
+    Keys in ``well_known`` may be required by the pod although the claim does not define
+    them: every instance type does (Karpenter's ``AllowUndefinedWellKnownLabels``).
+    """
+
+    def __init__(self, well_known: frozenset[str]) -> None:
         self._table: dict[tuple[Requirements, Requirements], Requirements | str] = {}
+        self._well_known = well_known
 
     def merge(self, base: Requirements, incoming: Requirements) -> Requirements | str:
         key = (base, incoming)
         found = self._table.get(key)
         if found is None:
-            problems = base.compatibility_problems(incoming)
+            problems = base.compatibility_problems(incoming, self._well_known)
             if problems:
                 found = "incompatible requirements, " + "; ".join(problems)
             else:
@@ -857,7 +862,7 @@ class _Solver:
         )
         self.topology = self._topology(pods, existing, placed)
         self.claims: list[_Claim] = []
-        self.memo = _MergeMemo()
+        self.memo = _MergeMemo(options.well_known_labels)
         self.hostnames = 0
         self.ranks = 0
         #: Claims in the order they were opened or had their requirements narrowed.
