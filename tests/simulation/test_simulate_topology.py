@@ -130,3 +130,19 @@ spec:
         assert affinity is not None
         text = affinity.model_dump_json()
         assert ZONE_A in text
+
+
+def test_a_pod_whose_claim_is_missing_is_ignored_with_a_reason(simulate: Simulate) -> None:
+    volume = """
+    volumes:
+      - name: data
+        persistentVolumeClaim: {claimName: missing}
+    """
+    result = simulate(node_pool() + KWOK_CLASS + deployment("db", 1, extra_spec=volume))
+    assert result.exit_code == 0, result.stderr
+    assert result.nodes() == []
+    (pending,) = result.pending()
+    messages = [e["message"] for e in result.events("FailedScheduling")]
+    expected = 'Failed to schedule pod, persistentvolumeclaim "missing" not found'
+    assert any(expected in m for m in messages), messages
+    assert pending["name"].startswith("db-")
