@@ -29,7 +29,12 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import ObjectMeta
 from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
-from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, PodRequest
+from nodewright.scheduling.model import (
+    DaemonOverheadGroup,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PodRequest,
+)
 from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import ResourceList, parse_resources, resources
@@ -141,7 +146,7 @@ def node_pool(
         taints=tuple(taints),
         instance_types=tuple(instance_types if instance_types is not None else catalog()),
         remaining=remaining,
-        daemon_overhead=daemon_overhead or {},
+        daemon_groups=(DaemonOverheadGroup(daemon_overhead),) if daemon_overhead else (),
     )
 
 

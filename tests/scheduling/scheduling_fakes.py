@@ -19,7 +19,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
-from nodewright.scheduling.model import HostPort, NodePoolTemplate, PodRequest
+from nodewright.scheduling.model import DaemonOverheadGroup, HostPort, NodePoolTemplate, PodRequest
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, parse_resources, resources
 from nodewright.scheduling.taints import Taint, Toleration
@@ -105,7 +105,7 @@ def node_pool(
         taints=tuple(taints),
         instance_types=tuple(instance_types if instance_types is not None else fake_catalog()),
         remaining=limits,
-        daemon_overhead=daemon_overhead or {},
+        daemon_groups=(DaemonOverheadGroup(daemon_overhead),) if daemon_overhead else (),
     )
 
 

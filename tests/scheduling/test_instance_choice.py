@@ -8,9 +8,15 @@ import dataclasses
 from scheduling_fakes import instance_type, node_pool, pod
 
 from nodewright.api.labels import WELL_KNOWN_LABELS
-from nodewright.scheduling.instancetype import InstanceType
-from nodewright.scheduling.model import SolverOptions
+from nodewright.scheduling.instancetype import InstanceType, Offering
+from nodewright.scheduling.model import (
+    DaemonOverheadGroup,
+    HostPort,
+    NodePoolTemplate,
+    SolverOptions,
+)
 from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.resources import resources
 from nodewright.scheduling.scheduler import solve
 
 FAMILY = "example.com/instance-family"
@@ -53,3 +59,85 @@ def test_a_well_known_provider_label_still_excludes_types_without_the_value() ->
     result = solve([wanted], [], [node_pool(instance_types=_family_catalog())], provider)
     assert not result.new_node_claims
     assert "no instance type met all requirements" in result.errors[wanted.key]
+
+
+# -- daemonset overhead per instance type ------------------------------------------------------
+
+
+def _arch_catalog() -> list[InstanceType]:
+    """An amd64 and a cheaper arm64 type of the same size (2 CPU, 1.9 allocatable)."""
+    cheap_arm = [Offering("test-zone-1", "on-demand", 0.01)]
+    return [
+        instance_type("amd", cpu="2", memory="2Gi"),
+        instance_type("arm", cpu="2", memory="2Gi", arch="arm64", offerings=cheap_arm),
+    ]
+
+
+def _pool(
+    groups: tuple[DaemonOverheadGroup, ...], catalog: list[InstanceType] | None = None
+) -> NodePoolTemplate:
+    pool = node_pool(instance_types=catalog if catalog is not None else _arch_catalog())
+    return dataclasses.replace(pool, daemon_groups=groups)
+
+
+def _arm_daemons(cpu: str, ports: tuple[HostPort, ...] = ()) -> DaemonOverheadGroup:
+    return DaemonOverheadGroup(resources(cpu=cpu, pods=1), frozenset({"arm"}), ports)
+
+
+def test_a_daemon_on_some_types_only_weighs_on_those_types() -> None:
+    pool = _pool((_arm_daemons("1"),))
+    big = pod("1500m")
+    (claim,) = solve([big], [], [pool]).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["amd"]
+    # Only amd is left, and no daemon runs there: the claim asks for the pod alone.
+    assert claim.requests == resources(cpu="1500m", pods=1)
+
+
+def test_node_claim_requests_add_the_smallest_overhead_among_remaining_types() -> None:
+    groups = (
+        _arm_daemons("500m"),
+        DaemonOverheadGroup(resources(cpu="200m", memory="1Gi", pods=2), frozenset({"amd"})),
+    )
+    pool = _pool(groups)
+    small = pod("100m")
+    (claim,) = solve([small], [], [pool]).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["arm", "amd"]
+    # Element-wise minimum of both groups: 200m CPU, no memory, one daemon pod slot.
+    assert claim.requests == resources(cpu="300m", pods=2)
+
+
+def test_types_whose_daemons_leave_no_room_are_not_listed() -> None:
+    pool = _pool((_arm_daemons("1900m"),))
+    (claim,) = solve([pod("100m")], [], [pool]).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["amd"]
+
+
+def test_daemon_host_ports_are_reserved_on_their_types() -> None:
+    port = HostPort(8080)
+    pool = _pool((_arm_daemons("100m", (port,)),))
+    wants_port = pod("100m", host_ports=[port])
+    other_port = pod("100m", host_ports=[HostPort(9090)])
+    result = solve([wants_port], [], [pool])
+    assert [it.name for it in result.new_node_claims[0].instance_types] == ["amd"]
+    result = solve([other_port], [], [pool])
+    assert [it.name for it in result.new_node_claims[0].instance_types] == ["arm", "amd"]
+
+    only_arm = _pool((_arm_daemons("100m", (port,)),), _arch_catalog()[1:])
+    result = solve([wants_port], [], [only_arm])
+    assert not result.new_node_claims
+    assert "Port=8080" in result.errors[wants_port.key]
+    assert "held by daemonset pods" in result.errors[wants_port.key]
+
+
+def test_failure_names_the_daemonset_overhead_range() -> None:
+    groups = (
+        _arm_daemons("500m"),
+        DaemonOverheadGroup(resources(cpu="200m", pods=1), frozenset({"amd"})),
+    )
+    pool = _pool(groups)
+    huge = pod("3")
+    error = solve([huge], [], [pool]).errors[huge.key]
+    assert 'daemonset overhead=min={"cpu":"200m","pods":"1"} max={"cpu":"500m","pods":"1"}' in (
+        error
+    )
+    assert "no instance type has enough resources" in error

@@ -111,7 +111,8 @@ def test_no_placement_breaks_the_rules(
     for claim in result.new_node_claims:
         pool = template[claim.node_pool]
         assert claim.instance_types
-        total = merge(pool.daemon_overhead, *(p.requests for p in claim.pods))
+        overhead = pool.daemon_groups[0].overhead if pool.daemon_groups else {}
+        total = merge(overhead, *(p.requests for p in claim.pods))
         assert claim.requests == total
         for it in claim.instance_types:
             allocatable = catalog[it.name].allocatable()

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from nodewright.api.apps import CSINode, DaemonSet, StorageClass
 from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.karpenter import (
+    CONDITION_LAUNCHED,
     CONDITION_READY,
     NodeClaim,
     NodeClaimResources,
@@ -26,6 +27,7 @@ from nodewright.api.labels import (
     NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
     NODEPOOL_LABEL,
+    WELL_KNOWN_LABELS,
 )
 from nodewright.api.meta import ObjectMeta, OwnerReference, is_true
 from nodewright.clock import Clock
@@ -33,7 +35,7 @@ from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options
-from nodewright.controllers.state import ClusterState, VolumeFacts, is_provisionable
+from nodewright.controllers.state import ClusterState, VolumeFacts, is_provisionable, owner_kind
 from nodewright.controllers.templates import (
     node_class_label_for,
     node_pool_requirements,
@@ -44,8 +46,16 @@ from nodewright.controllers.templates import (
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
-from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, PodRequest, SolverOptions
+from nodewright.scheduling.model import (
+    DaemonOverheadGroup,
+    ExistingNode,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PodRequest,
+    SolverOptions,
+)
 from nodewright.scheduling.pods import (
+    pod_host_ports,
     pod_request,
     pod_requests,
     pod_requirement_terms,
@@ -59,6 +69,7 @@ from nodewright.scheduling.resources import (
     format_resources_json,
     merge,
     parse_resources,
+    subtract,
 )
 from nodewright.scheduling.scheduler import offering_matches, solve
 from nodewright.scheduling.taints import Taint, tolerates_all
@@ -165,10 +176,15 @@ class Provisioner:
             return []
 
         state = ClusterState.build(self._cluster.list(Node), self._cluster.list(NodeClaim), pods)
-        templates, pool_errors = self._templates(state)
+        pods_of_daemons = daemon_pods(self._cluster.list(DaemonSet))
+        templates, pool_errors = self._templates(state, pods_of_daemons, well_known)
+        existing = [
+            _reserve_daemons(node, state, pods_of_daemons, well_known)
+            for node in state.existing_nodes(facts)
+        ]
         result = solve(
             requests,
-            state.existing_nodes(facts),
+            existing,
             templates,
             SolverOptions(
                 preference_policy=self._options.preference_policy,
@@ -220,14 +236,15 @@ class Provisioner:
                 log.warning("Could not schedule pod %s, %s", key, message)
         return created
 
-    def _templates(self, state: ClusterState) -> tuple[list[NodePoolTemplate], list[str]]:
+    def _templates(
+        self, state: ClusterState, pods_of_daemons: Sequence[Pod], well_known: frozenset[str]
+    ) -> tuple[list[NodePoolTemplate], list[str]]:
         """Every usable NodePool as a solver template, heaviest first; and why others are not."""
         templates: list[NodePoolTemplate] = []
         problems: list[str] = []
         pools = sorted(
             self._cluster.list(NodePool), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
         )
-        daemonsets = self._cluster.list(DaemonSet)
         for pool in pools:
             if pool.deleting or pool.spec.replicas is not None:
                 continue
@@ -262,7 +279,9 @@ class Provisioner:
                     taints=taints,
                     instance_types=tuple(instance_types),
                     remaining=_remaining(pool, state),
-                    daemon_overhead=_daemon_overhead(daemonsets, requirements, taints),
+                    daemon_groups=daemon_overhead_groups(
+                        pods_of_daemons, requirements, taints, instance_types, well_known
+                    ),
                 )
             )
         return templates, problems
@@ -363,17 +382,81 @@ def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
     return {name: limits[name] - total.get(name, 0) for name in limits}
 
 
-def _daemon_overhead(
-    daemonsets: Sequence[DaemonSet], requirements: Requirements, taints: Sequence[Taint]
-) -> ResourceList:
-    """Requests of the daemonset pods that would run on a node of this pool."""
-    overhead: list[ResourceList] = []
-    for daemonset in daemonsets:
-        pod = Pod(metadata=daemonset.spec.template.metadata, spec=daemonset.spec.template.spec)
-        if tolerates_all(pod_tolerations(pod), taints) is not None:
+def _reserve_daemons(
+    node: ExistingNode, state: ClusterState, daemon_pods: Sequence[Pod], well_known: frozenset[str]
+) -> ExistingNode:
+    """``node`` with room kept for the daemonset pods that will run there but do not yet.
+
+    Karpenter's remaining daemon overhead: the requests of daemonset pods that tolerate the
+    node's taints and whose strict node requirements its labels meet, less the daemonset
+    pods already running there, never below zero. A NodeClaim that has not launched offers
+    exactly what it was sized for, daemons included, so it keeps nothing more.
+    """
+    if node.in_flight:
+        claim = next((c for c in state.node_claims if c.name == node.name), None)
+        if claim is None or not is_true(claim.status.conditions, CONDITION_LAUNCHED):
+            return node
+    labels = Requirements.from_labels(node.labels)
+    expected = [
+        pod_requests(p)
+        for p in daemon_pods
+        if tolerates_all(pod_tolerations(p), node.taints) is None
+        and labels.compatible(pod_requirement_terms(p)[0], well_known)
+    ]
+    if not expected:
+        return node
+    running = [
+        pod_requests(p)
+        for p in state.pods_by_node.get(node.name, [])
+        if owner_kind(p) == "DaemonSet"
+    ]
+    missing = {k: v for k, v in subtract(merge(*expected), merge(*running)).items() if v > 0}
+    if not missing:
+        return node
+    return dataclasses.replace(node, requested=merge(node.requested, missing))
+
+
+def daemon_pods(daemonsets: Sequence[DaemonSet]) -> list[Pod]:
+    """The pod each daemonset would run on a node."""
+    return [Pod(metadata=d.spec.template.metadata, spec=d.spec.template.spec) for d in daemonsets]
+
+
+def daemon_overhead_groups(
+    daemon_pods: Sequence[Pod],
+    requirements: Requirements,
+    taints: Sequence[Taint],
+    instance_types: Sequence[InstanceType],
+    well_known: frozenset[str] = WELL_KNOWN_LABELS,
+) -> tuple[DaemonOverheadGroup, ...]:
+    """The pool's instance types grouped by the daemonset pods that would run on them.
+
+    A daemonset pod runs on a type when it tolerates the pool's taints and one of its
+    required node-affinity terms is compatible with both the pool's requirements and the
+    type's labels (custom keys the type does not define are not held against it).
+    """
+    tolerant = [p for p in daemon_pods if tolerates_all(pod_tolerations(p), taints) is None]
+    terms = {
+        index: [t for t in pod_requirement_terms(p) if requirements.compatible(t, well_known)]
+        for index, p in enumerate(tolerant)
+    }
+    members: dict[tuple[int, ...], list[str]] = {}
+    for instance_type in instance_types:
+        landing = tuple(
+            index
+            for index, pod_terms in terms.items()
+            if any(not instance_type.requirements.intersects(t) for t in pod_terms)
+        )
+        members.setdefault(landing, []).append(instance_type.name)
+    groups: list[DaemonOverheadGroup] = []
+    for landing, names in members.items():
+        if not landing:
             continue
-        terms = pod_requirement_terms(pod)
-        if not any(requirements.compatible(term) for term in terms):
-            continue
-        overhead.append(pod_requests(pod))
-    return merge(*overhead) if overhead else {}
+        pods = [tolerant[index] for index in landing]
+        groups.append(
+            DaemonOverheadGroup(
+                overhead=merge(*(pod_requests(p) for p in pods)),
+                instance_types=frozenset(names),
+                host_ports=tuple(port for p in pods for port in pod_host_ports(p)),
+            )
+        )
+    return tuple(groups)

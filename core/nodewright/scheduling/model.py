@@ -18,6 +18,7 @@ from nodewright.scheduling.taints import Taint, Toleration
 from nodewright.scheduling.topology import ANTI_AFFINITY, PlacedPod, TopologyTerm
 
 __all__ = [
+    "DaemonOverheadGroup",
     "ExistingNode",
     "HostPort",
     "NewNodeClaim",
@@ -112,6 +113,23 @@ class ExistingNode:
 
 
 @dataclass(frozen=True)
+class DaemonOverheadGroup:
+    """Instance types of a NodePool on which the same daemonset pods would run.
+
+    Karpenter's ``DaemonOverheadGroup``: a daemonset whose node affinity picks some
+    instance types (``arch: arm64``) only weighs on those, so each type is checked against
+    its own group's overhead.
+    """
+
+    #: Requests of those daemonset pods together.
+    overhead: ResourceList
+    #: Names of the instance types; None for every type of the pool.
+    instance_types: frozenset[str] | None = None
+    #: Host ports those daemonset pods hold on every such node.
+    host_ports: tuple[HostPort, ...] = ()
+
+
+@dataclass(frozen=True)
 class NodePoolTemplate:
     """A NodePool as the solver sees it: what a new NodeClaim from it would look like."""
 
@@ -124,8 +142,9 @@ class NodePoolTemplate:
     instance_types: tuple[InstanceType, ...]
     #: Limits minus current usage; None when the pool has no limits.
     remaining: ResourceList | None = None
-    #: Requests of the daemonset pods that would land on a node of this pool.
-    daemon_overhead: ResourceList = field(default_factory=dict)
+    #: Daemonset pods that would land on a node of this pool, by instance type; a type in
+    #: no group runs none.
+    daemon_groups: tuple[DaemonOverheadGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +172,7 @@ class NewNodeClaim:
     #: Options, cheapest compatible available offering first; at most ``max_instance_types``.
     instance_types: list[InstanceType]
     pods: list[PodRequest]
-    #: Pod requests plus daemonset overhead: what the node must fit.
+    #: Pod requests plus the smallest daemonset overhead among its instance types' groups.
     requests: ResourceList
     #: A placeholder name used while solving (``hostname-placeholder-0001``).
     hostname: str = ""

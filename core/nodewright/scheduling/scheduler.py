@@ -37,6 +37,7 @@ from nodewright.api.labels import (
 )
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import (
+    DaemonOverheadGroup,
     ExistingNode,
     HostPort,
     NewNodeClaim,
@@ -53,7 +54,9 @@ from nodewright.scheduling.resources import (
     PODS,
     ResourceList,
     format_resources_json,
+    maximum,
     merge,
+    subtract,
 )
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, Toleration
 from nodewright.scheduling.topology import (
@@ -73,6 +76,8 @@ IGNORE_PREFERENCES = "Ignore"
 _MEMO_LIMIT = 2_000_000
 #: A CPU request this large is almost certainly ``M`` typed for ``m``.
 _TYPO_CPU = 10**6 * 1000
+#: The overhead group of an instance type no daemonset pod lands on.
+_NO_DAEMONS = DaemonOverheadGroup({})
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -145,16 +150,21 @@ def _is_ephemeral(taint: Taint, startup: Sequence[Taint]) -> bool:
 class _TypeOption:
     """An instance type with what the solver asks of it precomputed.
 
-    CPU, memory and pod slots are plain attributes because nearly every fit check is about
-    them; what each offering set costs under given requirements is cached per requirements
-    (claims from one pool share few distinct requirement sets).
+    ``allocatable`` is what is left for pods once the daemonset pods of the type's overhead
+    group are counted, so fit checks compare pod requests alone. CPU, memory and pod slots
+    are plain attributes because nearly every fit check is about them; what each offering
+    set costs under given requirements is cached per requirements (claims from one pool
+    share few distinct requirement sets).
     """
 
     __slots__ = (
         "_offers",
         "allocatable",
         "cpu",
+        "daemon_ports",
         "extras",
+        "fits_nothing",
+        "group",
         "index",
         "instance_type",
         "memory",
@@ -168,13 +178,20 @@ class _TypeOption:
         instance_type: InstanceType,
         allocatable: ResourceList,
         offerings: tuple[Offering, ...],
+        group: DaemonOverheadGroup = _NO_DAEMONS,
     ) -> None:
         self.index = index
         self.instance_type = instance_type
+        if group.overhead:
+            allocatable = subtract(allocatable, group.overhead)
         self.allocatable = allocatable
+        #: The daemons alone do not fit: no pod can go there.
+        self.fits_nothing = any(v < 0 for v in allocatable.values())
+        self.group = group
+        self.daemon_ports = group.host_ports
         #: Available offerings only; unavailable ones never launch.
         self.offerings = offerings
-        self.cpu = allocatable.get(CPU, 0)
+        self.cpu = -1 if self.fits_nothing else allocatable.get(CPU, 0)
         self.memory = allocatable.get(MEMORY, 0)
         self.pods = allocatable.get(PODS, 0)
         #: Every other resource (GPUs, ephemeral storage...).
@@ -244,14 +261,18 @@ class _Template:
         self.name = template.name
         self.requirements = template.requirements
         self.taints = template.taints
-        self.daemon_overhead: ResourceList = dict(template.daemon_overhead)
+        self.daemon_groups = template.daemon_groups
         self.remaining: ResourceList | None = (
             dict(template.remaining) if template.remaining is not None else None
         )
         options: list[_TypeOption] = []
         for it in template.instance_types:
             option = _TypeOption(
-                len(options), it, it.allocatable(), tuple(o for o in it.offerings if o.available)
+                len(options),
+                it,
+                it.allocatable(),
+                tuple(o for o in it.offerings if o.available),
+                _group_of(it.name, template.daemon_groups),
             )
             if option.compatible(self.requirements) and option.has_offering(self.requirements):
                 options.append(option)
@@ -262,6 +283,36 @@ class _Template:
         self._compatible: dict[Requirements, frozenset[int]] = {}
         self._ranked: dict[Requirements, list[_TypeOption]] = {}
         self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
+        self._port_blocked: dict[tuple[HostPort, ...], frozenset[int]] = {}
+        overheads = [g.overhead for g in template.daemon_groups if g.overhead]
+        #: Smallest and largest daemonset overhead, for failure messages.
+        self.overhead_bounds: tuple[ResourceList, ResourceList] | None = (
+            (_smallest(overheads), maximum(overheads)) if overheads else None
+        )
+
+    def port_blocked(self, ports: tuple[HostPort, ...]) -> frozenset[int]:
+        """Indices of types whose daemonset pods already hold one of ``ports``."""
+        found = self._port_blocked.get(ports)
+        if found is None:
+            found = frozenset(
+                o.index
+                for o in self.options
+                if o.daemon_ports and _port_conflict(ports, o.daemon_ports) is not None
+            )
+            self._port_blocked[ports] = found
+        return found
+
+    def overhead_text(self) -> str:
+        """The ``daemonset overhead=`` part of a failure message ("" without daemons)."""
+        if self.overhead_bounds is None:
+            return ""
+        low, high = self.overhead_bounds
+        if low == high:
+            return f"daemonset overhead={format_resources_json(low)}, "
+        return (
+            f"daemonset overhead=min={format_resources_json(low)} "
+            f"max={format_resources_json(high)}, "
+        )
 
     def domain_source(self) -> DomainSource:
         """The topology domains this pool's nodes can have (Karpenter's ``buildDomainGroups``)."""
@@ -380,7 +431,9 @@ class _Claim:
         self.template = template
         self.requirements = template.requirements
         self.options = options
-        self.requests: ResourceList = dict(template.daemon_overhead)
+        #: Requests of its pods; each type's daemonset overhead is already out of its
+        #: allocatable, and the smallest is added when the claim is finished.
+        self.requests: ResourceList = {}
         self.pods: list[PodRequest] = []
         self.ports: list[HostPort] = []
         self._ceiling: ResourceList | None = None
@@ -485,6 +538,12 @@ class _Claim:
         else:
             compatible = self.template.compatible_ids(requirements)
             remaining = [o for o in self._fitting(requests) if o.index in compatible]
+        if pod.host_ports and remaining:
+            blocked = self.template.port_blocked(pod.host_ports)
+            if blocked:
+                remaining = [o for o in remaining if o.index not in blocked]
+                if not remaining:
+                    return _daemon_port_error(pod.host_ports, self.options)
         if not remaining:
             return self._explain(pod, requirements, requests) if explain else ""
         short = _min_values_problem(requirements, remaining)
@@ -519,7 +578,7 @@ class _Claim:
         met = fit = offered = met_fit = met_offered = fit_offered = False
         for option in self.options:
             compatible = option.compatible(requirements)
-            fits = _fits(requests, option.allocatable)
+            fits = not option.fits_nothing and _fits(requests, option.allocatable)
             has_offering = option.has_offering(requirements)
             met |= compatible
             fit |= fits
@@ -563,9 +622,15 @@ class _Claim:
             )
         else:
             reason = "no instance type met the requirements/resources/offering tuple"
-        asked = merge(self.template.daemon_overhead, pod.requests)
+        bounds = self.template.overhead_bounds
+        if bounds is None:
+            asked = format_resources_json(pod.requests)
+        else:
+            low = format_resources_json(merge(bounds[0], pod.requests))
+            high = format_resources_json(merge(bounds[1], pod.requests))
+            asked = low if low == high else f"min={low}, max={high}"
         return (
-            f"no instance type satisfied resources {format_resources_json(asked)} and "
+            f"no instance type satisfied resources {asked} and "
             f"requirements {requirements} ({reason})"
         )
 
@@ -582,12 +647,14 @@ class _Claim:
             ),
             Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
         )
+        overheads = {id(o.group): o.group.overhead for o in ranked}
+        requests = merge(self.requests, _smallest(list(overheads.values())))
         return NewNodeClaim(
             node_pool=self.template.name,
             requirements=final,
             instance_types=[o.instance_type for o in ranked],
             pods=list(self.pods),
-            requests=dict(self.requests),
+            requests=requests,
             hostname=self.hostname,
         )
 
@@ -611,6 +678,31 @@ def _ceiling(options: Sequence[_TypeOption]) -> ResourceList:
             if value > ceiling.get(name, -1):
                 ceiling[name] = value
     return ceiling
+
+
+def _group_of(name: str, groups: Sequence[DaemonOverheadGroup]) -> DaemonOverheadGroup:
+    for group in groups:
+        if group.instance_types is None or name in group.instance_types:
+            return group
+    return _NO_DAEMONS
+
+
+def _smallest(lists: Sequence[Mapping[str, int]]) -> ResourceList:
+    """Element-wise smallest (a resource some list lacks counts as 0), as Karpenter's
+    ``MinResources``."""
+    if not lists:
+        return {}
+    keys = set().union(*lists)
+    smallest = {k: min(values.get(k, 0) for values in lists) for k in keys}
+    return {k: v for k, v in smallest.items() if v}
+
+
+def _daemon_port_error(ports: Sequence[HostPort], options: Sequence[_TypeOption]) -> str:
+    for option in options:
+        conflict = _port_conflict(ports, option.daemon_ports)
+        if conflict is not None:
+            return f"{conflict} (held by daemonset pods)"
+    return "host ports are held by daemonset pods"
 
 
 def _min_values_problem(requirements: Requirements, options: Sequence[_TypeOption]) -> str | None:
@@ -1044,13 +1136,9 @@ class _Solver:
             claim = _Claim(template, options, self.memo)
             opened = claim.plan(state, topology, hostname, explain=True)
             if isinstance(opened, _Refusal):
-                overhead = (
-                    f"daemonset overhead={format_resources_json(template.daemon_overhead)}, "
-                    if template.daemon_overhead
-                    else ""
-                )
                 problems.append(
-                    f'incompatible with nodepool "{template.name}", {overhead}{opened.reason}'
+                    f'incompatible with nodepool "{template.name}", '
+                    f"{template.overhead_text()}{opened.reason}"
                 )
                 continue
             self.hostnames += 1

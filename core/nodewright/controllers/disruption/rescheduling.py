@@ -21,6 +21,7 @@ from nodewright.controllers.disruption.candidates import (
     blocks_disruption,
     is_reschedulable,
 )
+from nodewright.controllers.provisioning import daemon_overhead_groups, daemon_pods
 from nodewright.controllers.state import ClusterState, is_provisionable
 from nodewright.controllers.templates import node_pool_requirements, taints_from_api
 from nodewright.scheduling.instancetype import InstanceType
@@ -32,14 +33,10 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.pods import (
     pod_request,
-    pod_requests,
-    pod_requirement_terms,
-    pod_tolerations,
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
 from nodewright.scheduling.scheduler import offering_matches, solve
-from nodewright.scheduling.taints import Taint, tolerates_all
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 #: Karpenter's wording when a simulation would place pods nowhere.
@@ -89,7 +86,9 @@ def node_pool_templates(
                 taints=taints,
                 instance_types=tuple(instance_types),
                 remaining=_remaining(pool, snapshot.state),
-                daemon_overhead=_daemon_overhead(daemonsets, requirements, taints),
+                daemon_groups=daemon_overhead_groups(
+                    daemon_pods(daemonsets), requirements, taints, instance_types
+                ),
             )
         )
     return templates
@@ -199,17 +198,3 @@ def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
     total = merge(*used)
     total["nodes"] = count * 1000
     return {name: limits[name] - total.get(name, 0) for name in limits}
-
-
-def _daemon_overhead(
-    daemonsets: Sequence[DaemonSet], requirements: Requirements, taints: Sequence[Taint]
-) -> ResourceList:
-    overhead: list[ResourceList] = []
-    for daemonset in daemonsets:
-        pod = Pod(metadata=daemonset.spec.template.metadata, spec=daemonset.spec.template.spec)
-        if tolerates_all(pod_tolerations(pod), taints) is not None:
-            continue
-        if not any(requirements.compatible(term) for term in pod_requirement_terms(pod)):
-            continue
-        overhead.append(pod_requests(pod))
-    return merge(*overhead) if overhead else {}
