@@ -7,7 +7,7 @@ import dataclasses
 
 from scheduling_fakes import instance_type, node_pool, pod
 
-from nodewright.api.labels import WELL_KNOWN_LABELS
+from nodewright.api.labels import INSTANCE_TYPE_LABEL, WELL_KNOWN_LABELS
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import (
     DaemonOverheadGroup,
@@ -15,7 +15,7 @@ from nodewright.scheduling.model import (
     NodePoolTemplate,
     SolverOptions,
 )
-from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.scheduler import solve
 
@@ -141,3 +141,70 @@ def test_failure_names_the_daemonset_overhead_range() -> None:
         error
     )
     assert "no instance type has enough resources" in error
+
+
+# -- minValues and truncation ------------------------------------------------------------------
+
+
+def _sized_catalog() -> list[InstanceType]:
+    """Four types of 2, 4, 8 and 16 CPU, cheapest smallest."""
+    return [instance_type(f"cpu-{n}", cpu=str(n), memory=f"{n}Gi") for n in (2, 4, 8, 16)]
+
+
+def _min_types(count: int) -> NodePoolTemplate:
+    pool = node_pool(instance_types=_sized_catalog())
+    at_least = Requirement.of(INSTANCE_TYPE_LABEL, "Exists", min_values=count)
+    return dataclasses.replace(pool, requirements=pool.requirements.add(at_least))
+
+
+BEST_EFFORT = SolverOptions(min_values_policy="BestEffort")
+
+
+def test_strict_min_values_leave_a_pod_pending_when_too_few_types_hold_it() -> None:
+    big = pod("7")  # only the 8 and 16 CPU types hold it
+    result = solve([big], [], [_min_types(3)])
+    assert not result.new_node_claims
+    assert (
+        "minValues requirement is not met for label(s) [node.kubernetes.io/instance-type]"
+        in result.errors[big.key]
+    )
+
+
+def test_best_effort_lowers_min_values_to_what_remains_and_says_so() -> None:
+    big = pod("7")
+    (claim,) = solve([big], [], [_min_types(3)], BEST_EFFORT).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["cpu-8", "cpu-16"]
+    assert claim.requirements[INSTANCE_TYPE_LABEL].min_values == 2
+    assert claim.min_values_relaxed
+
+
+def test_min_values_met_are_not_relaxed() -> None:
+    (claim,) = solve([pod("1")], [], [_min_types(3)], BEST_EFFORT).new_node_claims
+    assert len(claim.instance_types) == 4
+    assert claim.requirements[INSTANCE_TYPE_LABEL].min_values == 3
+    assert not claim.min_values_relaxed
+
+
+def test_truncation_keeps_the_cheapest_types() -> None:
+    pool = node_pool(instance_types=_sized_catalog())
+    options = SolverOptions(max_instance_types=2)
+    (claim,) = solve([pod("1")], [], [pool], options).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["cpu-2", "cpu-4"]
+    assert claim.requirements[INSTANCE_TYPE_LABEL].values == {"cpu-2", "cpu-4"}
+
+
+def test_truncation_that_breaks_strict_min_values_leaves_the_pods_pending() -> None:
+    pods = [pod("1"), pod("1")]
+    options = SolverOptions(max_instance_types=2)
+    result = solve(pods, [], [_min_types(3)], options)
+    assert not result.new_node_claims
+    for placed in pods:
+        assert "couldn't meet minValues requirements" in result.errors[placed.key]
+
+
+def test_truncation_under_best_effort_lowers_min_values() -> None:
+    options = SolverOptions(max_instance_types=2, min_values_policy="BestEffort")
+    (claim,) = solve([pod("1")], [], [_min_types(3)], options).new_node_claims
+    assert [it.name for it in claim.instance_types] == ["cpu-2", "cpu-4"]
+    assert claim.requirements[INSTANCE_TYPE_LABEL].min_values == 2
+    assert claim.min_values_relaxed

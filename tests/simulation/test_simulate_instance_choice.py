@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from nodewright.api.core import Container, Node, Pod, PodSpec, ResourceRequirements
-from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL
+from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, MIN_VALUES_RELAXED_ANNOTATION
 from nodewright.api.meta import ObjectMeta
+from nodewright.controllers.options import Options
 from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
 
 FAMILY = "karpenter.kwok.sh/instance-family"
@@ -116,3 +117,63 @@ def test_daemons_already_running_on_a_node_are_not_counted_twice() -> None:
     created = world.sim.operator.provisioner.provision([pod], [pod, *agents])
     assert created == []
     assert any("static-1" in m for m in world.messages("Nominated"))
+
+
+def memory_app(name: str, memory: str) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - name: app
+          image: pause
+          resources: {{requests: {{cpu: 100m, memory: {memory}}}}}
+"""
+
+
+def _pool_with_min_families() -> str:
+    """The 4 CPU KWOK types (families c, s and m) asking for three families."""
+    pool = node_pool()
+    return pool.replace(
+        "        - {key: karpenter.kwok.sh/instance-cpu",
+        "        - {key: karpenter.kwok.sh/instance-family, operator: Exists, minValues: 3}\n"
+        "        - {key: karpenter.kwok.sh/instance-cpu",
+    )
+
+
+def test_strict_min_values_keep_a_pod_pending() -> None:
+    world = KWOKWorld()
+    # 12Gi does not fit the 8Gi "c" family: two families remain.
+    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
+    world.settle()
+    assert world.claims() == []
+    assert any("minValues requirement is not met" in m for m in world.messages("FailedScheduling"))
+
+
+def test_best_effort_min_values_annotate_the_node_claim() -> None:
+    world = KWOKWorld()
+    world.sim.options = Options(min_values_policy="BestEffort")
+    world.restart()
+    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
+    world.settle()
+    (claim,) = world.claims()
+    assert claim.metadata.annotations[MIN_VALUES_RELAXED_ANNOTATION] == "true"
+    family = next(r for r in claim.spec.requirements if r.key == FAMILY)
+    assert family.min_values == 2
+    assert all(p.spec.node_name for p in world.pods("big"))
+
+
+def test_min_values_met_are_annotated_as_not_relaxed() -> None:
+    world = KWOKWorld()
+    world.sim.options = Options(min_values_policy="BestEffort")
+    world.restart()
+    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("small", "1Gi"))
+    world.settle()
+    (claim,) = world.claims()
+    assert claim.metadata.annotations[MIN_VALUES_RELAXED_ANNOTATION] == "false"

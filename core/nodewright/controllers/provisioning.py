@@ -23,6 +23,7 @@ from nodewright.api.karpenter import (
 )
 from nodewright.api.labels import (
     HOSTNAME_LABEL,
+    MIN_VALUES_RELAXED_ANNOTATION,
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
@@ -189,6 +190,7 @@ class Provisioner:
             SolverOptions(
                 preference_policy=self._options.preference_policy,
                 well_known_labels=well_known,
+                min_values_policy=self._options.min_values_policy,
             ),
             placed=state.placed_pods(namespaces),
         )
@@ -307,6 +309,7 @@ class Provisioner:
                     **spec.metadata.annotations,
                     NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
                     NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                    MIN_VALUES_RELAXED_ANNOTATION: "true" if new.min_values_relaxed else "false",
                 },
                 owner_references=[
                     OwnerReference(

@@ -159,6 +159,9 @@ class SolverOptions:
     #: Labels every instance type defines (Karpenter's and the providers'): a pod may ask
     #: for them although its NodePool does not mention them.
     well_known_labels: frozenset[str] = WELL_KNOWN_LABELS
+    #: ``Strict`` leaves pods pending when fewer instance types than a requirement's
+    #: minValues remain; ``BestEffort`` lowers minValues to what remains.
+    min_values_policy: str = "Strict"
 
 
 @dataclass
@@ -176,6 +179,8 @@ class NewNodeClaim:
     requests: ResourceList
     #: A placeholder name used while solving (``hostname-placeholder-0001``).
     hostname: str = ""
+    #: BestEffort lowered a minValues of its NodePool's requirements.
+    min_values_relaxed: bool = False
 
 
 @dataclass

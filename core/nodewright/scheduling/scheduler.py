@@ -72,6 +72,7 @@ from nodewright.scheduling.topology import (
 NODES = "nodes"
 ONE_NODE = 1000
 IGNORE_PREFERENCES = "Ignore"
+MIN_VALUES_BEST_EFFORT = "BestEffort"
 #: Entries kept in the solver's per-shape rejection memo before it starts over.
 _MEMO_LIMIT = 2_000_000
 #: A CPU request this large is almost certainly ``M`` typed for ``m``.
@@ -257,8 +258,10 @@ def order_by_price(
 class _Template:
     """A NodePool during one solve: its launchable types, limits left, and memo tables."""
 
-    def __init__(self, template: NodePoolTemplate) -> None:
+    def __init__(self, template: NodePoolTemplate, relax_min_values: bool = False) -> None:
         self.name = template.name
+        #: BestEffort minValues: lower them to what is achievable instead of failing.
+        self.relax_min_values = relax_min_values
         self.requirements = template.requirements
         self.taints = template.taints
         self.daemon_groups = template.daemon_groups
@@ -546,9 +549,14 @@ class _Claim:
                     return _daemon_port_error(pod.host_ports, self.options)
         if not remaining:
             return self._explain(pod, requirements, requests) if explain else ""
-        short = _min_values_problem(requirements, remaining)
-        if short is not None:
-            return short
+        short = _min_values_shortfall(requirements, remaining)
+        if short:
+            if not self.template.relax_min_values:
+                return (
+                    f"{_min_values_text(short)}, requirements={requirements}, "
+                    f"resources={format_resources_json(pod.requests)}"
+                )
+            requirements = _lower_min_values(requirements, short)
         return _Plan(requirements, remaining, requests)
 
     def commit(self, state: _PodState, plan: _Plan, topology: Topology) -> None:
@@ -634,12 +642,24 @@ class _Claim:
             f"requirements {requirements} ({reason})"
         )
 
-    def finish(self, max_instance_types: int) -> NewNodeClaim:
-        """The NodeClaim to create: its types cheapest first, pinned in its requirements."""
+    def finish(self, max_instance_types: int) -> NewNodeClaim | str:
+        """The NodeClaim to create: its types cheapest first, pinned in its requirements; or
+        why it cannot be (keeping only the cheapest ``max_instance_types`` types breaks
+        minValues under the Strict policy)."""
         requirements = self.requirements
         kept = {o.index for o in self.options}
         ranked = [o for o in self.template.ranked(requirements) if o.index in kept]
-        del ranked[max_instance_types:]
+        if len(ranked) > max_instance_types:
+            del ranked[max_instance_types:]
+            short = _min_values_shortfall(requirements, ranked)
+            if short:
+                if not self.template.relax_min_values:
+                    return (
+                        f'pod didn\'t schedule because NodePool "{self.template.name}" '
+                        "couldn't meet minValues requirements, keeping the cheapest "
+                        f"{max_instance_types} instance types: {_min_values_text(short)}"
+                    )
+                requirements = _lower_min_values(requirements, short)
         capacity_types = frozenset().union(*(o.offer(requirements)[1] for o in ranked))
         final = requirements.add(
             Requirement(
@@ -656,6 +676,7 @@ class _Claim:
             pods=list(self.pods),
             requests=requests,
             hostname=self.hostname,
+            min_values_relaxed=_min_values_lowered(self.template.requirements, final),
         )
 
 
@@ -705,7 +726,11 @@ def _daemon_port_error(ports: Sequence[HostPort], options: Sequence[_TypeOption]
     return "host ports are held by daemonset pods"
 
 
-def _min_values_problem(requirements: Requirements, options: Sequence[_TypeOption]) -> str | None:
+def _min_values_shortfall(
+    requirements: Requirements, options: Sequence[_TypeOption]
+) -> dict[str, int]:
+    """Keys whose minValues ``options`` cannot meet, with how many values they do offer."""
+    short: dict[str, int] = {}
     for key, requirement in requirements.items():
         if requirement.min_values is None:
             continue
@@ -715,8 +740,33 @@ def _min_values_problem(requirements: Requirements, options: Sequence[_TypeOptio
             if found is not None and not found.complement:
                 values |= found.values
         if len(values) < requirement.min_values:
-            return f"min requirement not met for {key}"
-    return None
+            short[key] = len(values)
+    return short
+
+
+def _min_values_text(short: Mapping[str, int]) -> str:
+    return f"minValues requirement is not met for label(s) [{' '.join(sorted(short))}]"
+
+
+def _lower_min_values(requirements: Requirements, short: Mapping[str, int]) -> Requirements:
+    """BestEffort: minValues lowered to what the remaining types offer."""
+    return Requirements(
+        replace(r, min_values=short[key]) if key in short else r for key, r in requirements.items()
+    )
+
+
+def _min_values_lowered(template: Requirements, final: Requirements) -> bool:
+    for key, requirement in template.items():
+        if requirement.min_values is None:
+            continue
+        now = final.get(key)
+        if (
+            now is not None
+            and now.min_values is not None
+            and now.min_values < requirement.min_values
+        ):
+            return True
+    return False
 
 
 class _MergeMemo:
@@ -947,7 +997,8 @@ class _Solver:
         self.nodes = [_Node(n) for n in sorted(existing, key=lambda n: (not n.initialized, n.name))]
         ordered = sorted(templates, key=lambda t: t.name, reverse=True)
         ordered.sort(key=lambda t: t.weight, reverse=True)
-        self.templates = [_Template(t) for t in ordered]
+        relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
+        self.templates = [_Template(t, relax) for t in ordered]
         self.usable = [t for t in self.templates if t.options]
         self.prefer_no_schedule_exists = any(
             taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
@@ -1074,10 +1125,18 @@ class _Solver:
             self._prepare(state)
             queue.append(state)
             last_length[state.seq] = len(queue)
+        unplaced = {s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors}
+        finished: list[NewNodeClaim] = []
+        for claim in self.claims:
+            outcome = claim.finish(self.options.max_instance_types)
+            if isinstance(outcome, str):
+                unplaced.update((pod.key, outcome) for pod in claim.pods)
+                continue
+            finished.append(outcome)
         return SchedulingResult(
-            new_node_claims=[c.finish(self.options.max_instance_types) for c in self.claims],
+            new_node_claims=finished,
             existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
-            errors={s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors},
+            errors=unplaced,
         )
 
     def _try(self, state: _PodState) -> str | None:
