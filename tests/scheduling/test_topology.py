@@ -453,3 +453,30 @@ def test_plain_pods_are_unaffected_by_unrelated_topology() -> None:
     result = solve(pods, [], [node_pool()])
     assert not result.errors
     assert len(result.new_node_claims) == 1
+
+
+def test_spread_over_a_custom_label_the_node_pools_set() -> None:
+    # Two pools label their nodes rack=a and rack=b; a spread on "rack" balances them.
+    pools = [node_pool("rack-a", labels={"rack": "a"}), node_pool("rack-b", labels={"rack": "b"})]
+    pods = [make_pod(labels={"app": "web"}, spread=[spread("rack")]) for _ in range(4)]
+    result = solve(pods, [], pools)
+    assert not result.errors
+    per_rack = Counter(c.node_pool for c in result.new_node_claims for _ in c.pods)
+    assert per_rack == Counter({"rack-a": 2, "rack-b": 2})
+
+
+def test_anti_affinity_on_capacity_type_blocks_both_until_a_claim_is_pinned() -> None:
+    # Like zones, a NodeClaim that may still be spot or on-demand occupies both.
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term("karpenter.sh/capacity-type")]
+        }
+    }
+    spot_only = node_pool(
+        "spot", weight=10, requirements=[("karpenter.sh/capacity-type", "In", ["spot"])]
+    )
+    on_demand = node_pool("od", requirements=[("karpenter.sh/capacity-type", "In", ["on-demand"])])
+    pods = [make_pod(labels={"app": "web"}, affinity=anti) for _ in range(3)]
+    result = solve(pods, [], [spot_only, on_demand])
+    assert sorted(c.node_pool for c in result.new_node_claims) == ["od", "spot"]
+    assert len(result.errors) == 1
