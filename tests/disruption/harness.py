@@ -16,11 +16,15 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
     NODEPOOL_LABEL,
     ZONE_LABEL,
 )
 from nodewright.api.meta import KubeObject, OwnerReference
 from nodewright.controllers.options import Options
+from nodewright.controllers.templates import nodepool_hash
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright_kwok.nodeclass import KWOKNodeClass
@@ -170,7 +174,15 @@ class Harness:
         annotations: Mapping[str, str] | None = None,
         expire_after: str = "720h",
     ) -> list[str]:
-        """Launch ``count`` nodes at once; return their names once all are initialized."""
+        """Launch ``count`` nodes at once; return their names once all are initialized.
+
+        The NodeClaims carry their NodePool's hash, as provisioning stamps them.
+        """
+        owner = self.cluster.get(NodePool, pool)
+        stamped = dict(annotations or {})
+        if owner is not None:
+            stamped[NODEPOOL_HASH_ANNOTATION] = nodepool_hash(owner)
+            stamped[NODEPOOL_HASH_VERSION_ANNOTATION] = NODEPOOL_HASH_VERSION
         names = [
             self.cluster.create(
                 NodeClaim.model_validate(
@@ -178,7 +190,7 @@ class Harness:
                         "metadata": {
                             "generateName": f"{pool}-",
                             "labels": {NODEPOOL_LABEL: pool},
-                            "annotations": dict(annotations or {}),
+                            "annotations": stamped,
                         },
                         "spec": {
                             "requirements": [

@@ -35,6 +35,7 @@ from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.state import ClusterState, VolumeFacts, is_terminal, owner_kind
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
+from nodewright.scheduling.model import ExistingNode, PlacedPod
 from nodewright.scheduling.pods import pod_tolerations
 from nodewright.scheduling.taints import Taint
 
@@ -80,6 +81,8 @@ class Snapshot:
         self._types_by_name = {
             pool: {it.name: it for it in types} for pool, types in self.instance_types.items()
         }
+        self._existing: list[ExistingNode] | None = None
+        self._placed: list[PlacedPod] | None = None
 
     @classmethod
     def take(cls, cluster: Cluster, catalog: Catalog, clock: Clock) -> Snapshot:
@@ -108,6 +111,18 @@ class Snapshot:
                 cluster.list(CSINode),
             ),
         )
+
+    def existing_nodes(self) -> list[ExistingNode]:
+        """The cluster's nodes and in-flight NodeClaims as the solver sees them (computed once)."""
+        if self._existing is None:
+            self._existing = self.state.existing_nodes(self.volumes)
+        return self._existing
+
+    def placed_pods(self) -> list[PlacedPod]:
+        """Running pods as topology counting sees them (computed once)."""
+        if self._placed is None:
+            self._placed = self.state.placed_pods(self.namespaces)
+        return self._placed
 
     def instance_type(self, pool: str, name: str) -> InstanceType | None:
         return self._types_by_name.get(pool, {}).get(name)

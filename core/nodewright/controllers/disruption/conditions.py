@@ -89,9 +89,24 @@ class NodeClaimDisruptionConditions:
         self._pod_states: dict[str, _PodState] = {}
         self._provider_drift: dict[str, tuple[datetime, str | None]] = {}
         self._instance_type_checked: dict[str, datetime] = {}
+        #: The resourceVersion of the last full pass and when it next wanted to run: while
+        #: nothing is written and nothing is due, a pass would change nothing.
+        self._seen: tuple[int, datetime | None] | None = None
 
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
+        version = self._cluster.resource_version()
+        if self._seen is not None and self._seen[0] == version:
+            due = self._seen[1]
+            if due is None:
+                return None
+            if now < due:
+                return due - now
+        wake = self._pass(now)
+        self._seen = (self._cluster.resource_version(), None if wake is None else now + wake)
+        return wake
+
+    def _pass(self, now: datetime) -> timedelta | None:
         claims = self._cluster.list(NodeClaim)
         nodes = {n.spec.provider_id: n for n in self._cluster.list(Node) if n.spec.provider_id}
         pods_by_node: dict[str, list[Pod]] = {}

@@ -148,11 +148,11 @@ def simulate(
         )
     existing = [
         node
-        for node in state.existing_nodes(snapshot.volumes)
+        for node in snapshot.existing_nodes()
         if node.name not in names and (node.node_claim or "") not in names
     ]
     leaving = names | deleting_names
-    staying = [p for p in state.placed_pods(snapshot.namespaces) if p.node_name not in leaving]
+    staying = [p for p in snapshot.placed_pods() if p.node_name not in leaving]
     result = solve(requests, existing, list(templates), options, placed=staying)
     pending_keys = {p.key for p in pending}
     deleting_keys = {p.key for p in from_deleting}
