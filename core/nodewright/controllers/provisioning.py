@@ -17,20 +17,13 @@ from nodewright.api.karpenter import (
     CONDITION_LAUNCHED,
     CONDITION_READY,
     NodeClaim,
-    NodeClaimResources,
-    NodeClaimSpec,
     NodePool,
 )
 from nodewright.api.labels import (
-    HOSTNAME_LABEL,
-    MIN_VALUES_RELAXED_ANNOTATION,
-    NODEPOOL_HASH_ANNOTATION,
-    NODEPOOL_HASH_VERSION,
-    NODEPOOL_HASH_VERSION_ANNOTATION,
     NODEPOOL_LABEL,
     WELL_KNOWN_LABELS,
 )
-from nodewright.api.meta import ObjectMeta, OwnerReference, is_true
+from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
@@ -38,10 +31,8 @@ from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options
 from nodewright.controllers.state import ClusterState, VolumeFacts, is_provisionable, owner_kind
 from nodewright.controllers.templates import (
-    node_class_label_for,
+    node_claim_for,
     node_pool_requirements,
-    nodepool_hash,
-    requirements_to_api,
     taints_from_api,
 )
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
@@ -66,7 +57,6 @@ from nodewright.scheduling.pods import (
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import (
     ResourceList,
-    format_resources,
     format_resources_json,
     merge,
     parse_resources,
@@ -292,47 +282,7 @@ class Provisioner:
         pool = self._cluster.get(NodePool, template.name)
         if pool is None:
             return None
-        spec = pool.spec.template
-        class_label, class_name = node_class_label_for(pool)
-        requirements = new.requirements
-        labels = {
-            **{k: v for k, v in requirements.labels().items() if k != HOSTNAME_LABEL},
-            **spec.metadata.labels,
-            NODEPOOL_LABEL: pool.name,
-            class_label: class_name,
-        }
-        claim = NodeClaim(
-            metadata=ObjectMeta(
-                generate_name=f"{pool.name}-",
-                labels=labels,
-                annotations={
-                    **spec.metadata.annotations,
-                    NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
-                    NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
-                    MIN_VALUES_RELAXED_ANNOTATION: "true" if new.min_values_relaxed else "false",
-                },
-                owner_references=[
-                    OwnerReference(
-                        api_version=pool.api_version,
-                        kind=pool.kind,
-                        name=pool.name,
-                        uid=pool.metadata.uid or "",
-                        block_owner_deletion=True,
-                    )
-                ],
-            ),
-            spec=NodeClaimSpec(
-                requirements=requirements_to_api(
-                    Requirements(r for k, r in requirements.items() if k != HOSTNAME_LABEL)
-                ),
-                taints=list(spec.spec.taints),
-                startup_taints=list(spec.spec.startup_taints),
-                resources=NodeClaimResources(requests=format_resources(new.requests)),
-                node_class_ref=spec.spec.node_class_ref.model_copy(),
-                expire_after=spec.spec.expire_after,
-                termination_grace_period=spec.spec.termination_grace_period,
-            ),
-        )
+        claim = node_claim_for(pool, new)
         try:
             created = self._cluster.create(claim)
         except ClusterError as error:

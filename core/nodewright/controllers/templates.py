@@ -7,8 +7,24 @@ import json
 from collections.abc import Iterable, Sequence
 
 from nodewright.api import core as api
-from nodewright.api.karpenter import NodeClaim, NodePool, NodeSelectorRequirementWithMinValues
-from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, node_class_label
+from nodewright.api.karpenter import (
+    NodeClaim,
+    NodeClaimResources,
+    NodeClaimSpec,
+    NodePool,
+    NodeSelectorRequirementWithMinValues,
+)
+from nodewright.api.labels import (
+    HOSTNAME_LABEL,
+    MIN_VALUES_RELAXED_ANNOTATION,
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
+    NODEPOOL_LABEL,
+    node_class_label,
+)
+from nodewright.api.meta import ObjectMeta, OwnerReference
+from nodewright.scheduling.model import NewNodeClaim
 from nodewright.scheduling.requirements import (
     DOES_NOT_EXIST,
     EXISTS,
@@ -17,6 +33,7 @@ from nodewright.scheduling.requirements import (
     Requirement,
     Requirements,
 )
+from nodewright.scheduling.resources import format_resources
 from nodewright.scheduling.taints import Taint
 
 
@@ -94,3 +111,49 @@ def nodepool_hash(pool: NodePool) -> str:
     }
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     return str(int(digest[:15], 16))
+
+
+def node_claim_for(pool: NodePool, new: NewNodeClaim) -> NodeClaim:
+    """The NodeClaim to create for a solver's ``new`` claim: owned by ``pool``, named after it,
+    stamped with its hash; provisioning and disruption replacements build them alike."""
+    template = pool.spec.template
+    class_label, class_name = node_class_label_for(pool)
+    requirements = new.requirements
+    labels = {
+        **{k: v for k, v in requirements.labels().items() if k != HOSTNAME_LABEL},
+        **template.metadata.labels,
+        NODEPOOL_LABEL: pool.name,
+        class_label: class_name,
+    }
+    return NodeClaim(
+        metadata=ObjectMeta(
+            generate_name=f"{pool.name}-",
+            labels=labels,
+            annotations={
+                **template.metadata.annotations,
+                NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
+                NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                MIN_VALUES_RELAXED_ANNOTATION: "true" if new.min_values_relaxed else "false",
+            },
+            owner_references=[
+                OwnerReference(
+                    api_version=pool.api_version,
+                    kind=pool.kind,
+                    name=pool.name,
+                    uid=pool.metadata.uid or "",
+                    block_owner_deletion=True,
+                )
+            ],
+        ),
+        spec=NodeClaimSpec(
+            requirements=requirements_to_api(
+                Requirements(r for k, r in requirements.items() if k != HOSTNAME_LABEL)
+            ),
+            taints=list(template.spec.taints),
+            startup_taints=list(template.spec.startup_taints),
+            resources=NodeClaimResources(requests=format_resources(new.requests)),
+            node_class_ref=template.spec.node_class_ref.model_copy(),
+            expire_after=template.spec.expire_after,
+            termination_grace_period=template.spec.termination_grace_period,
+        ),
+    )

@@ -25,8 +25,8 @@ from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundErr
 from nodewright.controllers.disruption.candidates import CONDITION_DISRUPTION_REASON
 from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import Command
-from nodewright.controllers.disruption.nodeclaims import replacement_node_claim
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.templates import node_claim_for
 from nodewright.scheduling.resources import format_resources_json
 
 log = logging.getLogger("nodewright.disruption")
@@ -92,7 +92,7 @@ class OrchestrationQueue:
                 pool = self._cluster.get(NodePool, new.node_pool)
                 if pool is None:
                     raise CommandFailedError(f"nodepool {new.node_pool} is gone")
-                created = self._cluster.create(replacement_node_claim(pool, new))
+                created = self._cluster.create(node_claim_for(pool, new))
                 queued.replacements.append(created.name)
                 log.info(
                     "Created nodeclaim %s (nodepool %s) to replace %s, requests %s",
