@@ -249,9 +249,8 @@ class Provisioner:
             except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
                 problems.append(f'nodepool "{pool.name}": {error}')
                 continue
-            requirements = node_pool_requirements(pool)
-            taints = taints_from_api(pool.spec.template.spec.taints)
-            if not any(_launchable(it, requirements) for it in instance_types):
+            template = node_pool_template(pool, instance_types, state, pods_of_daemons, well_known)
+            if template is None:
                 self._events.publish(
                     pool,
                     "NoCompatibleInstanceTypes",
@@ -263,19 +262,7 @@ class Provisioner:
                     "available instance types"
                 )
                 continue
-            templates.append(
-                NodePoolTemplate(
-                    name=pool.name,
-                    weight=pool.spec.weight or 0,
-                    requirements=requirements,
-                    taints=taints,
-                    instance_types=tuple(instance_types),
-                    remaining=_remaining(pool, state),
-                    daemon_groups=daemon_overhead_groups(
-                        pods_of_daemons, requirements, taints, instance_types, well_known
-                    ),
-                )
-            )
+            templates.append(template)
         return templates, problems
 
     def _create_node_claim(self, new: NewNodeClaim, template: NodePoolTemplate) -> NodeClaim | None:
@@ -296,6 +283,34 @@ class Provisioner:
             format_resources_json(new.requests),
         )
         return created
+
+
+def node_pool_template(
+    pool: NodePool,
+    instance_types: Sequence[InstanceType],
+    state: ClusterState,
+    pods_of_daemons: Sequence[Pod],
+    well_known: frozenset[str] = WELL_KNOWN_LABELS,
+) -> NodePoolTemplate | None:
+    """The pool as the solver sees it, or None when no instance type can be launched from it.
+
+    Provisioning and consolidation simulations both build their templates here.
+    """
+    requirements = node_pool_requirements(pool)
+    if not any(_launchable(it, requirements) for it in instance_types):
+        return None
+    taints = taints_from_api(pool.spec.template.spec.taints)
+    return NodePoolTemplate(
+        name=pool.name,
+        weight=pool.spec.weight or 0,
+        requirements=requirements,
+        taints=taints,
+        instance_types=tuple(instance_types),
+        remaining=_remaining(pool, state),
+        daemon_groups=daemon_overhead_groups(
+            pods_of_daemons, requirements, taints, instance_types, well_known
+        ),
+    )
 
 
 def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool:

@@ -25,6 +25,20 @@ class Offering:
     #: Further labels a node launched from this offering gets (e.g. a reservation ID).
     labels: Mapping[str, str] = field(default_factory=dict)
 
+    def matches(self, requirements: Requirements) -> bool:
+        """True when a node bought through this offering satisfies ``requirements``."""
+        zone = requirements.get(ZONE_LABEL)
+        if zone is not None and not zone.has(self.zone):
+            return False
+        capacity_type = requirements.get(CAPACITY_TYPE_LABEL)
+        if capacity_type is not None and not capacity_type.has(self.capacity_type):
+            return False
+        for key, value in self.labels.items():
+            requirement = requirements.get(key)
+            if requirement is not None and not requirement.has(value):
+                return False
+        return True
+
     def requirements(self) -> Requirements:
         return Requirements.from_labels(
             {ZONE_LABEL: self.zone, CAPACITY_TYPE_LABEL: self.capacity_type, **self.labels}

@@ -40,15 +40,10 @@ def claim_price(claim: NewNodeClaim) -> float:
     """What the NodeClaim costs if the provider buys its cheapest option."""
     if not claim.instance_types:
         return 0.0
-    cheapest = claim.instance_types[0]
-    zone = claim.requirements.get("topology.kubernetes.io/zone")
-    capacity = claim.requirements.get("karpenter.sh/capacity-type")
     prices = [
         o.price
-        for o in cheapest.offerings
-        if o.available
-        and (zone is None or zone.has(o.zone))
-        and (capacity is None or capacity.has(o.capacity_type))
+        for o in claim.instance_types[0].offerings
+        if o.available and o.matches(claim.requirements)
     ]
     return min(prices, default=0.0)
 

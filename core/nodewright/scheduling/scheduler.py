@@ -33,7 +33,6 @@ from nodewright.api.labels import (
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
-    ZONE_LABEL,
 )
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import (
@@ -92,17 +91,7 @@ def _fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
 
 def offering_matches(offering: Offering, requirements: Requirements) -> bool:
     """True when a node bought through ``offering`` satisfies ``requirements``."""
-    zone = requirements.get(ZONE_LABEL)
-    if zone is not None and not zone.has(offering.zone):
-        return False
-    capacity_type = requirements.get(CAPACITY_TYPE_LABEL)
-    if capacity_type is not None and not capacity_type.has(offering.capacity_type):
-        return False
-    for key, value in offering.labels.items():
-        requirement = requirements.get(key)
-        if requirement is not None and not requirement.has(value):
-            return False
-    return True
+    return offering.matches(requirements)
 
 
 def _untolerated(

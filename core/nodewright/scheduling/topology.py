@@ -396,6 +396,8 @@ class Topology:
     ) -> None:
         self._sources = sources
         node_list = list(nodes)
+        #: Node name -> its labels as requirements, built once for every group's node filter.
+        self._node_requirements: dict[str, Requirements] = {}
         self.groups: dict[TopologyTerm, TopologyGroup] = {}
         self.inverse: dict[TopologyTerm, TopologyGroup] = {}
         for term in terms:
@@ -411,10 +413,8 @@ class Topology:
             self._inverse_group(term)
         for name, labels, _ in node_list:
             self.register_hostname(labels.get(HOSTNAME_LABEL, name))
-        self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[TopologyGroup]] = {}
-        self._selected_by_inverse: dict[
-            tuple[str, tuple[tuple[str, str], ...]], list[TopologyGroup]
-        ] = {}
+        self._selecting: dict[_PodKey, list[TopologyGroup]] = {}
+        self._selected_by_inverse: dict[_PodKey, list[TopologyGroup]] = {}
 
     def _domains(self, term: TopologyTerm) -> set[str]:
         found: set[str] = set()
@@ -440,12 +440,12 @@ class Topology:
     ) -> TopologyGroup:
         group = TopologyGroup(term, self._domains(term))
         node_filter = term.node_filter
-        for _, labels, taints in nodes:
+        for name, labels, taints in nodes:
             domain = labels.get(term.key)
             if domain is None:
                 continue
             if node_filter is None or node_filter.matches(
-                taints, Requirements.from_labels(labels), allow_undefined=False
+                taints, self._labels_of(name, labels), allow_undefined=False
             ):
                 group.register(domain)
         for pod in placed:
@@ -457,11 +457,19 @@ class Topology:
             if domain is None:
                 continue
             if node_filter is not None and not node_filter.matches(
-                pod.node_taints, Requirements.from_labels(pod.node_labels), allow_undefined=False
+                pod.node_taints,
+                self._labels_of(pod.node_name, pod.node_labels),
+                allow_undefined=False,
             ):
                 continue
             group.record((domain,))
         return group
+
+    def _labels_of(self, node_name: str, labels: Mapping[str, str]) -> Requirements:
+        found = self._node_requirements.get(node_name)
+        if found is None:
+            found = self._node_requirements[node_name] = Requirements.from_labels(labels)
+        return found
 
     def _inverse_group(self, term: TopologyTerm) -> TopologyGroup:
         group = self.inverse.get(term)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, replace
 
 from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Pod
-from nodewright.api.karpenter import CONDITION_READY, NodePool
-from nodewright.api.labels import NODEPOOL_LABEL
+from nodewright.api.karpenter import CONDITION_READY
 from nodewright.api.meta import is_true
 from nodewright.controllers.disruption.candidates import (
     Candidate,
@@ -21,10 +20,8 @@ from nodewright.controllers.disruption.candidates import (
     blocks_disruption,
     is_reschedulable,
 )
-from nodewright.controllers.provisioning import daemon_overhead_groups, daemon_pods
-from nodewright.controllers.state import ClusterState, is_provisionable
-from nodewright.controllers.templates import node_pool_requirements, taints_from_api
-from nodewright.scheduling.instancetype import InstanceType
+from nodewright.controllers.provisioning import daemon_pods, node_pool_template
+from nodewright.controllers.state import is_provisionable
 from nodewright.scheduling.model import (
     ExistingNode,
     NodePoolTemplate,
@@ -34,9 +31,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.pods import (
     pod_request,
 )
-from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import ResourceList, merge, parse_resources
-from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.scheduler import solve
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 #: Karpenter's wording when a simulation would place pods nowhere.
@@ -63,6 +58,7 @@ def node_pool_templates(
 ) -> list[NodePoolTemplate]:
     """Every NodePool that could launch a replacement, as the provisioner sees it."""
     templates = []
+    pods_of_daemons = daemon_pods(daemonsets)
     pools = sorted(
         snapshot.pools.values(), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
     )
@@ -74,23 +70,9 @@ def node_pool_templates(
         instance_types = snapshot.instance_types.get(pool.name)
         if not instance_types:
             continue
-        requirements = node_pool_requirements(pool)
-        taints = taints_from_api(pool.spec.template.spec.taints)
-        if not any(_launchable(it, requirements) for it in instance_types):
-            continue
-        templates.append(
-            NodePoolTemplate(
-                name=pool.name,
-                weight=pool.spec.weight or 0,
-                requirements=requirements,
-                taints=taints,
-                instance_types=tuple(instance_types),
-                remaining=_remaining(pool, snapshot.state),
-                daemon_groups=daemon_overhead_groups(
-                    daemon_pods(daemonsets), requirements, taints, instance_types
-                ),
-            )
-        )
+        template = node_pool_template(pool, instance_types, snapshot.state, pods_of_daemons)
+        if template is not None:
+            templates.append(template)
     return templates
 
 
@@ -176,25 +158,3 @@ def _describe(node: ExistingNode) -> str:
     if not node.in_flight:
         parts.append(f"node/{node.name}")
     return ", ".join(parts)
-
-
-def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool:
-    if instance_type.requirements.intersects(requirements):
-        return False
-    return any(o.available and offering_matches(o, requirements) for o in instance_type.offerings)
-
-
-def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
-    if not pool.spec.limits:
-        return None
-    limits = parse_resources(pool.spec.limits)
-    used: list[ResourceList] = []
-    count = 0
-    for claim in state.node_claims:
-        if claim.metadata.labels.get(NODEPOOL_LABEL) != pool.name:
-            continue
-        count += 1
-        used.append(parse_resources(claim.status.capacity or claim.spec.resources.requests))
-    total = merge(*used)
-    total["nodes"] = count * 1000
-    return {name: limits[name] - total.get(name, 0) for name in limits}
