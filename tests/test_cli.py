@@ -99,3 +99,28 @@ def test_simulate_without_the_kwok_provider_says_how_to_install_it(tmp_path: Pat
     assert "Traceback" not in completed.stderr
     assert "KWOKNodeClass" in completed.stderr
     assert 'pip install "nodewright[kwok]"' in completed.stderr
+
+
+def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_verbose() -> None:
+    import logging
+
+    from nodewright.cli import _ClockFormatter
+    from nodewright.clock import SimulatedClock
+
+    try:
+        raise TypeError("'str' object is not callable")
+    except TypeError:
+        record = logging.LogRecord(
+            "nodewright.operator",
+            logging.ERROR,
+            __file__,
+            1,
+            "controller %s failed",
+            ("x",),
+            sys.exc_info(),
+        )
+    quiet = _ClockFormatter(SimulatedClock()).format(record)
+    assert quiet.endswith("controller x failed: TypeError: 'str' object is not callable")
+    assert "Traceback" not in quiet
+    loud = _ClockFormatter(SimulatedClock(), verbose=True).format(record)
+    assert "Traceback (most recent call last)" in loud

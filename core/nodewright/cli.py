@@ -48,19 +48,26 @@ class InputError(Exception):
 class _ClockFormatter(logging.Formatter):
     """Karpenter-style lines stamped with the (simulated) clock: ``TIME LEVEL logger message``."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, verbose: bool = False) -> None:
         super().__init__()
         self._clock = clock
+        self._verbose = verbose
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = self._clock.now().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         logger = record.name.removeprefix("nodewright.")
-        return f"{stamp}\t{record.levelname}\t{logger}\t{record.getMessage()}"
+        line = f"{stamp}\t{record.levelname}\t{logger}\t{record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            line += f": {type(error).__name__}: {error}"
+            if self._verbose:
+                line += "\n" + self.formatException(record.exc_info)
+        return line
 
 
 def _configure_logging(clock: Clock, verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(_ClockFormatter(clock))
+    handler.setFormatter(_ClockFormatter(clock, verbose))
     root = logging.getLogger("nodewright")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

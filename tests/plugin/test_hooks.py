@@ -22,6 +22,7 @@ from nodewright.plugin import (
     PluginContractError,
     ProviderContext,
     ProviderInfo,
+    Reservation,
     TemporaryProviderError,
     hookimpl,
 )
@@ -209,6 +210,57 @@ def test_hook_nodewright_offerings_with_an_unknown_capacity_type_is_a_contract_e
         "plugin 'fake': nodewright_offerings returned an offering of 'small-instance-type' in "
         "'zone-x' that has capacity type 'preemptible', not one of reserved, spot, on-demand"
     )
+
+
+@pytest.mark.parametrize(
+    ("offering", "problem"),
+    [
+        (
+            Offering("zone-x", "on-demand", 1.0, reservation=Reservation("cr-1", "r/id", 1)),
+            "names reservation 'cr-1' but is not of capacity type reserved",
+        ),
+        (
+            Offering("zone-x", "reserved", 0.0, reservation=Reservation("cr-1", "r/id", -2)),
+            "has reservation 'cr-1' with capacity -2, not a count",
+        ),
+        (
+            Offering("zone-x", "reserved", 0.0, reservation=Reservation("", "r/id", 1)),
+            "has a reservation without an id",
+        ),
+    ],
+)
+def test_hook_nodewright_offerings_with_a_bad_reservation_is_a_contract_error(
+    offering: Offering, problem: str
+) -> None:
+    class Reserved(FakeProvider):
+        @hookimpl
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+            return {"small-instance-type": [offering]}
+
+    host = fake_host(Reserved())
+    with pytest.raises(PluginContractError) as caught:
+        host.instance_types(fake_node_class())
+    assert str(caught.value) == (
+        "plugin 'fake': nodewright_offerings returned an offering of 'small-instance-type' in "
+        f"'zone-x' that {problem}"
+    )
+
+
+def test_hook_nodewright_offerings_reservations_reach_the_catalog() -> None:
+    class Reserved(FakeProvider):
+        @hookimpl
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+            reservation = Reservation("cr-1", "example.com/reservation-id", 3)
+            return {
+                "small-instance-type": [
+                    Offering("zone-x", "reserved", 0.0001, True, {}, reservation)
+                ]
+            }
+
+    by_name = {t.name: t for t in fake_host(Reserved()).instance_types(fake_node_class())}
+    (offering,) = by_name["small-instance-type"].offerings
+    assert offering.reservation == Reservation("cr-1", "example.com/reservation-id", 3)
+    assert offering.labels == {"example.com/reservation-id": "cr-1"}
 
 
 def test_hook_nodewright_instance_types_returning_the_wrong_type_names_plugin_and_distribution(

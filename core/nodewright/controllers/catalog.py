@@ -1,16 +1,25 @@
 """Instance types per NodeClass, cached between provider calls, with offerings the cloud
-recently could not fill marked unavailable (Karpenter's unavailable-offerings cache)."""
+recently could not fill marked unavailable (Karpenter's unavailable-offerings cache).
+
+Reserved capacity changes with every launch, so a NodeClass whose types offer reservations
+is re-priced (the provider's offerings hook only) on every read; the rest of its catalog
+still comes from the cache.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from nodewright.api.karpenter import NodeClass, NodeClassReference
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
+from nodewright.plugin.errors import PluginError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
+
+log = logging.getLogger("nodewright.catalog")
 
 #: How long a provider's instance-type answer is reused.
 CATALOG_TTL = timedelta(minutes=5)
@@ -70,6 +79,16 @@ class Catalog:
                 now, node_class.metadata.generation, self._host.instance_types(node_class)
             )
             self._entries[key] = entry
+        elif _has_reservations(entry.instance_types):
+            try:
+                entry.instance_types = self._host.price(node_class, entry.instance_types)
+            except PluginError as error:
+                log.warning(
+                    "Could not refresh reserved capacity of %s %r, using the last answer: %s",
+                    node_class.kind,
+                    node_class.name,
+                    error,
+                )
         self._unavailable = {k: until for k, until in self._unavailable.items() if until > now}
         if not self._unavailable:
             return entry.instance_types
@@ -94,3 +113,7 @@ class Catalog:
     ) -> None:
         """Stop offering this (type, zone, capacity type) for ``ttl``, e.g. after an ICE."""
         self._unavailable[(instance_type, zone, capacity_type)] = self._clock.now() + ttl
+
+
+def _has_reservations(instance_types: list[InstanceType]) -> bool:
+    return any(o.reservation is not None for it in instance_types for o in it.offerings)

@@ -219,13 +219,18 @@ class Provisioner:
             for placed_pod in placed:
                 self._events.publish(by_key[placed_pod.key], "Nominated", message)
         for key, message in result.errors.items():
+            if key in result.awaiting_reservation:
+                continue
             detail = "; ".join([message, *pool_errors]) if pool_errors else message
             self._events.publish(
                 by_key[key], "FailedScheduling", f"Failed to schedule pod, {detail}", WARNING
             )
         if changed:
             for key, message in sorted(result.errors.items()):
-                log.warning("Could not schedule pod %s, %s", key, message)
+                if key in result.awaiting_reservation:
+                    log.info("Pod %s waits for reserved capacity, %s", key, message)
+                else:
+                    log.warning("Could not schedule pod %s, %s", key, message)
         return created
 
     def _templates(

@@ -43,6 +43,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
 
@@ -70,6 +71,7 @@ __all__ = [
     "ProviderContext",
     "ProviderError",
     "ProviderInfo",
+    "Reservation",
     "TemporaryProviderError",
     "UnknownNodeClassError",
     "hookimpl",

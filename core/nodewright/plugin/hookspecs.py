@@ -135,7 +135,10 @@ def nodewright_offerings(
     **Returns** a mapping from instance-type name to its offerings. An offering without a
     known price should be returned with ``available=False``; a type missing from the mapping
     keeps the offerings it already carried. Offerings marked unavailable are kept, not
-    launched.
+    launched. A ``reserved`` offering names its
+    :class:`~nodewright.plugin.Reservation` with the number of instances it can still take
+    *now* (running instances already subtracted); the solver hands out no more than that in
+    one pass, and NodeClaims it places there are pinned to the reservation's label.
 
     **Idempotent**: yes.
     """

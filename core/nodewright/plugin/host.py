@@ -32,7 +32,11 @@ from typing import Any, TypeVar
 import pluggy
 
 from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.api.labels import RESTRICTED_LABEL_DOMAINS, WELL_KNOWN_LABELS
+from nodewright.api.labels import (
+    CAPACITY_TYPE_RESERVED,
+    RESTRICTED_LABEL_DOMAINS,
+    WELL_KNOWN_LABELS,
+)
 from nodewright.plugin import hookspecs
 from nodewright.plugin.errors import (
     PluginConflictError,
@@ -54,6 +58,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
 
@@ -532,7 +537,11 @@ class PluginHost:
         owner = self._owner_of(node_class)
         hook = "nodewright_instance_types"
         result = self._call_owner(owner, hook, node_class=node_class)
-        types = _check_instance_types(owner, hook, result)
+        return self.price(node_class, _check_instance_types(owner, hook, result))
+
+    def price(self, node_class: NodeClass, types: Sequence[InstanceType]) -> list[InstanceType]:
+        """``types`` with the offerings the owner's offerings hook gives them now."""
+        owner = self._owner_of(node_class)
         hook = "nodewright_offerings"
         priced = self._call_owner(owner, hook, node_class=node_class, instance_types=tuple(types))
         offerings = _check_offerings_map(owner, hook, priced)
@@ -756,6 +765,20 @@ def _offering_problem(offering: Offering) -> str | None:
         return f"has price {price!r}, not a finite number"
     if price < 0:
         return f"has a negative price {price!r}"
+    declared: object = offering.reservation  # plugins may pass anything
+    if declared is not None:
+        if not isinstance(declared, Reservation):
+            return f"has reservation {_shown(declared)}, not a Reservation"
+        reservation = declared
+        if offering.capacity_type != CAPACITY_TYPE_RESERVED:
+            return f"names reservation {reservation.id!r} but is not of capacity type reserved"
+        if not isinstance(reservation.id, str) or not reservation.id:
+            return "has a reservation without an id"
+        if not isinstance(reservation.label, str) or not reservation.label:
+            return f"has reservation {reservation.id!r} without a label key"
+        capacity = reservation.capacity
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            return f"has reservation {reservation.id!r} with capacity {capacity!r}, not a count"
     return None
 
 

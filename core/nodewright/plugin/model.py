@@ -9,7 +9,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nodewright.api.labels import CAPACITY_TYPES
-from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
+from nodewright.scheduling.instancetype import (
+    InstanceType,
+    InstanceTypeOverhead,
+    Offering,
+    Reservation,
+)
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
 
@@ -153,4 +158,5 @@ __all__ = [
     "ProviderCluster",
     "ProviderContext",
     "ProviderInfo",
+    "Reservation",
 ]

@@ -15,8 +15,27 @@ from nodewright.scheduling.resources import ResourceList, merge, subtract
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """Capacity bought ahead (an EC2 capacity reservation, an Azure capacity reservation
+    group): launches into it are already paid for, but only ``capacity`` more fit.
+
+    ``label`` is the node label that names the reservation (``karpenter.k8s.aws/
+    capacity-reservation-id`` on AWS); NodeClaims placed in it are pinned to it.
+    """
+
+    id: str
+    label: str
+    #: How many more instances the reservation can take now.
+    capacity: int
+
+
+@dataclass(frozen=True)
 class Offering:
-    """One way to buy an instance type: a zone and capacity type at a price."""
+    """One way to buy an instance type: a zone and capacity type at a price.
+
+    A ``reserved`` offering names its :class:`Reservation`; the reservation's label is
+    added to ``labels``, so requirements and node labels see it.
+    """
 
     zone: str
     capacity_type: str
@@ -24,6 +43,12 @@ class Offering:
     available: bool = True
     #: Further labels a node launched from this offering gets (e.g. a reservation ID).
     labels: Mapping[str, str] = field(default_factory=dict)
+    reservation: Reservation | None = None
+
+    def __post_init__(self) -> None:
+        reservation = self.reservation
+        if reservation is not None and self.labels.get(reservation.label) != reservation.id:
+            object.__setattr__(self, "labels", {**self.labels, reservation.label: reservation.id})
 
     def matches(self, requirements: Requirements) -> bool:
         """True when a node bought through this offering satisfies ``requirements``."""

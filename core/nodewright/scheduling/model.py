@@ -162,6 +162,10 @@ class SolverOptions:
     #: ``Strict`` leaves pods pending when fewer instance types than a requirement's
     #: minValues remain; ``BestEffort`` lowers minValues to what remains.
     min_values_policy: str = "Strict"
+    #: ``Strict`` (provisioning) leaves a pod pending when the reserved capacity it could use
+    #: is all handed out in this solve; ``Fallback`` (disruption simulations) lets it use
+    #: other capacity.
+    reserved_offering_mode: str = "Strict"
 
 
 @dataclass
@@ -190,6 +194,9 @@ class SchedulingResult:
     existing_nodes: dict[str, list[PodRequest]] = field(default_factory=dict)
     #: Pod key (``namespace/name``) → why it cannot be scheduled, in Karpenter's words.
     errors: dict[str, str] = field(default_factory=dict)
+    #: Keys of pods in ``errors`` that only wait for reserved capacity to be counted again:
+    #: no FailedScheduling for them, the next pass places them.
+    awaiting_reservation: set[str] = field(default_factory=set)
 
     def scheduled_count(self) -> int:
         return sum(len(c.pods) for c in self.new_node_claims) + sum(

@@ -13,7 +13,8 @@ packing is usually already the best, come out exactly as Karpenter's.
 
 Only pods that nothing else can observe move: no node requirements or preferences, no
 topology terms, no topology term of any other pod selects them, no host ports or volumes.
-Pools with limits are left alone (a new packing could count against them differently).
+Pools with limits or reserved capacity are left alone (a new packing could count against
+them differently).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def repack(
     replaced: dict[str, list[NewNodeClaim]] = {}
     for template in templates:
         claims = by_pool.get(template.name, [])
-        if template.remaining is not None:
+        if template.remaining is not None or _has_reservations(template):
             continue
         candidates = [c for c in claims if all(_movable(p, terms) for p in c.pods)]
         if len(candidates) < 2:
@@ -158,4 +159,9 @@ def repack(
         new_node_claims=packed,
         existing_nodes=result.existing_nodes,
         errors=result.errors,
+        awaiting_reservation=result.awaiting_reservation,
     )
+
+
+def _has_reservations(template: NodePoolTemplate) -> bool:
+    return any(o.reservation is not None for it in template.instance_types for o in it.offerings)

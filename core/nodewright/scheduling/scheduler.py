@@ -12,7 +12,10 @@ decision, because users read its outcomes and its messages:
 * a NodeClaim keeps every instance type that could still hold all its pods, and the result
   lists them cheapest first rather than choosing one;
 * a pod that fits nowhere has one preference relaxed (first ORed required term, then the
-  heaviest preferred term, then PreferNoSchedule taints) and is retried.
+  heaviest preferred term, then PreferNoSchedule taints) and is retried;
+* reserved capacity is handed out per NodeClaim, no more than each reservation can take,
+  and (in ``Strict`` mode) a pod that could use a reservation but finds it all taken waits
+  for the next pass rather than fall back to other capacity or lighter NodePools.
 
 Everything here is pure. Per-instance-type data (allocatable, available offerings) is
 computed once per solve, and requirement merges and compatibility sets are memoised on
@@ -30,6 +33,7 @@ from operator import attrgetter
 
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_RESERVED,
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
@@ -46,7 +50,12 @@ from nodewright.scheduling.model import (
     SolverOptions,
 )
 from nodewright.scheduling.repack import repack
-from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.requirements import (
+    DOES_NOT_EXIST,
+    NOT_IN,
+    Requirement,
+    Requirements,
+)
 from nodewright.scheduling.resources import (
     CPU,
     MEMORY,
@@ -72,6 +81,7 @@ NODES = "nodes"
 ONE_NODE = 1000
 IGNORE_PREFERENCES = "Ignore"
 MIN_VALUES_BEST_EFFORT = "BestEffort"
+RESERVED_STRICT = "Strict"
 #: Entries kept in the solver's per-shape rejection memo before it starts over.
 _MEMO_LIMIT = 2_000_000
 #: A CPU request this large is almost certainly ``M`` typed for ``m``.
@@ -160,6 +170,7 @@ class _TypeOption:
         "memory",
         "offerings",
         "pods",
+        "reservation_labels",
     )
 
     def __init__(
@@ -186,6 +197,8 @@ class _TypeOption:
         self.pods = allocatable.get(PODS, 0)
         #: Every other resource (GPUs, ephemeral storage...).
         self.extras = tuple((k, v) for k, v in allocatable.items() if k not in (CPU, MEMORY, PODS))
+        #: Labels that name a reservation: offerings outside one do not carry them.
+        self.reservation_labels: frozenset[str] = frozenset()
         self._offers: dict[Requirements, tuple[float, frozenset[str]]] = {}
 
     def offer(self, requirements: Requirements) -> tuple[float, frozenset[str]]:
@@ -193,6 +206,10 @@ class _TypeOption:
         found = self._offers.get(requirements)
         if found is None:
             matching = [o for o in self.offerings if offering_matches(o, requirements)]
+            if self.reservation_labels and _names_a_reservation(
+                requirements, self.reservation_labels
+            ):
+                matching = [o for o in matching if o.reservation is not None]
             found = (
                 min((o.price for o in matching), default=float("inf")),
                 frozenset(o.capacity_type for o in matching),
@@ -208,6 +225,16 @@ class _TypeOption:
 
     def compatible(self, requirements: Requirements) -> bool:
         return not self.instance_type.requirements.intersects(requirements)
+
+
+def _names_a_reservation(requirements: Requirements, labels: frozenset[str]) -> bool:
+    """True when ``requirements`` need one of the reservation ``labels`` to be present, which
+    only reserved offerings can satisfy (the others lack them, as if ``DoesNotExist``)."""
+    for label in labels:
+        requirement = requirements.get(label)
+        if requirement is not None and requirement.operator not in (NOT_IN, DOES_NOT_EXIST):
+            return True
+    return False
 
 
 def _fitting(options: Sequence[_TypeOption], requests: Mapping[str, int]) -> list[_TypeOption]:
@@ -247,7 +274,12 @@ def order_by_price(
 class _Template:
     """A NodePool during one solve: its launchable types, limits left, and memo tables."""
 
-    def __init__(self, template: NodePoolTemplate, relax_min_values: bool = False) -> None:
+    def __init__(
+        self,
+        template: NodePoolTemplate,
+        relax_min_values: bool = False,
+        reservation_labels: frozenset[str] = frozenset(),
+    ) -> None:
         self.name = template.name
         #: BestEffort minValues: lower them to what is achievable instead of failing.
         self.relax_min_values = relax_min_values
@@ -266,6 +298,7 @@ class _Template:
                 tuple(o for o in it.offerings if o.available),
                 _group_of(it.name, template.daemon_groups),
             )
+            option.reservation_labels = reservation_labels
             if option.compatible(self.requirements) and option.has_offering(self.requirements):
                 options.append(option)
                 option.index = len(options) - 1
@@ -395,6 +428,70 @@ class _Plan:
     requirements: Requirements
     options: list[_TypeOption]
     requests: ResourceList
+    #: Reservation IDs the claim would hold; None when no pool offers reserved capacity.
+    reserved: frozenset[str] | None = None
+
+
+class ReservationError(str):
+    """Why a pod waits for reserved capacity: the message of a refusal that must not turn
+    into a fallback to other capacity, a lighter NodePool, or a relaxed preference."""
+
+
+class _Reservations:
+    """Reserved capacity handed out in one solve (Karpenter's ``ReservationManager``).
+
+    A NodeClaim holds every compatible reservation it could still launch into, so it counts
+    against each of them until it is finished and pinned to them.
+    """
+
+    def __init__(self, templates: Sequence[_Template], strict: bool) -> None:
+        self.strict = strict
+        #: Instances each reservation can still take in this solve. Several pools may offer
+        #: one reservation, with counts read at different times: the lowest is believed.
+        self.capacity: dict[str, int] = {}
+        for template in templates:
+            for option in template.options:
+                for offering in option.offerings:
+                    reservation = offering.reservation
+                    if reservation is None or offering.capacity_type != CAPACITY_TYPE_RESERVED:
+                        continue
+                    known = self.capacity.get(reservation.id)
+                    if known is None or reservation.capacity < known:
+                        self.capacity[reservation.id] = reservation.capacity
+
+    def choose(self, claim: _Claim, plan: _Plan) -> _Plan | ReservationError:
+        """``plan`` with the reservations the claim would hold, or why it must not go on."""
+        compatible = False
+        chosen: set[str] = set()
+        held = claim.reserved
+        for option in plan.options:
+            for offering in option.offerings:
+                reservation = offering.reservation
+                if reservation is None or not offering.matches(plan.requirements):
+                    continue
+                compatible = True
+                if reservation.id in held or self.capacity.get(reservation.id, 0) > 0:
+                    chosen.add(reservation.id)
+        if self.strict and not chosen:
+            if compatible:
+                return ReservationError(
+                    "one or more instance types with compatible reserved offerings are "
+                    "available, but could not be reserved"
+                )
+            if held:
+                return ReservationError(
+                    "satisfying updated nodeclaim constraints would remove all compatible "
+                    "reserved offering options"
+                )
+        plan.reserved = frozenset(chosen)
+        return plan
+
+    def hold(self, claim: _Claim, reserved: frozenset[str]) -> None:
+        for taken in reserved - claim.reserved:
+            self.capacity[taken] -= 1
+        for released in claim.reserved - reserved:
+            self.capacity[released] += 1
+        claim.reserved = reserved
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,8 +516,17 @@ _PASSING = _Refusal("", lasting=False)
 class _Claim:
     """A NodeClaim opened in this solve: its pods and the types that could still hold them."""
 
-    def __init__(self, template: _Template, options: list[_TypeOption], memo: _MergeMemo) -> None:
+    def __init__(
+        self,
+        template: _Template,
+        options: list[_TypeOption],
+        memo: _MergeMemo,
+        reservations: _Reservations | None = None,
+    ) -> None:
         self.template = template
+        self.reservations = reservations
+        #: Reservation IDs this claim counts against.
+        self.reserved: frozenset[str] = frozenset()
         self.requirements = template.requirements
         self.options = options
         #: Requests of its pods; each type's daemonset overhead is already out of its
@@ -486,6 +592,12 @@ class _Claim:
                         continue
                     base = narrowed
             outcome = self._fit(pod, base, explain)
+            if isinstance(outcome, _Plan) and self.reservations is not None:
+                outcome = self.reservations.choose(self, outcome)
+                if isinstance(outcome, ReservationError):
+                    # Taken reservations come back when other claims narrow: not lasting.
+                    refusal = _Refusal(outcome, lasting=False)
+                    continue
             if isinstance(outcome, _Plan):
                 return outcome
             refusal = _Refusal(outcome, lasting=steady)
@@ -558,6 +670,8 @@ class _Claim:
         self.requirements = plan.requirements
         self.options = plan.options
         self.requests = plan.requests
+        if plan.reserved is not None and self.reservations is not None:
+            self.reservations.hold(self, plan.reserved)
         self.pods.append(pod)
         self.ports.extend(pod.host_ports)
         if state.topology is not None:
@@ -637,6 +751,12 @@ class _Claim:
         minValues under the Strict policy)."""
         requirements = self.requirements
         kept = {o.index for o in self.options}
+        if self.reserved:
+            # Launch into the reservations counted for this claim and nothing else, so two
+            # claims never race for one reserved slot; a reserved node also drifts when the
+            # provider relabels it on-demand (the reservation ended).
+            requirements = self._pinned(requirements)
+            kept = {o.index for o in self.options if o.has_offering(requirements)}
         ranked = [o for o in self.template.ranked(requirements) if o.index in kept]
         if len(ranked) > max_instance_types:
             del ranked[max_instance_types:]
@@ -666,6 +786,18 @@ class _Claim:
             requests=requests,
             hostname=self.hostname,
             min_values_relaxed=_min_values_lowered(self.template.requirements, final),
+        )
+
+    def _pinned(self, requirements: Requirements) -> Requirements:
+        labels: dict[str, set[str]] = {}
+        for option in self.options:
+            for offering in option.offerings:
+                reservation = offering.reservation
+                if reservation is not None and reservation.id in self.reserved:
+                    labels.setdefault(reservation.label, set()).add(reservation.id)
+        return requirements.add(
+            Requirement(CAPACITY_TYPE_LABEL, False, frozenset((CAPACITY_TYPE_RESERVED,))),
+            *(Requirement(label, False, frozenset(ids)) for label, ids in labels.items()),
         )
 
 
@@ -987,8 +1119,17 @@ class _Solver:
         ordered = sorted(templates, key=lambda t: t.name, reverse=True)
         ordered.sort(key=lambda t: t.weight, reverse=True)
         relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
-        self.templates = [_Template(t, relax) for t in ordered]
+        labels = frozenset(
+            o.reservation.label
+            for t in templates
+            for it in t.instance_types
+            for o in it.offerings
+            if o.reservation is not None
+        )
+        self.templates = [_Template(t, relax, labels) for t in ordered]
         self.usable = [t for t in self.templates if t.options]
+        reservations = _Reservations(self.usable, options.reserved_offering_mode == RESERVED_STRICT)
+        self.reservations = reservations if reservations.capacity else None
         self.prefer_no_schedule_exists = any(
             taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
         )
@@ -1126,6 +1267,9 @@ class _Solver:
             new_node_claims=finished,
             existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
             errors=unplaced,
+            awaiting_reservation={
+                key for key, error in unplaced.items() if isinstance(error, ReservationError)
+            },
         )
 
     def _try(self, state: _PodState) -> str | None:
@@ -1135,6 +1279,9 @@ class _Solver:
             error = self._add(state)
             if error is None:
                 return None
+            if isinstance(error, ReservationError):
+                # The pod may fit as it is once reserved capacity frees up.
+                return error
             if not state.relax(self.prefer_no_schedule_exists):
                 return error
             self._prepare(state)
@@ -1181,9 +1328,12 @@ class _Solver:
             if isinstance(options, str):
                 problems.append(options)
                 continue
-            claim = _Claim(template, options, self.memo)
+            claim = _Claim(template, options, self.memo, self.reservations)
             opened = claim.plan(state, topology, hostname, explain=True)
             if isinstance(opened, _Refusal):
+                if isinstance(opened.reason, ReservationError):
+                    # No fallback to lighter pools while compatible reservations exist.
+                    return opened.reason
                 problems.append(
                     f'incompatible with nodepool "{template.name}", '
                     f"{template.overhead_text()}{opened.reason}"

@@ -18,13 +18,19 @@ import yaml
 from nodewright.api.labels import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPES,
     INSTANCE_TYPE_LABEL,
     OS_LABEL,
     ZONE_LABEL,
 )
 from nodewright.api.quantity import QuantityError, format_quantity, parse_quantity
-from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
+from nodewright.scheduling.instancetype import (
+    InstanceType,
+    InstanceTypeOverhead,
+    Offering,
+    Reservation,
+)
 from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
 from nodewright.scheduling.resources import CPU, MEMORY, PODS, ResourceList, resources
 from nodewright_kwok.labels import (
@@ -32,6 +38,7 @@ from nodewright_kwok.labels import (
     INSTANCE_FAMILY_LABEL,
     INSTANCE_MEMORY_LABEL,
     INSTANCE_SIZE_LABEL,
+    RESERVATION_ID_LABEL,
 )
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
@@ -79,6 +86,18 @@ class Catalog:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {it.name: it for it in self.instance_types})
+
+    def reservations(self) -> dict[str, int]:
+        """How many instances each capacity reservation holds in all."""
+        sizes: dict[str, int] = {}
+        for instance_type in self.instance_types:
+            for offering in instance_type.offerings:
+                if offering.reservation is not None:
+                    reservation = offering.reservation
+                    sizes[reservation.id] = min(
+                        sizes.get(reservation.id, reservation.capacity), reservation.capacity
+                    )
+        return sizes
 
     def get(self, name: str) -> InstanceType | None:
         return self._by_name.get(name)
@@ -197,6 +216,8 @@ _OFFERING_FIELDS = {
     "zone": "zone",
     "capacitytype": "capacityType",
     "labels": "labels",
+    "reservationid": "reservationID",
+    "reservationcapacity": "reservationCapacity",
 }
 
 
@@ -281,7 +302,29 @@ def _parse_offering(raw: Any) -> Offering:
             f"capacity type {capacity_type!r} must be one of {', '.join(CAPACITY_TYPES)} "
             f"(set 'capacityType' or a {CAPACITY_TYPE_LABEL} requirement)"
         )
-    return Offering(zone, capacity_type, float(price), available, labels)
+    reservation = _parse_reservation(fields, capacity_type)
+    return Offering(zone, capacity_type, float(price), available, labels, reservation)
+
+
+def _parse_reservation(fields: Mapping[str, Any], capacity_type: str) -> Reservation | None:
+    """A reserved offering's capacity reservation: ``reservationID`` and how many instances
+    it holds in all (``reservationCapacity``)."""
+    reservation_id = fields.get("reservationID")
+    capacity = fields.get("reservationCapacity")
+    if reservation_id is None and capacity is None:
+        if capacity_type == CAPACITY_TYPE_RESERVED:
+            raise ValueError("a reserved offering needs 'reservationID' and 'reservationCapacity'")
+        return None
+    if capacity_type != CAPACITY_TYPE_RESERVED:
+        raise ValueError(
+            f"'reservationID' and 'reservationCapacity' belong on a reserved offering, "
+            f"not {capacity_type!r}"
+        )
+    if not isinstance(reservation_id, str) or not reservation_id:
+        raise ValueError("'reservationID' must be a non-empty string")
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise ValueError("'reservationCapacity' must be a whole number, 0 or more")
+    return Reservation(reservation_id, RESERVATION_ID_LABEL, capacity)
 
 
 def _parse_requirements(raw: Any) -> list[Requirement]:

@@ -15,6 +15,9 @@ INSTANCE_LABELS = frozenset(
     {INSTANCE_SIZE_LABEL, INSTANCE_FAMILY_LABEL, INSTANCE_CPU_LABEL, INSTANCE_MEMORY_LABEL}
 )
 
+#: Names the capacity reservation a node was launched into (offerings with a reservationID).
+RESERVATION_ID_LABEL = f"{GROUP}/reservation-id"
+
 #: Label and annotation that mark a Node as fake, as the KWOK controller expects.
 KWOK_NODE_KEY = "kwok.x-k8s.io/node"
 KWOK_NODE_VALUE = "fake"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -39,7 +40,12 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright_kwok import kubelet
 from nodewright_kwok.catalog import Catalog, default_catalog, load_catalog
 from nodewright_kwok.faults import Faults
-from nodewright_kwok.labels import GROUP, INSTANCE_LABELS, PROVIDER_ID_PREFIX
+from nodewright_kwok.labels import (
+    GROUP,
+    INSTANCE_LABELS,
+    PROVIDER_ID_PREFIX,
+    RESERVATION_ID_LABEL,
+)
 from nodewright_kwok.ledger import PENDING, RUNNING, TERMINATED, Ledger, LedgerEntry
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from nodewright_kwok.options import INSTANCE_TYPES_FILE, Settings, parse_settings
@@ -65,7 +71,7 @@ def provider_info() -> ProviderInfo:
         name=NAME,
         node_classes=(NodeClassKind(group=GROUP, kind=KWOKNodeClass.KIND, model=KWOKNodeClass),),
         restricted_label_domains=frozenset({GROUP}),
-        well_known_labels=INSTANCE_LABELS,
+        well_known_labels=INSTANCE_LABELS | {RESERVATION_ID_LABEL},
         install_hint=INSTALL_HINT,
     )
 
@@ -135,14 +141,36 @@ class KWOKProvider:
     def offerings(
         self, node_class: NodeClass, instance_types: Sequence[InstanceType]
     ) -> Mapping[str, Sequence[Offering]]:
-        """Offerings from the catalog; capacity faults show up only at launch, as in a cloud."""
+        """Offerings from the catalog, each reservation with what its running instances leave
+        of it; capacity faults show up only at launch, as in a cloud."""
         self.faults.check_api("offerings")
+        left = self._reservations_left()
         result: dict[str, Sequence[Offering]] = {}
         for instance_type in instance_types:
             known = self.catalog.get(instance_type.name)
             if known is not None:
-                result[instance_type.name] = known.offerings
+                result[instance_type.name] = _with_room(known.offerings, left)
         return result
+
+    def _full_reservations(self) -> set[tuple[str, str, str]]:
+        """(instance type, zone, ``reserved``) of every reservation with no room left."""
+        left = self._reservations_left()
+        return {
+            (instance_type.name, offering.zone, offering.capacity_type)
+            for instance_type in self.catalog.instance_types
+            for offering in instance_type.offerings
+            if offering.reservation is not None and left.get(offering.reservation.id, 0) <= 0
+        }
+
+    def _reservations_left(self) -> dict[str, int]:
+        """Room left in each capacity reservation: its size less the instances (launching
+        or running) in it."""
+        left = self.catalog.reservations()
+        for entry in self.ledger.entries():
+            reservation = entry.instance.labels.get(RESERVATION_ID_LABEL)
+            if reservation in left:
+                left[reservation] -= 1
+        return left
 
     # -- instances ----------------------------------------------------------------------------
 
@@ -172,8 +200,16 @@ class KWOKProvider:
             raise LaunchError(
                 "NameConflict", f"kwok: an instance named {node_name!r} is already running"
             )
+        full = self._full_reservations()
+
+        def lacks_capacity(instance_type: str, zone: str, capacity_type: str) -> bool:
+            # A full reservation fails the launch like an ICE, so the core stops offering it.
+            return (instance_type, zone, capacity_type) in full or self.faults.lacks_capacity(
+                instance_type, zone, capacity_type
+            )
+
         instance_type, offering = cheapest_offering(
-            request.instance_types, request.requirements, self.faults.lacks_capacity
+            request.instance_types, request.requirements, lacks_capacity
         )
         now = self.clock.now()
         instance = Instance(
@@ -331,6 +367,26 @@ class KWOKProvider:
             self.cluster.update_status(obj)
         except Exception:  # stale or gone: the next pass reads it again
             log.debug("kwok: status update of %s %s failed", obj.kind, obj.key, exc_info=True)
+
+
+def _with_room(offerings: Sequence[Offering], room: Mapping[str, int]) -> tuple[Offering, ...]:
+    """``offerings`` with each reservation's capacity set to the ``room`` left in it; a full
+    reservation's offering is unavailable."""
+    result = []
+    for offering in offerings:
+        reservation = offering.reservation
+        if reservation is None:
+            result.append(offering)
+            continue
+        left = max(0, room.get(reservation.id, 0))
+        result.append(
+            replace(
+                offering,
+                available=offering.available and left > 0,
+                reservation=replace(reservation, capacity=left),
+            )
+        )
+    return tuple(result)
 
 
 def _node_claim_labels(node_claim: NodeClaim, node_class: NodeClass) -> dict[str, str]:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kwok_helpers import launch_request, node_class
 
 from nodewright.api.labels import (
     ARCH_LABEL,
@@ -14,8 +15,11 @@ from nodewright.api.labels import (
     OS_LABEL,
     ZONE_LABEL,
 )
+from nodewright.plugin.errors import InsufficientCapacityError
+from nodewright.scheduling.instancetype import Reservation
 from nodewright.scheduling.resources import resources
 from nodewright_kwok.catalog import CatalogFileError, default_catalog, load_catalog
+from nodewright_kwok.labels import RESERVATION_ID_LABEL
 from nodewright_kwok.provider import KWOKProvider
 
 GIB = 2**30
@@ -157,6 +161,26 @@ def test_a_yaml_file_with_the_short_offering_form(tmp_path: Path) -> None:
     ]
 
 
+def test_a_reserved_offering_names_its_capacity_reservation(tmp_path: Path) -> None:
+    path = tmp_path / "types.yaml"
+    path.write_text(
+        """
+- name: m5.xlarge
+  resources: {cpu: 4, memory: 16Gi}
+  offerings:
+    - {zone: zone-1, capacityType: reserved, price: 0.00001,
+       reservationID: cr-0123, reservationCapacity: 3}
+    - {zone: zone-1, capacityType: on-demand, price: 0.192}
+"""
+    )
+    (it,) = load_catalog(path).instance_types
+    reserved, on_demand = it.offerings
+    assert reserved.reservation == Reservation("cr-0123", RESERVATION_ID_LABEL, 3)
+    assert reserved.labels == {RESERVATION_ID_LABEL: "cr-0123"}
+    assert on_demand.reservation is None
+    assert it.requirements[CAPACITY_TYPE_LABEL].values == {"reserved", "on-demand"}
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -177,6 +201,23 @@ def test_a_yaml_file_with_the_short_offering_form(tmp_path: Path) -> None:
             '[{"name": "x", "resources": {"cpu": 1, "memory": "1Gi"},'
             ' "offerings": [{"capacityType": "spot", "price": 1}]}]',
             "offering #0: no zone",
+        ),
+        (
+            '[{"name": "x", "resources": {"cpu": 1, "memory": "1Gi"},'
+            ' "offerings": [{"zone": "a", "capacityType": "reserved", "price": 0}]}]',
+            "offering #0: a reserved offering needs 'reservationID' and 'reservationCapacity'",
+        ),
+        (
+            '[{"name": "x", "resources": {"cpu": 1, "memory": "1Gi"},'
+            ' "offerings": [{"zone": "a", "capacityType": "spot", "price": 1,'
+            ' "reservationID": "r-1", "reservationCapacity": 1}]}]',
+            "offering #0: 'reservationID' and 'reservationCapacity' belong on a reserved",
+        ),
+        (
+            '[{"name": "x", "resources": {"cpu": 1, "memory": "1Gi"},'
+            ' "offerings": [{"zone": "a", "capacityType": "reserved", "price": 0,'
+            ' "reservationID": "r-1", "reservationCapacity": -1}]}]',
+            "offering #0: 'reservationCapacity' must be a whole number",
         ),
     ],
 )
@@ -212,3 +253,50 @@ def test_a_missing_or_bad_file_fails_configure_naming_the_option(
     missing = tmp_path / "nope.json"
     with pytest.raises(ValueError, match=f"instance-types-file: {missing}: cannot read"):
         make_provider(instance_types_file=str(missing))
+
+
+# -- capacity reservations ---------------------------------------------------------------------
+
+RESERVED_CATALOG = """
+- name: m5.xlarge
+  resources: {cpu: 4, memory: 16Gi}
+  offerings:
+    - {zone: zone-1, capacityType: reserved, price: 0.00001,
+       reservationID: cr-0123, reservationCapacity: 2}
+    - {zone: zone-1, capacityType: on-demand, price: 0.192}
+"""
+
+
+def _reservation(provider: KWOKProvider) -> tuple[bool, int]:
+    types = provider.catalog.instance_types
+    (offerings,) = provider.offerings(node_class(), types).values()
+    (reserved,) = [o for o in offerings if o.reservation is not None]
+    assert reserved.reservation is not None
+    return reserved.available, reserved.reservation.capacity
+
+
+def test_launches_into_a_reservation_use_it_up_and_deletes_give_it_back(
+    tmp_path: Path, make_provider: Callable[..., KWOKProvider]
+) -> None:
+    path = tmp_path / "types.yaml"
+    path.write_text(RESERVED_CATALOG)
+    provider = make_provider(instance_types_file=str(path))
+    assert _reservation(provider) == (True, 2)
+
+    first = provider.launch(launch_request(provider, "a"))
+    assert (first.capacity_type, first.labels[RESERVATION_ID_LABEL]) == ("reserved", "cr-0123")
+    assert _reservation(provider) == (True, 1)
+    provider.launch(launch_request(provider, "b"))
+    assert _reservation(provider) == (False, 0)
+
+    # The reservation is full: an unpinned launch buys on-demand, a pinned one fails.
+    third = provider.launch(launch_request(provider, "c"))
+    assert third.capacity_type == "on-demand"
+    assert RESERVATION_ID_LABEL not in third.labels
+    with pytest.raises(InsufficientCapacityError) as raised:
+        provider.launch(launch_request(provider, "d", (CAPACITY_TYPE_LABEL, "In", ["reserved"])))
+    # Named like an ICE, so the core stops offering it for a while.
+    assert raised.value.offerings == (("m5.xlarge", "zone-1", "reserved"),)
+
+    provider.delete(first.provider_id)
+    assert _reservation(provider) == (True, 1)

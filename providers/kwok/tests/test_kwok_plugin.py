@@ -60,6 +60,7 @@ def test_provider_info_declares_kwok() -> None:
         "karpenter.kwok.sh/instance-size",
         "karpenter.kwok.sh/instance-family",
         "karpenter.kwok.sh/instance-cpu",
+        "karpenter.kwok.sh/reservation-id",
         "karpenter.kwok.sh/instance-memory",
     }
     assert info.install_hint == 'pip install "nodewright[kwok]"'

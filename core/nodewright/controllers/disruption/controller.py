@@ -247,7 +247,10 @@ class DisruptionController:
             snapshot,
             self._events,
             self._cluster.list(DaemonSet),
-            SolverOptions(preference_policy=self._options.preference_policy),
+            SolverOptions(
+                preference_policy=self._options.preference_policy,
+                reserved_offering_mode="Fallback",
+            ),
             self._options.spot_to_spot_consolidation,
         )
 
