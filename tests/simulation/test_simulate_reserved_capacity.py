@@ -62,3 +62,34 @@ def test_a_pod_that_selects_the_reservation_waits_when_it_is_full(
     assert [n["capacityType"] for n in result.nodes()] == ["reserved", "reserved"]
     (waiting,) = result.pending()
     assert waiting["name"].startswith("pinned-")
+
+
+def test_consolidation_moves_a_node_into_reserved_capacity_that_freed_up(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    path = tmp_path / "one.yaml"
+    path.write_text(CATALOG.replace("reservationCapacity: 2", "reservationCapacity: 1"))
+    pool = node_pool().replace(
+        "spec:\n  weight",
+        "spec:\n  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, "
+        "consolidateAfter: 0s}\n  weight",
+        1,
+    )
+    manifests = (
+        pool
+        + KWOK_CLASS
+        + deployment("first", 1, cpu="3", memory="1Gi")
+        + deployment("second", 1, cpu="3", memory="1Gi")
+    )
+    scenario = "- delete: {kind: Deployment, name: first}\n"
+    result = simulate(manifests, scenario, "--provider-option", f"kwok.instance-types-file={path}")
+    assert result.exit_code == 0, result.stderr
+    removed = {n["capacityType"]: n for n in result.report["removedNodes"]}
+    # The reserved node emptied and went; the on-demand one was then replaced by a node in
+    # the freed reservation, because it costs next to nothing.
+    assert set(removed) == {"reserved", "on-demand"}
+    assert removed["on-demand"]["disruptionReason"] == "Underutilized"
+    (node,) = result.nodes()
+    assert node["capacityType"] == "reserved"
+    assert node["labels"][RESERVATION_LABEL] == "cr-0123"
+    assert not result.pending()
