@@ -24,6 +24,7 @@ from nodewright.api.meta import KubeObject
 from nodewright.api.validation import validate_node_pool
 from nodewright.clock import Clock
 from nodewright.controllers.options import Options
+from nodewright.convert_cli import run_convert
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.report import Report, build_report
@@ -335,6 +336,10 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    return run_convert([Path(p) for p in args.paths])
+
+
 def cmd_version(_: argparse.Namespace) -> int:
     print(f"nodewright {__version__}")
     return EXIT_OK
@@ -374,6 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     plugins = commands.add_parser("plugins", help="list installed providers")
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.set_defaults(handler=cmd_plugins)
+
+    convert = commands.add_parser(
+        "convert",
+        help="print retired Karpenter manifests (v1alpha5, v1beta1, v1alpha2) as current ones",
+        description="Convert Provisioner/AWSNodeTemplate (v1alpha5), v1beta1 NodePool/NodeClaim "
+        "and v1alpha2 AKSNodeClass documents to karpenter.sh/v1 and current NodeClasses; other "
+        "documents pass through. Fields that cannot be carried over are named on stderr.",
+    )
+    convert.add_argument("paths", nargs="+", metavar="FILE", help="manifest files or directories")
+    convert.set_defaults(handler=cmd_convert)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)

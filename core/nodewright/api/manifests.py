@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -32,9 +33,12 @@ from nodewright.api.apps import (
     StatefulSet,
     StorageClass,
 )
+from nodewright.api.convert import convert_documents, needs_conversion
 from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
+
+_log = logging.getLogger("nodewright.convert")
 
 #: File name endings read when a directory is loaded.
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -330,7 +334,7 @@ def load_text(text: str, source: str, registry: KindRegistry) -> list[KubeObject
     documents = parse_documents(text, source)
     objects: list[KubeObject] = []
     errors: list[ManifestError] = []
-    for document in _flatten_lists(documents, source, errors):
+    for document in _converted(list(_flatten_lists(documents, source, errors)), source):
         try:
             objects.append(parse_object(document, registry, source))
         except (ManifestError, ManifestErrors) as error:
@@ -338,6 +342,16 @@ def load_text(text: str, source: str, registry: KindRegistry) -> list[KubeObject
     if errors:
         raise ManifestErrors(errors)
     return objects
+
+
+def _converted(documents: list[Mapping[str, object]], source: str) -> list[Mapping[str, object]]:
+    """Retired Karpenter versions (v1alpha5, v1beta1, ...) read as the current ones."""
+    if not any(needs_conversion(document) for document in documents):
+        return documents
+    result = convert_documents(documents)
+    for warning in result.warnings:
+        _log.warning("%s: %s (not carried over by conversion)", source, warning)
+    return result.documents
 
 
 def load_paths(paths: Sequence[Path], registry: KindRegistry) -> list[KubeObject]:
