@@ -344,7 +344,9 @@ def load_text(text: str, source: str, registry: KindRegistry) -> list[KubeObject
     return objects
 
 
-def _converted(documents: list[Mapping[str, object]], source: str) -> list[Mapping[str, object]]:
+def _converted(
+    documents: list[Mapping[str, object]], source: str
+) -> Sequence[Mapping[str, object]]:
     """Retired Karpenter versions (v1alpha5, v1beta1, ...) read as the current ones."""
     if not any(needs_conversion(document) for document in documents):
         return documents
