@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from nodewright import metrics
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers import Controller
@@ -19,6 +20,7 @@ from nodewright.controllers.garbagecollection import GarbageCollection
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
 from nodewright.controllers.options import Options
+from nodewright.controllers.podmetrics import PodMetrics
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.termination import NodeTermination
@@ -55,6 +57,7 @@ class Operator:
             self.disruption,
             NodeTermination(cluster, host, self.catalog, clock, self.events),
             GarbageCollection(cluster, host, self.catalog, clock),
+            PodMetrics(cluster, clock),
         ]
         self._due: dict[str, datetime] = {}
 
@@ -67,7 +70,8 @@ class Operator:
         for controller in self.controllers:
             now = self.clock.now()
             try:
-                after = controller.reconcile()
+                with metrics.controller_scope(controller.name):
+                    after = controller.reconcile()
             except Exception:
                 log.exception("controller %s failed; retrying in 5s", controller.name)
                 after = timedelta(seconds=5)

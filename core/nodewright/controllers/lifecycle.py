@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.core import Node, Taint
 from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.karpenter import (
@@ -28,6 +29,7 @@ from nodewright.api.labels import (
     INITIALIZED_LABEL,
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
+    NODEPOOL_LABEL,
     REGISTERED_LABEL,
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
@@ -357,6 +359,7 @@ class NodeClaimLifecycle:
         _set_ready(claim, now)
         self._cluster.update_status(claim)
         log.info("Registered nodeclaim %s (node %s)", claim.name, node.name)
+        metrics.nodes_created.labels(claim.metadata.labels.get(NODEPOOL_LABEL, "")).inc()
         return timedelta(0)
 
     def _provider_labels(self, claim: NodeClaim) -> dict[str, str]:
@@ -461,6 +464,10 @@ class NodeClaimLifecycle:
         ]
         self._cluster.update(claim)
         log.info("Deleted nodeclaim %s", claim.name)
+        metrics.nodeclaims_terminated.labels(
+            claim.metadata.labels.get(NODEPOOL_LABEL, ""),
+            claim.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
+        ).inc()
         return None
 
     def _annotate_termination_deadline(self, claim: NodeClaim) -> NodeClaim:

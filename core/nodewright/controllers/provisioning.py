@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.apps import CSINode, DaemonSet, StorageClass
 from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
 from nodewright.api.karpenter import (
@@ -163,9 +165,11 @@ class Provisioner:
                 continue
             requests.append(request)
             by_key[pod.key] = pod
+        metrics.scheduler_queue_depth.labels("provisioner").set(len(requests))
         if not requests:
             return []
 
+        solve_started = time.perf_counter()
         state = ClusterState.build(self._cluster.list(Node), self._cluster.list(NodeClaim), pods)
         pods_of_daemons = daemon_pods(self._cluster.list(DaemonSet))
         templates, pool_errors = self._templates(state, pods_of_daemons, well_known)
@@ -184,6 +188,10 @@ class Provisioner:
             ),
             placed=state.placed_pods(namespaces),
         )
+        metrics.scheduling_duration.labels("provisioner").observe(
+            time.perf_counter() - solve_started
+        )
+        metrics.scheduler_queue_depth.labels("provisioner").set(0)
         pools = {t.name: t for t in templates}
         # Log a batch when it changes something or its outcome differs from the last one, so
         # pods waiting for their nodes to register do not repeat the same lines every second.
@@ -280,6 +288,9 @@ class Provisioner:
         except ClusterError as error:
             log.error("Could not create nodeclaim for nodepool %s: %s", pool.name, error)
             return None
+        metrics.nodeclaims_created.labels(
+            "provisioned", pool.name, "true" if new.min_values_relaxed else "false"
+        ).inc()
         log.info(
             "Created nodeclaim %s (nodepool %s) for %d pod(s), requests %s",
             created.name,

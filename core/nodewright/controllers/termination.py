@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.apps import VolumeAttachment
 from nodewright.api.core import Node, PersistentVolumeClaim, Pod, Taint
 from nodewright.api.duration import DurationError, parse_duration
@@ -26,6 +27,7 @@ from nodewright.api.labels import (
     DISRUPTED_TAINT_KEY,
     DO_NOT_DISRUPT_ANNOTATION,
     EXCLUDE_FROM_LB_LABEL,
+    NODEPOOL_LABEL,
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
@@ -144,6 +146,7 @@ class NodeTermination:
         ]
         self._cluster.update(node)
         log.info("Deleted node %s", node.name)
+        metrics.nodes_terminated.labels(node.metadata.labels.get(NODEPOOL_LABEL, "")).inc()
 
     def _instance_gone(self, claim: NodeClaim) -> bool:
         """True when the provider says the NodeClaim's instance no longer exists."""

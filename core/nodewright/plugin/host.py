@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import pluggy
 
+from nodewright import metrics
 from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.labels import (
     CAPACITY_TYPE_RESERVED,
@@ -515,7 +516,8 @@ class PluginHost:
 
     def _call_owner(self, owner: LoadedProvider, hook: str, **kwargs: object) -> Any:
         try:
-            return self._caller(hook, owner)(**kwargs)
+            with metrics.cloudprovider_call(hook, owner.name):
+                return self._caller(hook, owner)(**kwargs)
         except (ProviderError, PluginError):
             raise
         except Exception as exc:

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.core import Node, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
 from nodewright.api.karpenter import (
@@ -183,6 +184,12 @@ class NodeClaimDisruptionConditions:
         if expiry is None or now < expiry:
             return False
         self.history.mark_disrupted(claim.name, REASON_EXPIRED, "Expiration/Delete")
+        labels = claim.metadata.labels
+        metrics.nodeclaims_disrupted.labels(
+            REASON_EXPIRED.lower(),
+            labels.get(NODEPOOL_LABEL, ""),
+            labels.get(CAPACITY_TYPE_LABEL, ""),
+        ).inc()
         self._cluster.delete(NodeClaim, claim.name)
         log.info(
             "Deleting expired nodeclaim %s (expireAfter %s)", claim.name, claim.spec.expire_after

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.api.karpenter import CONDITION_INSTANCE_TERMINATING
 from nodewright.api.labels import NODEPOOL_LABEL
@@ -116,6 +117,7 @@ class DisruptionController:
             candidates = [
                 c for c in by_class[method.disruption_class] if method.should_disrupt(context, c)
             ]
+            metrics.disruption_eligible_nodes.labels(method.reason.lower()).set(len(candidates))
             if not candidates:
                 continue
             budgets = self.budgets(snapshot, method.reason)
@@ -234,6 +236,9 @@ class DisruptionController:
         if started:
             key = (command.decision.lower(), command.reason)
             self.decisions[key] = self.decisions.get(key, 0) + 1
+            metrics.disruption_decisions.labels(
+                command.decision.lower(), command.reason.lower(), _consolidation_type(command)
+            ).inc()
             self.queue.reconcile()
         return started
 
@@ -262,6 +267,17 @@ def _for_node(command: Command, candidate: Candidate) -> str:
         f"{command.decision.lower()}: [{candidate.name}] "
         f"(part of {len(command.candidates)}-node consolidation)"
     )
+
+
+def _consolidation_type(command: Command) -> str:
+    """Karpenter's ``consolidation_type`` label: ``empty``, ``single``, ``multi`` or ``""``."""
+    if isinstance(command.method, Emptiness):
+        return "empty"
+    if isinstance(command.method, MultiNodeConsolidation):
+        return "multi"
+    if isinstance(command.method, SingleNodeConsolidation):
+        return "single"
+    return ""
 
 
 def _earliest(first: timedelta, second: timedelta | None) -> timedelta:

@@ -16,9 +16,10 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from nodewright import metrics
 from nodewright.api.core import Node, Taint
 from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
-from nodewright.api.labels import DISRUPTED_TAINT_KEY
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, DISRUPTED_TAINT_KEY
 from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
@@ -94,6 +95,11 @@ class OrchestrationQueue:
                     raise CommandFailedError(f"nodepool {new.node_pool} is gone")
                 created = self._cluster.create(node_claim_for(pool, new))
                 queued.replacements.append(created.name)
+                metrics.nodeclaims_created.labels(
+                    command.reason.lower(),
+                    pool.name,
+                    "true" if new.min_values_relaxed else "false",
+                ).inc()
                 log.info(
                     "Created nodeclaim %s (nodepool %s) to replace %s, requests %s",
                     created.name,
@@ -156,6 +162,11 @@ class OrchestrationQueue:
         for candidate in command.candidates:
             label = command.label(candidate)
             self._history.mark_disrupted(candidate.claim.name, command.reason, label)
+            metrics.nodeclaims_disrupted.labels(
+                command.reason.lower(),
+                candidate.pool.name,
+                candidate.claim.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
+            ).inc()
             self._cluster.delete(NodeClaim, candidate.claim.name)
             self._events.publish(
                 candidate.node, "DisruptionTerminating", f"Disrupting Node: {label}"

@@ -1,0 +1,228 @@
+"""Prometheus metrics under Karpenter's names and labels.
+
+Collectors are created once, at import, on prometheus_client's default ``REGISTRY``; every
+operator in the process (each ``nodewright simulate`` run, each test) records into the same
+collectors, so nothing is ever registered twice. Counters therefore accumulate across runs in
+one process: tests compare values before and after (:func:`sample`).
+
+Controllers call the small ``record_*`` helpers below at the points Karpenter records the
+same metric. Durations of work nodewright does itself (scheduling, cloud-provider calls) are
+wall-clock time; durations of cluster events (pod start-up) are on the injected clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, Summary
+
+NAMESPACE = "karpenter"
+
+#: Karpenter's duration buckets (seconds), shared by the duration histograms.
+DURATION_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0,
+    15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+)  # fmt: skip
+
+#: The controller making cloud-provider calls right now (``controller`` label); the operator
+#: sets it around each controller's pass.
+current_controller: ContextVar[str] = ContextVar("nodewright_controller", default="")
+
+# -- NodeClaims -------------------------------------------------------------------------------
+
+nodeclaims_created = Counter(
+    "nodeclaims_created_total",
+    "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim "
+    "was created and the owning nodepool.",
+    ["reason", "nodepool", "min_values_relaxed"],
+    namespace=NAMESPACE,
+)
+nodeclaims_terminated = Counter(
+    "nodeclaims_terminated_total",
+    "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
+    ["nodepool", "capacity_type"],
+    namespace=NAMESPACE,
+)
+nodeclaims_disrupted = Counter(
+    "nodeclaims_disrupted_total",
+    "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim "
+    "was disrupted and the owning nodepool.",
+    ["reason", "nodepool", "capacity_type"],
+    namespace=NAMESPACE,
+)
+
+# -- Nodes ------------------------------------------------------------------------------------
+
+nodes_created = Counter(
+    "nodes_created_total",
+    "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
+    ["nodepool"],
+    namespace=NAMESPACE,
+)
+nodes_terminated = Counter(
+    "nodes_terminated_total",
+    "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
+    ["nodepool"],
+    namespace=NAMESPACE,
+)
+
+# -- Pods -------------------------------------------------------------------------------------
+
+POD_STATE_LABELS = (
+    "name",
+    "namespace",
+    "owner",
+    "node",
+    "nodepool",
+    "zone",
+    "arch",
+    "capacity_type",
+    "instance_type",
+    "phase",
+)
+pods_state = Gauge(
+    "pods_state",
+    "Pod state is the current state of pods. This metric can be used several ways as it is "
+    "labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, "
+    "capacity type, instance type and pod phase.",
+    list(POD_STATE_LABELS),
+    namespace=NAMESPACE,
+)
+pods_startup_duration = Summary(
+    "pods_startup_duration_seconds",
+    "The time from pod creation until the pod is running.",
+    namespace=NAMESPACE,
+)
+
+# -- Scheduler --------------------------------------------------------------------------------
+
+scheduling_duration = Histogram(
+    "scheduler_scheduling_duration_seconds",
+    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+    ["controller"],
+    namespace=NAMESPACE,
+    buckets=DURATION_BUCKETS,
+)
+scheduler_queue_depth = Gauge(
+    "scheduler_queue_depth",
+    "The number of pods currently waiting to be scheduled.",
+    ["controller"],
+    namespace=NAMESPACE,
+)
+
+# -- Cloud provider ---------------------------------------------------------------------------
+
+cloudprovider_duration = Histogram(
+    "cloudprovider_duration_seconds",
+    "Duration of cloud provider method calls. Labeled by the controller, method name and provider.",
+    ["controller", "method", "provider"],
+    namespace=NAMESPACE,
+    buckets=DURATION_BUCKETS,
+)
+cloudprovider_errors = Counter(
+    "cloudprovider_errors_total",
+    "Total number of errors returned from CloudProvider calls.",
+    ["controller", "method", "provider", "error"],
+    namespace=NAMESPACE,
+)
+
+# -- NodePools --------------------------------------------------------------------------------
+
+nodepools_usage = Gauge(
+    "nodepools_usage",
+    "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool "
+    "name and resource type.",
+    ["nodepool", "resource_type"],
+    namespace=NAMESPACE,
+)
+nodepools_limit = Gauge(
+    "nodepools_limit",
+    "Limits specified on the nodepool that restrict the quantity of resources provisioned. "
+    "Labeled by nodepool name and resource type.",
+    ["nodepool", "resource_type"],
+    namespace=NAMESPACE,
+)
+
+# -- Disruption -------------------------------------------------------------------------------
+
+disruption_decisions = Counter(
+    "voluntary_disruption_decisions_total",
+    "Number of disruption decisions performed. Labeled by disruption decision, reason and "
+    "consolidation type.",
+    ["decision", "reason", "consolidation_type"],
+    namespace=NAMESPACE,
+)
+disruption_eligible_nodes = Gauge(
+    "voluntary_disruption_eligible_nodes",
+    "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+    ["reason"],
+    namespace=NAMESPACE,
+)
+
+# -- recording helpers ------------------------------------------------------------------------
+
+#: Method names as Karpenter's cloud-provider metrics decorator reports them.
+CLOUDPROVIDER_METHODS = {
+    "nodewright_launch": "Create",
+    "nodewright_delete": "Delete",
+    "nodewright_get": "Get",
+    "nodewright_list": "List",
+    "nodewright_instance_types": "GetInstanceTypes",
+    "nodewright_offerings": "GetInstanceTypes",
+    "nodewright_is_drifted": "IsDrifted",
+    "nodewright_node_class_status": "GetSupportedNodeClasses",
+}
+
+
+@contextmanager
+def cloudprovider_call(hook: str, provider: str) -> Iterator[None]:
+    """Time one provider hook call; count it as an error when it raises."""
+    method = CLOUDPROVIDER_METHODS.get(hook, hook)
+    controller = current_controller.get()
+    started = time.perf_counter()
+    try:
+        yield
+    except Exception as error:
+        cloudprovider_errors.labels(controller, method, provider, type(error).__name__).inc()
+        raise
+    finally:
+        cloudprovider_duration.labels(controller, method, provider).observe(
+            time.perf_counter() - started
+        )
+
+
+@contextmanager
+def controller_scope(name: str) -> Iterator[None]:
+    """Name the controller whose pass is running, for the ``controller`` labels."""
+    token = current_controller.set(name)
+    try:
+        yield
+    finally:
+        current_controller.reset(token)
+
+
+def record_pool_resources(
+    pool: str, usage: Mapping[str, float], limits: Mapping[str, float]
+) -> None:
+    """Set a NodePool's usage and limit gauges, one series per resource."""
+    for resource, value in usage.items():
+        nodepools_usage.labels(pool, resource).set(value)
+    for resource, value in limits.items():
+        nodepools_limit.labels(pool, resource).set(value)
+
+
+def sample(name: str, labels: Mapping[str, str] | None = None) -> float:
+    """The current value of one sample in the default registry (0 when absent)."""
+    value = REGISTRY.get_sample_value(name, dict(labels or {}))
+    return 0.0 if value is None else value
+
+
+__all__ = [
+    "cloudprovider_call",
+    "controller_scope",
+    "sample",
+]
