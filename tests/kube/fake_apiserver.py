@@ -1,0 +1,682 @@
+"""A loopback fake Kubernetes API server speaking the real HTTPS + JSON protocol.
+
+It serves any ``/api/v1/...`` or ``/apis/GROUP/VERSION/...`` resource from one store with a
+cluster-wide resourceVersion, and keeps the rules clients depend on: list with
+``metadata.resourceVersion``; watch streams (chunked JSON lines, ``timeoutSeconds``, an
+``ERROR`` event with code 410 when the asked-for resourceVersion was compacted away);
+409 on a stale resourceVersion or an existing name; ``generateName``; finalizers and
+``deletionTimestamp``; the status subresource (status dropped on create for CRDs, reset for
+pods; ignored by a main-resource PUT); ``generation`` bumps on spec changes; no-op writes
+keep the resourceVersion; the Binding and Eviction subresources with a PodDisruptionBudget
+check (429). Faults can be injected per request (any status, ``Retry-After``, delays), and
+every request is recorded. Bearer-token auth is required.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import ssl
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import trustme
+import yaml
+
+TOKEN = "s3cr3t-fake-token"
+
+#: Built-in groups: everything else is a CRD (status dropped on create).
+BUILTIN_GROUPS = {"", "apps", "policy", "storage.k8s.io", "coordination.k8s.io", "batch"}
+#: Kinds whose main resource has no status subresource.
+NO_STATUS = {"events", "leases", "namespaces", "storageclasses", "csinodes"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+@dataclass
+class Fault:
+    """Answer matching requests with ``status`` (``times`` times) or delay them."""
+
+    method: str
+    path_contains: str
+    status: int = 0
+    times: int = 1
+    retry_after: float | None = None
+    delay: float = 0.0
+    body: dict[str, Any] | None = None
+
+
+@dataclass
+class _Resource:
+    group: str
+    version: str
+    plural: str
+    namespace: str | None
+    name: str | None
+    sub: str | None
+
+    @property
+    def gvr(self) -> tuple[str, str, str]:
+        return (self.group, self.version, self.plural)
+
+
+@dataclass
+class FakeApiServer:
+    """Start with :meth:`start`; ``kubeconfig`` then points a client at it."""
+
+    tmp: Path
+    #: How many watch events are kept; older resourceVersions get 410 Gone.
+    history_limit: int = 10_000
+    objects: dict[tuple[tuple[str, str, str], str, str], dict[str, Any]] = field(
+        default_factory=dict
+    )
+    requests: list[tuple[str, str, int]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rv = 100
+        self.history: list[tuple[int, str, tuple[str, str, str], dict[str, Any]]] = []
+        self.compacted = 0
+        self.lock = threading.Condition()
+        self.stopping = False
+        self.seen_headers: list[dict[str, str]] = []
+        self.paused = False
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> FakeApiServer:
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1", "localhost")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(context)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        threading.Thread(target=server.serve_forever, daemon=True, name="fake-apiserver").start()
+        host = f"https://127.0.0.1:{server.server_address[1]}"
+        ca_file = self.tmp / "ca.pem"
+        ca.cert_pem.write_to_path(str(ca_file))
+        self.kubeconfig = self.tmp / "kubeconfig"
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [
+                        {
+                            "name": "fake",
+                            "cluster": {"server": host, "certificate-authority": str(ca_file)},
+                        }
+                    ],
+                    "users": [{"name": "fake", "user": {"token": TOKEN}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+                    "current-context": "fake",
+                }
+            ),
+            encoding="utf-8",
+        )
+        self.host = host
+        return self
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopping = True
+            self.lock.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # -- test helpers ----------------------------------------------------------------------------
+
+    def inject(self, fault: Fault) -> None:
+        with self.lock:
+            self.faults.append(fault)
+
+    def compact(self) -> None:
+        """Forget the watch history: a watch from before the latest write gets 410 Gone."""
+        with self.lock:
+            self.history.clear()
+            self.compacted = self.rv
+
+    def pause_watches(self) -> None:
+        """End open watches; new ones wait until :meth:`resume_watches`."""
+        with self.lock:
+            self.paused = True
+        self.drop_watches()
+
+    def resume_watches(self) -> None:
+        with self.lock:
+            self.paused = False
+            self.lock.notify_all()
+
+    def drop_watches(self) -> None:
+        """End every open watch stream (as an API server restart would)."""
+        with self.lock:
+            self._generation_of_watches = getattr(self, "_generation_of_watches", 0) + 1
+            self.lock.notify_all()
+
+    def count(self, method: str, contains: str) -> int:
+        return sum(1 for m, p, _ in self.requests if m == method and contains in p)
+
+    def stored(self, plural: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        with self.lock:
+            for (gvr, ns, n), obj in self.objects.items():
+                if gvr[2] == plural and n == name and ns == namespace:
+                    return copy.deepcopy(obj)
+        return None
+
+    def all(self, plural: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [copy.deepcopy(o) for (g, _, _), o in self.objects.items() if g[2] == plural]
+
+    # -- the store -------------------------------------------------------------------------------
+
+    def _bump(self, gvr: tuple[str, str, str], kind: str, obj: dict[str, Any]) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.history.append((self.rv, kind, gvr, copy.deepcopy(obj)))
+        if len(self.history) > self.history_limit:
+            dropped = self.history.pop(0)
+            self.compacted = dropped[0]
+        self.lock.notify_all()
+
+    def _remove(self, gvr: tuple[str, str, str], ns: str, name: str) -> dict[str, Any]:
+        obj = self.objects.pop((gvr, ns, name))
+        self._bump(gvr, "DELETED", obj)
+        return obj
+
+    def _delete(self, gvr: tuple[str, str, str], ns: str, name: str) -> dict[str, Any]:
+        obj = self.objects[(gvr, ns, name)]
+        if obj["metadata"].get("finalizers"):
+            if not obj["metadata"].get("deletionTimestamp"):
+                obj["metadata"]["deletionTimestamp"] = _now()
+                self._bump(gvr, "MODIFIED", obj)
+            return copy.deepcopy(obj)
+        return self._remove(gvr, ns, name)
+
+
+def _parse_path(path: str) -> _Resource | None:
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    return _Resource(
+        group,
+        version,
+        rest[0],
+        namespace,
+        rest[1] if len(rest) > 1 else None,
+        rest[2] if len(rest) > 2 else None,
+    )
+
+
+def _selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    if not selector:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        has = expression["key"] in labels
+        values = expression.get("values") or []
+        op = expression["operator"]
+        if (
+            (op == "In" and labels.get(expression["key"]) not in values)
+            or (op == "NotIn" and labels.get(expression["key"]) in values)
+            or (op == "Exists" and not has)
+            or (op == "DoesNotExist" and has)
+        ):
+            return False
+    return True
+
+
+def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        # -- plumbing ----------------------------------------------------------------------
+
+        def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None):
+            data = json.dumps(body).encode()
+            with api.lock:
+                api.requests.append((self.command, self.path, code))
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> dict[str, Any]:
+            length = int(self.headers.get("Content-Length") or 0)
+            if not length:
+                return {}
+            value = json.loads(self.rfile.read(length))
+            return value if isinstance(value, dict) else {}
+
+        def _fault(self) -> bool:
+            with api.lock:
+                for fault in api.faults:
+                    if fault.method == self.command and fault.path_contains in self.path:
+                        fault.times -= 1
+                        if fault.times <= 0:
+                            api.faults.remove(fault)
+                        break
+                else:
+                    return False
+            if fault.delay:
+                time.sleep(fault.delay)
+            if not fault.status:
+                return False
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = f"{fault.retry_after:g}"
+            self._send(
+                fault.status,
+                fault.body or _status(fault.status, "Injected", f"injected {fault.status}"),
+                headers,
+            )
+            return True
+
+        def _handle(self, verb: str) -> None:
+            api.seen_headers.append({k.lower(): v for k, v in self.headers.items()})
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+                return
+            body = self._body() if verb in ("POST", "PUT", "DELETE") else {}
+            if self._fault():
+                return
+            url = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            resource = _parse_path(url.path)
+            if resource is None:
+                self._send(404, _status(404, "NotFound", f"no route {url.path}"))
+                return
+            try:
+                getattr(self, f"_{verb.lower()}")(resource, query, body)
+            except _Reply as reply:
+                self._send(reply.code, reply.body)
+
+        def do_GET(self) -> None:
+            self._handle("GET")
+
+        def do_POST(self) -> None:
+            self._handle("POST")
+
+        def do_PUT(self) -> None:
+            self._handle("PUT")
+
+        def do_DELETE(self) -> None:
+            self._handle("DELETE")
+
+        # -- verbs -------------------------------------------------------------------------
+
+        def _get(self, r: _Resource, query: dict[str, str], _: dict[str, Any]) -> None:
+            if r.name is None and query.get("watch") in ("true", "1"):
+                self._watch(r, query)
+                return
+            with api.lock:
+                if r.name is not None:
+                    obj = api.objects.get((r.gvr, r.namespace or "", r.name))
+                    if obj is None:
+                        raise _Reply(404, _not_found(r))
+                    self._send(200, copy.deepcopy(obj))
+                    return
+                selector = _label_query(query.get("labelSelector", ""))
+                items = [
+                    copy.deepcopy(o)
+                    for (gvr, ns, _), o in sorted(api.objects.items(), key=lambda i: i[0][1:])
+                    if gvr == r.gvr
+                    and (r.namespace is None or ns == r.namespace)
+                    and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector)
+                ]
+                self._send(
+                    200,
+                    {
+                        "kind": "List",
+                        "apiVersion": "v1",
+                        "metadata": {"resourceVersion": str(api.rv)},
+                        "items": items,
+                    },
+                )
+
+        def _watch(self, r: _Resource, query: dict[str, str]) -> None:
+            with api.lock:
+                api.lock.wait_for(lambda: not api.paused or api.stopping, timeout=30)
+            since = int(query.get("resourceVersion") or api.rv)
+            deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            with api.lock:
+                api.requests.append(("GET", self.path, 200))
+                generation = getattr(api, "_generation_of_watches", 0)
+
+            def emit(event: dict[str, Any]) -> None:
+                data = json.dumps(event).encode() + b"\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            try:
+                with api.lock:
+                    if since < api.compacted:
+                        emit(
+                            {
+                                "type": "ERROR",
+                                "object": _status(
+                                    410, "Expired", f"too old resource version: {since}"
+                                ),
+                            }
+                        )
+                        self.wfile.write(b"0\r\n\r\n")
+                        return
+                last = since
+                while True:
+                    with api.lock:
+                        pending = [
+                            (rv, kind, obj)
+                            for rv, kind, gvr, obj in api.history
+                            if rv > last
+                            and gvr == r.gvr
+                            and (
+                                r.namespace is None
+                                or obj["metadata"].get("namespace") == r.namespace
+                            )
+                        ]
+                        if not pending:
+                            remaining = deadline - time.monotonic()
+                            ended = (
+                                api.stopping
+                                or remaining <= 0
+                                or generation != getattr(api, "_generation_of_watches", 0)
+                            )
+                            if ended:
+                                break
+                            api.lock.wait(min(remaining, 0.5))
+                            continue
+                    for rv, kind, obj in pending:
+                        emit({"type": kind, "object": obj})
+                        last = rv
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+                return
+
+        def _post(self, r: _Resource, _: dict[str, str], body: dict[str, Any]) -> None:
+            if r.sub == "binding":
+                self._bind(r, body)
+                return
+            if r.sub == "eviction":
+                self._evict(r)
+                return
+            if r.name is not None:
+                raise _Reply(405, _status(405, "MethodNotAllowed", "POST on an object"))
+            meta = body.setdefault("metadata", {})
+            with api.lock:
+                if not meta.get("name"):
+                    prefix = meta.get("generateName")
+                    if not prefix:
+                        raise _Reply(422, _status(422, "Invalid", "metadata.name: Required value"))
+                    meta["name"] = prefix + uuid.uuid4().hex[:5]
+                key = (r.gvr, r.namespace or "", meta["name"])
+                if key in api.objects:
+                    raise _Reply(
+                        409,
+                        _status(
+                            409,
+                            "AlreadyExists",
+                            f'{r.plural} "{meta["name"]}" already exists',
+                            name=meta["name"],
+                            kind=r.plural,
+                        ),
+                    )
+                if r.namespace:
+                    meta["namespace"] = r.namespace
+                meta["uid"] = str(uuid.uuid4())
+                meta["creationTimestamp"] = _now()
+                meta["generation"] = 1
+                meta.pop("deletionTimestamp", None)
+                if r.group not in BUILTIN_GROUPS:
+                    body.pop("status", None)
+                if r.plural == "pods":
+                    body["status"] = {"phase": "Pending"}
+                api.objects[key] = body
+                api._bump(r.gvr, "ADDED", body)
+                self._send(201, copy.deepcopy(body))
+
+        def _put(self, r: _Resource, _: dict[str, str], body: dict[str, Any]) -> None:
+            if r.name is None:
+                raise _Reply(405, _status(405, "MethodNotAllowed", "PUT on a collection"))
+            with api.lock:
+                key = (r.gvr, r.namespace or "", r.name)
+                current = api.objects.get(key)
+                if current is None:
+                    raise _Reply(404, _not_found(r))
+                meta = body.get("metadata") or {}
+                given = meta.get("resourceVersion")
+                if given and given != current["metadata"]["resourceVersion"]:
+                    raise _Reply(
+                        409,
+                        _status(
+                            409,
+                            "Conflict",
+                            f'Operation cannot be fulfilled on {r.plural} "{r.name}": the object '
+                            "has been modified; please apply your changes to the latest version "
+                            "and try again",
+                        ),
+                    )
+                new = copy.deepcopy(current)
+                if r.sub == "status":
+                    new["status"] = body.get("status", {})
+                elif r.sub is None:
+                    old_meta = current["metadata"]
+                    if old_meta.get("deletionTimestamp") and set(
+                        meta.get("finalizers") or []
+                    ) - set(old_meta.get("finalizers") or []):
+                        raise _Reply(
+                            422,
+                            _status(
+                                422,
+                                "Invalid",
+                                "no new finalizers can be added if the object is being deleted",
+                            ),
+                        )
+                    new = {k: v for k, v in body.items() if k != "status"}
+                    if r.plural in NO_STATUS:
+                        if "status" in body:
+                            new["status"] = body["status"]
+                    elif "status" in current:
+                        new["status"] = current["status"]
+                    kept = {
+                        k: old_meta[k]
+                        for k in (
+                            "uid",
+                            "creationTimestamp",
+                            "deletionTimestamp",
+                            "generation",
+                            "resourceVersion",
+                            "namespace",
+                        )
+                        if k in old_meta
+                    }
+                    new["metadata"] = {**meta, **kept}
+                    spec_of = lambda o: {  # noqa: E731
+                        k: v for k, v in o.items() if k not in ("metadata", "status")
+                    }
+                    if spec_of(new) != spec_of(current):
+                        new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+                else:
+                    raise _Reply(404, _status(404, "NotFound", f"no subresource {r.sub}"))
+                if new == current:
+                    self._send(200, copy.deepcopy(current))
+                    return
+                api.objects[key] = new
+                if new["metadata"].get("deletionTimestamp") and not new["metadata"].get(
+                    "finalizers"
+                ):
+                    api._remove(r.gvr, key[1], key[2])
+                else:
+                    api._bump(r.gvr, "MODIFIED", new)
+                self._send(200, copy.deepcopy(new))
+
+        def _delete(self, r: _Resource, _: dict[str, str], __: dict[str, Any]) -> None:
+            with api.lock:
+                key = (r.gvr, r.namespace or "", r.name or "")
+                if key not in api.objects:
+                    raise _Reply(404, _not_found(r))
+                self._send(200, api._delete(r.gvr, key[1], key[2]))
+
+        def _bind(self, r: _Resource, body: dict[str, Any]) -> None:
+            with api.lock:
+                key = (r.gvr, r.namespace or "", r.name or "")
+                pod = api.objects.get(key)
+                if pod is None:
+                    raise _Reply(404, _not_found(r))
+                if pod.get("spec", {}).get("nodeName"):
+                    raise _Reply(
+                        409,
+                        _status(
+                            409,
+                            "Conflict",
+                            f"pod {r.name} is already assigned to node {pod['spec']['nodeName']!r}",
+                        ),
+                    )
+                if pod["metadata"].get("deletionTimestamp"):
+                    raise _Reply(422, _status(422, "Invalid", f"pod {r.name} is being deleted"))
+                pod.setdefault("spec", {})["nodeName"] = body["target"]["name"]
+                conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+                conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+                conditions.append(
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()}
+                )
+                api._bump(r.gvr, "MODIFIED", pod)
+                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+
+        def _evict(self, r: _Resource) -> None:
+            with api.lock:
+                ns = r.namespace or ""
+                key = (r.gvr, ns, r.name or "")
+                pod = api.objects.get(key)
+                if pod is None:
+                    raise _Reply(404, _not_found(r))
+                phase = pod.get("status", {}).get("phase")
+                labels = pod["metadata"].get("labels") or {}
+                if phase == "Running" and not pod["metadata"].get("deletionTimestamp"):
+                    budgets = [
+                        o
+                        for (g, n, _), o in api.objects.items()
+                        if g[2] == "poddisruptionbudgets"
+                        and n == ns
+                        and _selector_matches(o.get("spec", {}).get("selector"), labels)
+                    ]
+                    if len(budgets) > 1:
+                        raise _Reply(
+                            500,
+                            _status(
+                                500,
+                                "InternalError",
+                                "This pod has more than one "
+                                "PodDisruptionBudget, which the eviction subresource does "
+                                "not support.",
+                            ),
+                        )
+                    if budgets and _allowed(api, budgets[0], ns) <= 0:
+                        raise _Reply(
+                            429,
+                            _status(
+                                429,
+                                "TooManyRequests",
+                                f"Cannot evict pod as it would violate the pod's disruption "
+                                f"budget {budgets[0]['metadata']['name']}.",
+                                causes=[{"reason": "DisruptionBudget"}],
+                            ),
+                        )
+                api._delete(r.gvr, ns, r.name or "")
+                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+
+    return Handler
+
+
+def _allowed(api: FakeApiServer, pdb: dict[str, Any], ns: str) -> int:
+    selector = pdb.get("spec", {}).get("selector")
+    pods = [
+        o
+        for (g, n, _), o in api.objects.items()
+        if g[2] == "pods"
+        and n == ns
+        and _selector_matches(selector, o["metadata"].get("labels") or {})
+        and o.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+    healthy = sum(
+        1
+        for o in pods
+        if o.get("status", {}).get("phase") == "Running"
+        and not o["metadata"].get("deletionTimestamp")
+    )
+    spec = pdb.get("spec", {})
+    if spec.get("maxUnavailable") is not None:
+        return healthy - max(0, len(pods) - int(spec["maxUnavailable"]))
+    if spec.get("minAvailable") is not None:
+        return healthy - int(spec["minAvailable"])
+    return healthy - len(pods)
+
+
+def _label_query(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        pairs.append((key, value))
+    return pairs
+
+
+def _not_found(r: _Resource) -> dict[str, Any]:
+    return _status(404, "NotFound", f'{r.plural} "{r.name}" not found', name=r.name, kind=r.plural)
+
+
+class _Reply(Exception):
+    def __init__(self, code: int, body: dict[str, Any]) -> None:
+        super().__init__(code)
+        self.code = code
+        self.body = body
+
+
+__all__ = ["TOKEN", "FakeApiServer", "Fault"]
