@@ -25,6 +25,7 @@ from nodewright.api.validation import validate_node_pool
 from nodewright.clock import Clock
 from nodewright.controllers.options import Options
 from nodewright.convert_cli import run_convert
+from nodewright.crds_cli import run_crds
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.report import Report, build_report
@@ -340,6 +341,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return run_convert([Path(p) for p in args.paths])
 
 
+def cmd_crds(args: argparse.Namespace) -> int:
+    return run_crds(load_host(), Path(args.output_dir) if args.output_dir else None)
+
+
 def cmd_version(_: argparse.Namespace) -> int:
     print(f"nodewright {__version__}")
     return EXIT_OK
@@ -389,6 +394,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     convert.add_argument("paths", nargs="+", metavar="FILE", help="manifest files or directories")
     convert.set_defaults(handler=cmd_convert)
+
+    crds = commands.add_parser(
+        "crds",
+        help="print the CRDs: NodePool, NodeClaim and each installed provider's NodeClass",
+    )
+    crds.add_argument(
+        "--output-dir", metavar="DIR", help="write one YAML file per CRD into DIR instead"
+    )
+    crds.set_defaults(handler=cmd_crds)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)

@@ -3,7 +3,7 @@ impossible for a provider to mutate behind the core's back."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +32,10 @@ class NodeClassKind:
     model: type[NodeClass]
     #: Other apiVersions (e.g. ``karpenter.azure.com/v1alpha2``) the model also accepts.
     extra_versions: tuple[str, ...] = ()
+    #: Builds the kind's CustomResourceDefinition (a plain dict, see
+    #: :func:`nodewright.api.crds.node_class_crd`) for ``nodewright crds`` and the Helm chart.
+    #: None: the provider ships no CRD.
+    crd: Callable[[], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

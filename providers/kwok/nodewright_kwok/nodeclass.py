@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from nodewright.api.crds import node_class_crd, obj, string
 from nodewright.api.duration import parse_duration
 from nodewright.api.karpenter import NodeClass
 from nodewright.api.meta import StrictModel
@@ -45,3 +46,18 @@ class KWOKNodeClass(NodeClass):
     KIND: ClassVar[str] = "KWOKNodeClass"
 
     spec: KWOKNodeClassSpec = Field(default_factory=KWOKNodeClassSpec)
+
+
+def kwok_node_class_crd() -> dict[str, Any]:
+    """The ``kwoknodeclasses.karpenter.kwok.sh`` CRD, as Karpenter's KWOK provider has it."""
+    spec = obj(
+        {
+            "nodeRegistrationDelay": string(
+                pattern=_DELAY_PATTERN.pattern,
+                description="How long a launched instance takes to register its Node.",
+            )
+        }
+    )
+    return node_class_crd(
+        group=GROUP, kind=KWOKNodeClass.KIND, version=API_VERSION.split("/")[1], spec=spec
+    )

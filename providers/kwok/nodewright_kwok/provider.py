@@ -47,7 +47,7 @@ from nodewright_kwok.labels import (
     RESERVATION_ID_LABEL,
 )
 from nodewright_kwok.ledger import PENDING, RUNNING, TERMINATED, Ledger, LedgerEntry
-from nodewright_kwok.nodeclass import KWOKNodeClass
+from nodewright_kwok.nodeclass import KWOKNodeClass, kwok_node_class_crd
 from nodewright_kwok.options import INSTANCE_TYPES_FILE, Settings, parse_settings
 from nodewright_kwok.selection import cheapest_offering, instance_labels
 
@@ -69,7 +69,14 @@ def _default_catalog() -> Catalog:
 def provider_info() -> ProviderInfo:
     return ProviderInfo(
         name=NAME,
-        node_classes=(NodeClassKind(group=GROUP, kind=KWOKNodeClass.KIND, model=KWOKNodeClass),),
+        node_classes=(
+            NodeClassKind(
+                group=GROUP,
+                kind=KWOKNodeClass.KIND,
+                model=KWOKNodeClass,
+                crd=kwok_node_class_crd,
+            ),
+        ),
         restricted_label_domains=frozenset({GROUP}),
         well_known_labels=INSTANCE_LABELS | {RESERVATION_ID_LABEL},
         install_hint=INSTALL_HINT,
