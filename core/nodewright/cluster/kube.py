@@ -630,6 +630,7 @@ class KubeCluster:
         context: str | None = None,
         settings: ClientSettings | None = None,
         in_cluster: bool | None = None,
+        uncached: Iterable[type[KubeObject]] = (Event,),
     ) -> KubeCluster:
         """From a kubeconfig file, or the pod's service account when running in a cluster."""
         configuration = kube_client.Configuration()
@@ -664,7 +665,7 @@ class KubeCluster:
             raise_on_status=False,
         )
         configuration.client_go_retries = False
-        return cls(kube_client.ApiClient(configuration), settings)
+        return cls(kube_client.ApiClient(configuration), settings, uncached=uncached)
 
     @property
     def host(self) -> str:
@@ -748,12 +749,16 @@ class KubeCluster:
         with self._changes:
             return self._version
 
+    def wake(self) -> None:
+        """Wake anyone in :meth:`wait_for_change` (e.g. to shut down)."""
+        with self._changes:
+            self._changes.notify_all()
+
     def wait_for_change(self, since: int, timeout: float) -> int:
         """Block until the change counter passes ``since`` or ``timeout`` seconds pass."""
         with self._changes:
-            self._changes.wait_for(
-                lambda: self._version != since or self._stop.is_set(), timeout=max(0.0, timeout)
-            )
+            if self._version == since:
+                self._changes.wait(max(0.0, timeout))
             return self._version
 
     # -- reads -----------------------------------------------------------------------------------
