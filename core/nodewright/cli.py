@@ -28,6 +28,7 @@ from nodewright.convert_cli import run_convert
 from nodewright.crds_cli import run_crds
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
+from nodewright.service.command import add_run_command
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.scenario import Scenario, ScenarioError, Step, load_scenario
@@ -403,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-dir", metavar="DIR", help="write one YAML file per CRD into DIR instead"
     )
     crds.set_defaults(handler=cmd_crds)
+
+    add_run_command(commands, load_host)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=cmd_version)

@@ -67,7 +67,9 @@ def parse_provider_options(values: Sequence[str]) -> dict[str, dict[str, str]]:
         key, sep, setting = value.partition("=")
         provider, dot, name = key.strip().partition(".")
         if not sep or not dot or not provider or not name:
-            raise ValueError(f"{value!r} is not PROVIDER.NAME=VALUE (e.g. kwok.registration-delay=5s)")
+            raise ValueError(
+                f"{value!r} is not PROVIDER.NAME=VALUE (e.g. kwok.registration-delay=5s)"
+            )
         options.setdefault(provider, {})[name] = setting
     return options
 
@@ -128,10 +130,8 @@ class RunSettings(BaseSettings):
     )
     log_format: Literal["json", "text"] = Field(default="json", description="json or text")
     metrics_port: int = Field(default=8080, ge=0, le=65535, description="Prometheus /metrics")
-    health_probe_port: int = Field(
-        default=8081, ge=0, le=65535, description="/healthz and /readyz"
-    )
-    bind_address: str = Field(default="0.0.0.0", description="address the ports listen on")  # noqa: S104
+    health_probe_port: int = Field(default=8081, ge=0, le=65535, description="/healthz and /readyz")
+    bind_address: str = Field(default="0.0.0.0", description="address the ports listen on")
 
     # -- high availability -----------------------------------------------------------------------
     disable_leader_election: bool = Field(
@@ -187,9 +187,7 @@ class RunSettings(BaseSettings):
 
     @property
     def lease_namespace(self) -> str:
-        return (
-            self.leader_election_namespace or os.environ.get("SYSTEM_NAMESPACE") or "kube-system"
-        )
+        return self.leader_election_namespace or os.environ.get("SYSTEM_NAMESPACE") or "kube-system"
 
 
 def env_name(field: str) -> str:

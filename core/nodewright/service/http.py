@@ -11,6 +11,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 Check = Callable[[], tuple[bool, str]]
+#: A handler: returns the status, the content type and the body.
+Route = Callable[[], tuple[int, str, bytes]]
 
 
 class Endpoints:
@@ -19,9 +21,11 @@ class Endpoints:
     def __init__(self) -> None:
         self._servers: list[ThreadingHTTPServer] = []
 
-    def serve(self, address: str, port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]]) -> int:
+    def serve(
+        self, address: str, port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]]
+    ) -> int:
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def do_GET(self) -> None:

@@ -62,6 +62,7 @@ class LeaderElector:
         name: str,
         namespace: str,
         identity: str,
+        *,
         lease_duration: timedelta = timedelta(seconds=15),
         renew_deadline: timedelta = timedelta(seconds=10),
         retry_period: timedelta = timedelta(seconds=2),
@@ -201,6 +202,8 @@ class LeaderElector:
                     return
             elif self.try_acquire_or_renew():
                 self._last_renewed = self._monotonic()
-                log.info("became leader (Lease %s/%s, %s)", self.namespace, self.name, self.identity)
+                log.info(
+                    "became leader (Lease %s/%s, %s)", self.namespace, self.name, self.identity
+                )
                 self._leading.set()
             self._stop.wait(self._retry)

@@ -15,7 +15,12 @@ _SECRETS = (
     re.compile(r"(?i)((?:token|password|secret|client[-_]?key)[\"']?\s*[:=]\s*[\"']?)[^\s,\"'}]+"),
 )
 
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 def redact(text: str) -> str:
@@ -58,7 +63,7 @@ class TextFormatter(logging.Formatter):
         return redact(line)
 
 
-def configure(level: str, format: str, stream: TextIO | None = None) -> None:  # noqa: A002
+def configure(level: str, format: str, stream: TextIO | None = None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JSONFormatter() if format == "json" else TextFormatter())
     root = logging.getLogger("nodewright")

@@ -1,0 +1,1 @@
+"""``nodewright run``: the operator as a long-running service against a real API server."""
