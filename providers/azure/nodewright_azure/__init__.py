@@ -1,1 +1,2 @@
-"""The Azure provider for nodewright (in progress; not yet registered as a plugin)."""
+"""The Azure provider for nodewright: AKSNodeClass, SKU discovery and labels, retail pricing,
+VM launch through azure-mgmt-compute and azure-mgmt-network."""

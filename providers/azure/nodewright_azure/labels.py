@@ -1,0 +1,69 @@
+"""Labels, tags and names the Azure provider uses (Karpenter's ``pkg/apis/v1beta1/labels.go``)."""
+
+from __future__ import annotations
+
+#: The API group of AKSNodeClass, and the label domain users may not set outside the
+#: allow-list below.
+GROUP = "karpenter.azure.com"
+AKS_GROUP = "kubernetes.azure.com"
+
+SKU_NAME = f"{GROUP}/sku-name"
+SKU_FAMILY = f"{GROUP}/sku-family"
+SKU_SERIES = f"{GROUP}/sku-series"
+SKU_VERSION = f"{GROUP}/sku-version"
+SKU_CPU = f"{GROUP}/sku-cpu"
+SKU_MEMORY = f"{GROUP}/sku-memory"
+SKU_NETWORKING_ACCELERATED = f"{GROUP}/sku-networking-accelerated"
+SKU_STORAGE_PREMIUM_CAPABLE = f"{GROUP}/sku-storage-premium-capable"
+SKU_STORAGE_EPHEMERALOS_MAXSIZE = f"{GROUP}/sku-storage-ephemeralos-maxsize"
+SKU_GPU_NAME = f"{GROUP}/sku-gpu-name"
+SKU_GPU_MANUFACTURER = f"{GROUP}/sku-gpu-manufacturer"
+SKU_GPU_COUNT = f"{GROUP}/sku-gpu-count"
+PLACEMENT_SCOPE = f"{GROUP}/placement-scope"
+AKSNODECLASS = f"{GROUP}/aksnodeclass"
+
+AKS_SKU_CPU = f"{AKS_GROUP}/sku-cpu"
+AKS_SKU_MEMORY = f"{AKS_GROUP}/sku-memory"
+AKS_OS_SKU = f"{AKS_GROUP}/os-sku"
+AKS_MODE = f"{AKS_GROUP}/mode"
+AKS_ROLE = f"{AKS_GROUP}/role"
+AKS_CLUSTER = f"{AKS_GROUP}/cluster"
+AKS_SCALESET_PRIORITY = f"{AKS_GROUP}/scalesetpriority"
+
+#: The labels every Azure instance type defines; pods and NodePools may select on them.
+SKU_LABELS = frozenset(
+    {
+        SKU_NAME,
+        SKU_FAMILY,
+        SKU_SERIES,
+        SKU_VERSION,
+        SKU_CPU,
+        SKU_MEMORY,
+        SKU_NETWORKING_ACCELERATED,
+        SKU_STORAGE_PREMIUM_CAPABLE,
+        SKU_STORAGE_EPHEMERALOS_MAXSIZE,
+        SKU_GPU_NAME,
+        SKU_GPU_MANUFACTURER,
+        SKU_GPU_COUNT,
+        PLACEMENT_SCOPE,
+        AKS_SKU_CPU,
+        AKS_SKU_MEMORY,
+        AKS_OS_SKU,
+    }
+)
+
+# Tags on every VM and NIC (``/`` in tag keys becomes ``_``, as Azure forbids it).
+TAG_CLUSTER = "karpenter.azure.com_cluster"
+TAG_NODEPOOL = "karpenter.sh_nodepool"
+TAG_BILLING = "compute.aks.billing"
+#: The NodeClaim's uid (the hookspec's idempotency key) and name.
+TAG_NODECLAIM_UID = "karpenter.azure.com_nodeclaim-uid"
+TAG_NODECLAIM = "karpenter.azure.com_nodeclaim"
+TAG_NODECLASS = "karpenter.azure.com_aksnodeclass"
+
+PROVIDER_ID_PREFIX = "azure://"
+#: VM, NIC and OS disk of a NodeClaim are all named ``aks-<nodeclaim>``.
+RESOURCE_NAME_PREFIX = "aks-"
+
+#: Regional (non-zonal) placement's zone value, as AKS labels regional nodes.
+REGIONAL_ZONE = "0"

@@ -1,0 +1,190 @@
+"""The Azure provider's options (``--provider-option azure.<name>=<value>``).
+
+Parsing does no I/O and needs no credentials: options that are missing are reported when the
+provider first needs them (:meth:`Settings.require`), so the plugin loads anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+SUBSCRIPTION_ID = "subscription-id"
+RESOURCE_GROUP = "resource-group"
+LOCATION = "location"
+CLUSTER_NAME = "cluster-name"
+ARM_ENDPOINT = "arm-endpoint"
+AUTHORITY_HOST = "authority-host"
+PRICES_ENDPOINT = "prices-endpoint"
+PRICING = "pricing"
+AUTH_MODE = "auth-mode"
+TENANT_ID = "tenant-id"
+CLIENT_ID = "client-id"
+CLIENT_SECRET_FILE = "client-secret-file"
+TOKEN_FILE = "federated-token-file"
+CA_BUNDLE = "ca-bundle"
+VNET_SUBNET_ID = "vnet-subnet-id"
+NETWORK_PLUGIN = "network-plugin"
+VM_MEMORY_OVERHEAD = "vm-memory-overhead-percent"
+POLLING_INTERVAL = "polling-interval"
+RETRY_BACKOFF = "retry-backoff"
+IMAGE_ID = "image-id"
+SSH_PUBLIC_KEY = "ssh-public-key"
+ADMIN_USERNAME = "admin-username"
+
+OPTIONS = (
+    SUBSCRIPTION_ID,
+    RESOURCE_GROUP,
+    LOCATION,
+    CLUSTER_NAME,
+    ARM_ENDPOINT,
+    AUTHORITY_HOST,
+    PRICES_ENDPOINT,
+    PRICING,
+    AUTH_MODE,
+    TENANT_ID,
+    CLIENT_ID,
+    CLIENT_SECRET_FILE,
+    TOKEN_FILE,
+    CA_BUNDLE,
+    VNET_SUBNET_ID,
+    NETWORK_PLUGIN,
+    VM_MEMORY_OVERHEAD,
+    POLLING_INTERVAL,
+    RETRY_BACKOFF,
+    IMAGE_ID,
+    SSH_PUBLIC_KEY,
+    ADMIN_USERNAME,
+)
+
+AUTH_MODES = ("default", "workload-identity", "client-secret", "managed-identity")
+#: Default maxPods by network plugin (Karpenter's ``GetMaxPods``).
+NETWORK_PLUGINS = {"azure-overlay": 250, "azure": 30, "none": 250, "kubenet": 110}
+DEFAULT_IMAGE_ID = (
+    "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/"
+    "2204gen2containerd/versions/latest"
+)
+
+
+class SettingsError(ValueError):
+    """An option is missing or invalid; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    subscription_id: str = ""
+    resource_group: str = ""
+    location: str = ""
+    cluster_name: str = ""
+    arm_endpoint: str = "https://management.azure.com"
+    authority_host: str = "login.microsoftonline.com"
+    prices_endpoint: str = "https://prices.azure.com"
+    pricing: str = "api"
+    auth_mode: str = "default"
+    tenant_id: str = ""
+    client_id: str = ""
+    client_secret_file: str = field(default="", repr=False)
+    federated_token_file: str = ""
+    ca_bundle: str = ""
+    vnet_subnet_id: str = ""
+    network_plugin: str = "azure-overlay"
+    vm_memory_overhead: float = 0.075
+    polling_interval: float = 3.0
+    retry_backoff: float = 0.8
+    image_id: str = DEFAULT_IMAGE_ID
+    ssh_public_key: str = ""
+    admin_username: str = "azureuser"
+
+    @property
+    def default_max_pods(self) -> int:
+        return NETWORK_PLUGINS[self.network_plugin]
+
+    def missing(self) -> list[str]:
+        """The required options not given."""
+        wanted = {
+            SUBSCRIPTION_ID: self.subscription_id,
+            RESOURCE_GROUP: self.resource_group,
+            LOCATION: self.location,
+        }
+        return [name for name, value in wanted.items() if not value]
+
+    def require(self) -> None:
+        missing = self.missing()
+        if missing:
+            raise SettingsError(
+                "the azure provider needs "
+                + ", ".join(f"--provider-option azure.{name}=..." for name in missing)
+            )
+
+
+def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settings:
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise SettingsError(
+            f"unknown azure option {unknown[0]!r}; known options: {', '.join(OPTIONS)}"
+        )
+    values = {k: v.strip() for k, v in options.items()}
+    auth_mode = values.get(AUTH_MODE, "default") or "default"
+    if auth_mode not in AUTH_MODES:
+        raise SettingsError(f"{AUTH_MODE}: {auth_mode!r} is not one of {', '.join(AUTH_MODES)}")
+    pricing = values.get(PRICING, "api") or "api"
+    if pricing not in ("api", "static"):
+        raise SettingsError(f"{PRICING}: {pricing!r} is not 'api' or 'static'")
+    plugin = values.get(NETWORK_PLUGIN, "azure-overlay") or "azure-overlay"
+    if plugin not in NETWORK_PLUGINS:
+        raise SettingsError(
+            f"{NETWORK_PLUGIN}: {plugin!r} is not one of {', '.join(NETWORK_PLUGINS)}"
+        )
+    for name in (ARM_ENDPOINT, PRICES_ENDPOINT):
+        if name in values and not values[name].startswith("https://"):
+            raise SettingsError(f"{name}: {values[name]!r} must be an https:// URL")
+    return Settings(
+        subscription_id=values.get(SUBSCRIPTION_ID, ""),
+        resource_group=values.get(RESOURCE_GROUP, ""),
+        location=values.get(LOCATION, "").lower(),
+        cluster_name=values.get(CLUSTER_NAME, "") or cluster_name,
+        arm_endpoint=values.get(ARM_ENDPOINT) or Settings.arm_endpoint,
+        authority_host=values.get(AUTHORITY_HOST) or Settings.authority_host,
+        prices_endpoint=values.get(PRICES_ENDPOINT) or Settings.prices_endpoint,
+        pricing=pricing,
+        auth_mode=auth_mode,
+        tenant_id=values.get(TENANT_ID, ""),
+        client_id=values.get(CLIENT_ID, ""),
+        client_secret_file=values.get(CLIENT_SECRET_FILE, ""),
+        federated_token_file=values.get(TOKEN_FILE, ""),
+        ca_bundle=values.get(CA_BUNDLE, ""),
+        vnet_subnet_id=values.get(VNET_SUBNET_ID, ""),
+        network_plugin=plugin,
+        vm_memory_overhead=_fraction(values, VM_MEMORY_OVERHEAD, 0.075),
+        polling_interval=_seconds(values, POLLING_INTERVAL, 3.0),
+        retry_backoff=_seconds(values, RETRY_BACKOFF, 0.8),
+        image_id=values.get(IMAGE_ID) or DEFAULT_IMAGE_ID,
+        ssh_public_key=values.get(SSH_PUBLIC_KEY, ""),
+        admin_username=values.get(ADMIN_USERNAME) or "azureuser",
+    )
+
+
+def _fraction(values: Mapping[str, str], name: str, default: float) -> float:
+    text = values.get(name, "")
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingsError(f"{name}: {text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise SettingsError(f"{name}: {text!r} must be a fraction between 0 and 1, e.g. 0.075")
+    return value
+
+
+def _seconds(values: Mapping[str, str], name: str, default: float) -> float:
+    text = values.get(name, "").removesuffix("s")
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingsError(f"{name}: {values[name]!r} is not a number of seconds") from None
+    if value < 0:
+        raise SettingsError(f"{name}: must not be negative")
+    return value

@@ -1,0 +1,682 @@
+"""The Azure provider: SKUs from the Resource SKUs API, prices from the Retail Prices API, and
+VMs (NIC first, then the VM) through azure-mgmt-network and azure-mgmt-compute.
+
+Nothing talks to Azure before the first hook that needs it; clients and credentials are built
+then, so the plugin loads without credentials or network.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from azure.core.credentials import TokenCredential
+from azure.core.exceptions import (
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+)
+from azure.core.polling import LROPoller
+from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.compute.models import VirtualMachine
+from azure.mgmt.network import NetworkManagementClient
+from azure.mgmt.network.models import NetworkInterface
+
+from nodewright.api.karpenter import NodeClaim, NodeClass
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
+    NODEPOOL_LABEL,
+    REGION_LABEL,
+    ZONE_LABEL,
+)
+from nodewright.plugin.errors import (
+    InstanceNotFoundError,
+    InsufficientCapacityError,
+    LaunchError,
+    NodeClassNotReadyError,
+    ProviderError,
+    TemporaryProviderError,
+)
+from nodewright.plugin.model import (
+    ClockLike,
+    Instance,
+    InstanceType,
+    LaunchRequest,
+    NodeClassKind,
+    NodeClassReadiness,
+    Offering,
+    ProviderContext,
+    ProviderInfo,
+)
+from nodewright_azure import auth, skus
+from nodewright_azure import labels as L
+from nodewright_azure.errors import Attempt, classify
+from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass, AKSNodeClassSpec
+from nodewright_azure.options import Settings, SettingsError, parse_settings
+from nodewright_azure.pricing import Pricing, RetailPricesClient
+
+log = logging.getLogger(__name__)
+
+NAME = "azure"
+INSTALL_HINT = 'pip install "nodewright[azure]"'
+SKU_REFRESH = timedelta(hours=12)
+_VM_ID = re.compile(
+    r"^azure:///subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/"
+    r"virtualMachines/([^/]+)$",
+    re.IGNORECASE,
+)
+
+CredentialFactory = Callable[[Settings], TokenCredential]
+
+
+def provider_info() -> ProviderInfo:
+    return ProviderInfo(
+        name=NAME,
+        node_classes=(
+            NodeClassKind(
+                group=L.GROUP,
+                kind=AKSNodeClass.KIND,
+                model=AKSNodeClass,
+                extra_versions=(API_VERSION_V1ALPHA2,),
+            ),
+        ),
+        restricted_label_domains=frozenset({L.GROUP}),
+        well_known_labels=L.SKU_LABELS,
+        install_hint=INSTALL_HINT,
+    )
+
+
+def resource_name(node_claim: str) -> str:
+    """VM, NIC and OS disk name of a NodeClaim."""
+    return f"{L.RESOURCE_NAME_PREFIX}{node_claim}"
+
+
+def provider_id_of(vm_id: str) -> str:
+    """``azure://`` + the VM's resource ID, resource group lower-cased (as AKS writes it)."""
+    parts = vm_id.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part.lower() == "resourcegroups":
+            parts[i + 1] = parts[i + 1].lower()
+    return L.PROVIDER_ID_PREFIX + "/".join(parts)
+
+
+class AzureProvider:
+    """One provider object: settings, lazily built clients, SKU and price caches."""
+
+    def __init__(self, credential_factory: CredentialFactory | None = None) -> None:
+        self._credential_factory = credential_factory or auth.credential
+        self.settings = Settings()
+        self._clock: ClockLike | None = None
+        self._compute: ComputeManagementClient | None = None
+        self._network: NetworkManagementClient | None = None
+        self._skus: list[skus.Sku] | None = None
+        self._skus_at: datetime | None = None
+        self._pricing: Pricing | None = None
+        self._unavailable: dict[tuple[str, str, str], datetime] = {}
+        self._deletes: dict[str, LROPoller[Any]] = {}
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def configure(self, context: ProviderContext) -> None:
+        """Parse options; no Azure call and no credential is touched here."""
+        self.settings = parse_settings(context.options, context.cluster_name)
+        self._clock = context.clock
+        self._compute = self._network = None
+        self._skus = self._skus_at = None
+        self._pricing = None
+        self._unavailable.clear()
+        self._deletes.clear()
+
+    @property
+    def clock(self) -> ClockLike:
+        if self._clock is None:
+            raise RuntimeError("the azure provider is not configured (nodewright_configure)")
+        return self._clock
+
+    def _client_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "polling_interval": self.settings.polling_interval,
+            "retry_backoff_factor": self.settings.retry_backoff,
+            "retry_total": 5,
+        }
+        if self.settings.ca_bundle:
+            options["connection_verify"] = self.settings.ca_bundle
+        return options
+
+    def _clients(self) -> tuple[ComputeManagementClient, NetworkManagementClient]:
+        if self._compute is None or self._network is None:
+            try:
+                self.settings.require()
+                credential = self._credential_factory(self.settings)
+            except SettingsError as error:
+                raise NodeClassNotReadyError(str(error)) from None
+            endpoint = self.settings.arm_endpoint.rstrip("/")
+            scopes = ["https://management.azure.com/.default"]
+            self._compute = ComputeManagementClient(
+                credential,
+                self.settings.subscription_id,
+                base_url=endpoint,
+                credential_scopes=scopes,
+                **self._client_options(),
+            )
+            self._network = NetworkManagementClient(
+                credential,
+                self.settings.subscription_id,
+                base_url=endpoint,
+                credential_scopes=scopes,
+                **self._client_options(),
+            )
+        return self._compute, self._network
+
+    # -- SKUs and prices ----------------------------------------------------------------------
+
+    def region_skus(self) -> list[skus.Sku]:
+        """Every VM SKU of the region (cached for 12 hours)."""
+        now = self.clock.now()
+        if self._skus is None or self._skus_at is None or now - self._skus_at >= SKU_REFRESH:
+            compute, _ = self._clients()
+            region = self.settings.location
+            with _azure_errors("listing resource SKUs"):
+                found = [
+                    skus.sku_from_model(model, region)
+                    for model in compute.resource_skus.list(filter=f"location eq '{region}'")
+                    if (model.resource_type or "") == "virtualMachines"
+                ]
+            self._skus, self._skus_at = found, now
+            log.info("azure: %d VM SKUs in %s", len(found), region)
+        return self._skus
+
+    def _sku(self, name: str) -> skus.Sku | None:
+        return next((s for s in self.region_skus() if s.name == name), None)
+
+    def pricing(self) -> Pricing:
+        if self._pricing is None:
+            client = None
+            if self.settings.pricing == "api":
+                options: dict[str, Any] = {
+                    "retry_total": 3,
+                    "retry_backoff_factor": self.settings.retry_backoff,
+                }
+                if self.settings.ca_bundle:
+                    options["connection_verify"] = self.settings.ca_bundle
+                client = RetailPricesClient(self.settings.prices_endpoint, **options)
+            self._pricing = Pricing.start(self.settings.location or "eastus", client)
+        if self._pricing.due(self.clock.now()):
+            self._pricing.refresh(self.clock.now())
+        return self._pricing
+
+    # -- NodeClasses and catalog --------------------------------------------------------------
+
+    def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
+        spec = _spec(node_class)
+        missing = self.settings.missing()
+        if missing:
+            return NodeClassReadiness(
+                ready=False,
+                reason="ProviderNotConfigured",
+                message="set " + ", ".join(f"--provider-option azure.{m}=..." for m in missing),
+            )
+        if not (spec.vnet_subnet_id or self.settings.vnet_subnet_id):
+            return NodeClassReadiness(
+                ready=False,
+                reason="SubnetsNotReady",
+                message="neither spec.vnetSubnetID nor --provider-option "
+                "azure.vnet-subnet-id names a subnet",
+            )
+        return NodeClassReadiness(
+            ready=True,
+            status={"images": [{"id": self.settings.image_id, "requirements": []}]},
+        )
+
+    def instance_types(self, node_class: NodeClass) -> Sequence[InstanceType]:
+        spec = _spec(node_class)
+        region = self.settings.location
+        max_pods = spec.max_pods or self.settings.default_max_pods
+        return skus.instance_types(
+            self.region_skus(),
+            spec,
+            region,
+            max_pods=max_pods,
+            vm_memory_overhead=self.settings.vm_memory_overhead,
+        )
+
+    def offerings(
+        self, node_class: NodeClass, instance_types: Sequence[InstanceType]
+    ) -> Mapping[str, Sequence[Offering]]:
+        pricing = self.pricing()
+        now = self.clock.now()
+        by_name = {s.name: s for s in self.region_skus()}
+        result: dict[str, list[Offering]] = {}
+        for it in instance_types:
+            sku = by_name.get(it.name)
+            if sku is None:
+                continue
+            capacity_types = [CAPACITY_TYPE_ON_DEMAND]
+            if sku.flag("LowPriorityCapable"):
+                capacity_types.append(CAPACITY_TYPE_SPOT)
+            offers: list[Offering] = []
+            for zone in skus.zone_values(sku, self.settings.location):
+                scope = "regional" if zone == L.REGIONAL_ZONE else "zonal"
+                for capacity_type in capacity_types:
+                    until = self._unavailable.get((it.name, zone, capacity_type))
+                    offers.append(
+                        Offering(
+                            zone=zone,
+                            capacity_type=capacity_type,
+                            price=pricing.price(it.name, capacity_type),
+                            available=until is None or until <= now,
+                            labels={L.PLACEMENT_SCOPE: scope},
+                        )
+                    )
+            result[it.name] = offers
+        return result
+
+    # -- instances ------------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        compute, network = self._clients()
+        spec = _spec(request.node_class)
+        name = resource_name(request.node_claim.name)
+        existing = self._get_vm(name)
+        if existing is not None and _state(existing) not in ("terminating", "failed"):
+            found_key = (existing.tags or {}).get(L.TAG_NODECLAIM_UID)
+            if found_key in (None, request.idempotency_key):
+                log.info("azure: %s already exists; adopting it", name)
+                return self._instance(existing)
+            raise LaunchError(
+                "NameInUse",
+                f"VM {name} belongs to another NodeClaim (uid {found_key}); "
+                "it must be deleted before this NodeClaim can launch",
+            )
+        choice = self._choose(request)
+        if choice is None:
+            raise InsufficientCapacityError(
+                f"no available offering of {len(request.instance_types)} instance type(s) "
+                f"satisfies NodeClaim {request.node_claim.name}"
+            )
+        instance_type, offering = choice
+        attempt = Attempt(instance_type.name, offering.zone, offering.capacity_type)
+        tags = self._tags(request, spec)
+        subnet = spec.vnet_subnet_id or self.settings.vnet_subnet_id
+        sku = self._sku(instance_type.name)
+        accelerated = bool(sku and sku.flag("AcceleratedNetworkingEnabled"))
+        try:
+            nic = network.network_interfaces.begin_create_or_update(
+                self.settings.resource_group,
+                name,
+                NetworkInterface(
+                    {
+                        "location": self.settings.location,
+                        "tags": tags,
+                        "properties": {
+                            "enableAcceleratedNetworking": accelerated,
+                            "ipConfigurations": [
+                                {
+                                    "name": name,
+                                    "properties": {
+                                        "primary": True,
+                                        "privateIPAllocationMethod": "Dynamic",
+                                        "subnet": {"id": subnet},
+                                    },
+                                }
+                            ],
+                        },
+                    }
+                ),
+            ).result()
+            vm_body = self._vm_body(
+                name,
+                nic_id=nic.id or "",
+                instance_type=instance_type,
+                offering=offering,
+                spec=spec,
+                tags=tags,
+                sku=sku,
+            )
+            vm = compute.virtual_machines.begin_create_or_update(
+                self.settings.resource_group, name, VirtualMachine(vm_body)
+            ).result()
+        except HttpResponseError as error:
+            failure = self._classify(error, attempt, request)
+            self._cleanup(name)
+            raise failure from None
+        except (ClientAuthenticationError, ServiceRequestError) as error:
+            raise TemporaryProviderError(f"azure: cannot reach ARM: {_message(error)}") from None
+        log.info(
+            "azure: launched %s (%s, zone %s, %s)",
+            name,
+            instance_type.name,
+            offering.zone,
+            offering.capacity_type,
+        )
+        return self._instance(vm)
+
+    def _choose(self, request: LaunchRequest) -> tuple[InstanceType, Offering] | None:
+        now = self.clock.now()
+        best: tuple[tuple[float, bool, str, str], InstanceType, Offering] | None = None
+        for it in request.instance_types:
+            if request.requirements.intersects(it.requirements):
+                continue
+            for offering in it.offerings:
+                if not offering.available or not offering.matches(request.requirements):
+                    continue
+                until = self._unavailable.get((it.name, offering.zone, offering.capacity_type))
+                if until is not None and until > now:
+                    continue
+                key = (offering.price, offering.zone == L.REGIONAL_ZONE, offering.zone, it.name)
+                if best is None or key < best[0]:
+                    best = (key, it, offering)
+        return None if best is None else (best[1], best[2])
+
+    def _tags(self, request: LaunchRequest, spec: AKSNodeClassSpec) -> dict[str, str]:
+        node_pool = request.node_claim.metadata.labels.get(NODEPOOL_LABEL, "")
+        tags = {k.replace("/", "_"): v for k, v in spec.tags.items()}
+        tags.update(
+            {
+                L.TAG_CLUSTER: self.settings.cluster_name,
+                L.TAG_BILLING: "linux",
+                L.TAG_NODEPOOL: node_pool,
+                L.TAG_NODECLAIM: request.node_claim.name,
+                L.TAG_NODECLAIM_UID: request.idempotency_key,
+                L.TAG_NODECLASS: request.node_class.name,
+            }
+        )
+        return tags
+
+    def _vm_body(
+        self,
+        name: str,
+        *,
+        nic_id: str,
+        instance_type: InstanceType,
+        offering: Offering,
+        spec: AKSNodeClassSpec,
+        tags: Mapping[str, str],
+        sku: skus.Sku | None,
+    ) -> dict[str, Any]:
+        os_disk: dict[str, Any] = {
+            "name": name,
+            "createOption": "FromImage",
+            "deleteOption": "Delete",
+            "diskSizeGB": spec.os_disk_size_gb,
+        }
+        ephemeral = skus.ephemeral_os_max_gb(sku) if sku else None
+        if ephemeral is not None and ephemeral >= spec.os_disk_size_gb:
+            os_disk["caching"] = "ReadOnly"
+            os_disk["diffDiskSettings"] = {"option": "Local", "placement": "ResourceDisk"}
+        user = self.settings.admin_username
+        properties: dict[str, Any] = {
+            "hardwareProfile": {"vmSize": instance_type.name},
+            "storageProfile": {
+                "imageReference": {"communityGalleryImageId": self.settings.image_id},
+                "osDisk": os_disk,
+            },
+            "osProfile": {
+                "computerName": name,
+                "adminUsername": self.settings.admin_username,
+                "linuxConfiguration": {
+                    "disablePasswordAuthentication": True,
+                    "ssh": {
+                        "publicKeys": [
+                            {
+                                "path": f"/home/{user}/.ssh/authorized_keys",
+                                "keyData": self.settings.ssh_public_key,
+                            }
+                        ]
+                        if self.settings.ssh_public_key
+                        else []
+                    },
+                },
+            },
+            "networkProfile": {
+                "networkInterfaces": [
+                    {"id": nic_id, "properties": {"primary": True, "deleteOption": "Delete"}}
+                ]
+            },
+            "priority": "Regular",
+        }
+        if offering.capacity_type == CAPACITY_TYPE_SPOT:
+            properties["priority"] = "Spot"
+            properties["evictionPolicy"] = "Delete"
+            properties["billingProfile"] = {"maxPrice": -1}
+        if spec.security is not None and spec.security.encryption_at_host:
+            properties["securityProfile"] = {"encryptionAtHost": True}
+        body: dict[str, Any] = {
+            "location": self.settings.location,
+            "tags": dict(tags),
+            "properties": properties,
+        }
+        if offering.zone != L.REGIONAL_ZONE:
+            body["zones"] = [offering.zone.rsplit("-", 1)[1]]
+        return body
+
+    def _classify(
+        self, error: HttpResponseError, attempt: Attempt, request: LaunchRequest
+    ) -> ProviderError:
+        code = (error.error.code if error.error is not None else "") or ""
+        message = (error.error.message if error.error is not None else "") or _message(error)
+        if not code and error.status_code == 429:
+            code = "TooManyRequests"
+        by_name = {s.name: s for s in self.region_skus()}
+
+        def family_of(name: str) -> tuple[str, int] | None:
+            sku = by_name.get(name)
+            return None if sku is None else (sku.family, sku.cpus)
+
+        def zones_of(name: str) -> list[str]:
+            sku = by_name.get(name)
+            return [] if sku is None else skus.zone_values(sku, self.settings.location)
+
+        failure = classify(
+            code,
+            message,
+            attempt,
+            candidates=[t.name for t in request.instance_types],
+            family_of=family_of,
+            zones_of=zones_of,
+        )
+        if isinstance(failure, InsufficientCapacityError):
+            until = self.clock.now() + failure.ttl
+            for offering in failure.offerings:
+                self._unavailable[offering] = until
+        log.warning("azure: launch of %s failed: %s", attempt.instance_type, failure)
+        return failure
+
+    def _cleanup(self, name: str) -> None:
+        """Remove what a failed launch left: the VM (when ARM kept it) and the NIC."""
+        compute, network = self._clients()
+        group = self.settings.resource_group
+        try:
+            if self._get_vm(name) is not None:
+                compute.virtual_machines.begin_delete(group, name, force_deletion=True).result()
+            network.network_interfaces.begin_delete(group, name).result()
+        except HttpResponseError as error:
+            log.warning(
+                "azure: cleaning up %s failed (garbage collection retries): %s",
+                name,
+                _message(error),
+            )
+
+    def _get_vm(self, name: str) -> Any | None:
+        compute, _ = self._clients()
+        try:
+            with _azure_errors(f"reading VM {name}"):
+                return compute.virtual_machines.get(self.settings.resource_group, name)
+        except ResourceNotFoundError:
+            return None
+
+    def _instance(self, vm: Any) -> Instance:
+        tags: dict[str, str] = dict(vm.tags or {})
+        size = vm.hardware_profile.vm_size if vm.hardware_profile else ""
+        zones = list(vm.zones or [])
+        zone = f"{self.settings.location}-{zones[0]}" if zones else L.REGIONAL_ZONE
+        capacity_type = (
+            CAPACITY_TYPE_SPOT if (vm.priority or "") == "Spot" else CAPACITY_TYPE_ON_DEMAND
+        )
+        created = vm.time_created or self.clock.now()
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        labels = {
+            ZONE_LABEL: zone,
+            CAPACITY_TYPE_LABEL: capacity_type,
+            REGION_LABEL: self.settings.location,
+            L.PLACEMENT_SCOPE: "regional" if zone == L.REGIONAL_ZONE else "zonal",
+            L.AKS_SCALESET_PRIORITY: "spot" if capacity_type == CAPACITY_TYPE_SPOT else "regular",
+            L.AKS_MODE: "user",
+            L.AKS_ROLE: "agent",
+        }
+        capacity: dict[str, int] = {}
+        allocatable: dict[str, int] = {}
+        sku = self._sku(size)
+        if sku is not None and skus.rejection(sku) is None:
+            spec = AKSNodeClassSpec()
+            labels.update(skus.sku_labels(sku, spec))
+            it = skus.instance_type(
+                sku,
+                spec,
+                self.settings.location,
+                max_pods=self.settings.default_max_pods,
+                vm_memory_overhead=self.settings.vm_memory_overhead,
+            )
+            capacity, allocatable = dict(it.capacity), it.allocatable()
+        image = ""
+        storage = getattr(vm, "storage_profile", None)
+        if storage is not None and storage.image_reference is not None:
+            ref = storage.image_reference
+            image = ref.community_gallery_image_id or ref.id or ""
+        return Instance(
+            provider_id=provider_id_of(vm.id or ""),
+            node_claim=tags.get(L.TAG_NODECLAIM)
+            or (vm.name or "").removeprefix(L.RESOURCE_NAME_PREFIX),
+            node_pool=tags.get(L.TAG_NODEPOOL, ""),
+            node_class=tags.get(L.TAG_NODECLASS, ""),
+            instance_type=size,
+            zone=zone,
+            capacity_type=capacity_type,
+            price=self.pricing().price(size, capacity_type),
+            created_at=created,
+            labels=labels,
+            capacity=capacity,
+            allocatable=allocatable,
+            image_id=image,
+            state=_state(vm),
+        )
+
+    def get(self, provider_id: str) -> Instance:
+        name = _vm_name(provider_id)
+        vm = self._get_vm(name)
+        if vm is None:
+            raise InstanceNotFoundError(f"VM {name} does not exist")
+        return self._instance(vm)
+
+    def list(self) -> Sequence[Instance]:
+        compute, _ = self._clients()
+        found: list[Instance] = []
+        with _azure_errors("listing VMs"):
+            for vm in compute.virtual_machines.list(self.settings.resource_group):
+                tags = vm.tags or {}
+                if tags.get(L.TAG_CLUSTER) != self.settings.cluster_name:
+                    continue
+                if L.TAG_NODEPOOL not in tags:
+                    continue
+                found.append(self._instance(vm))
+        return found
+
+    def delete(self, provider_id: str) -> None:
+        """Force-delete the VM, then its NIC; InstanceNotFoundError once both are gone."""
+        compute, network = self._clients()
+        name = _vm_name(provider_id)
+        group = self.settings.resource_group
+        vm = self._get_vm(name)
+        with _azure_errors(f"deleting {name}"):
+            if vm is not None:
+                if _state(vm) != "terminating":
+                    self._deletes[name] = compute.virtual_machines.begin_delete(
+                        group, name, force_deletion=True
+                    )
+                return
+            try:
+                nic = network.network_interfaces.get(group, name)
+            except ResourceNotFoundError:
+                self._deletes.pop(name, None)
+                raise InstanceNotFoundError(f"VM {name} does not exist") from None
+            if (nic.provisioning_state or "") != "Deleting":
+                self._deletes[name] = network.network_interfaces.begin_delete(group, name)
+
+    def node_labels(self, node_claim: NodeClaim, instance: Instance) -> Mapping[str, str]:
+        if not instance.provider_id.startswith(L.PROVIDER_ID_PREFIX):
+            return {}
+        return {
+            k: v
+            for k, v in instance.labels.items()
+            if k.startswith((L.AKS_GROUP + "/", L.GROUP + "/"))
+        }
+
+    def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+        return None
+
+    def reconcile(self, now: datetime) -> timedelta | None:
+        for name, poller in list(self._deletes.items()):
+            if poller.done():
+                self._deletes.pop(name, None)
+        self._unavailable = {k: v for k, v in self._unavailable.items() if v > now}
+        if self._pricing is not None and self._pricing.due(now):
+            self._pricing.refresh(now)
+        return None
+
+
+def _spec(node_class: NodeClass) -> AKSNodeClassSpec:
+    spec = getattr(node_class, "spec", None)
+    if not isinstance(spec, AKSNodeClassSpec):
+        raise NodeClassNotReadyError(
+            f"NodeClass {node_class.name!r} is a {node_class.kind}, not an AKSNodeClass"
+        )
+    return spec
+
+
+def _vm_name(provider_id: str) -> str:
+    match = _VM_ID.match(provider_id)
+    if match is None:
+        raise InstanceNotFoundError(f"{provider_id!r} is not an Azure VM provider ID")
+    return match.group(3)
+
+
+def _state(vm: Any) -> str:
+    state = (vm.provisioning_state or "").lower()
+    if state == "deleting":
+        return "terminating"
+    if state == "failed":
+        return "failed"
+    if state in ("creating", "updating", ""):
+        return "pending"
+    return "running"
+
+
+def _message(error: BaseException) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return str(text).splitlines()[0] if text else type(error).__name__
+
+
+@contextmanager
+def _azure_errors(what: str) -> Iterator[None]:
+    """Turns transport, auth and unexpected ARM failures into TemporaryProviderError."""
+    try:
+        yield
+    except (ResourceNotFoundError, ProviderError):
+        raise
+    except ClientAuthenticationError as error:
+        raise TemporaryProviderError(
+            f"azure: authentication failed {what}: {_message(error)}"
+        ) from None
+    except ServiceRequestError as error:
+        raise TemporaryProviderError(f"azure: cannot reach ARM {what}: {_message(error)}") from None
+    except HttpResponseError as error:
+        code = error.error.code if error.error is not None else error.status_code
+        raise TemporaryProviderError(f"azure: {what}: {code}: {_message(error)}") from None

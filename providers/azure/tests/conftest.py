@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from azure_helpers import FakeTokenCredential, fake_options
+from fake_azure import FakeAzure
+
+from nodewright.clock import SimulatedClock
+from nodewright.plugin.model import ProviderContext
+from nodewright_azure.options import Settings
+from nodewright_azure.provider import AzureProvider
+
+
+@pytest.fixture
+def clock() -> SimulatedClock:
+    return SimulatedClock()
+
+
+@pytest.fixture
+def fake(tmp_path: Path, clock: SimulatedClock) -> Iterator[FakeAzure]:
+    azure = FakeAzure(tmp_path, now=clock.now).start()
+    yield azure
+    azure.stop()
+
+
+@pytest.fixture
+def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Callable[..., AzureProvider]:
+    """A provider configured against the fake; options as keyword arguments."""
+
+    def make(**options: str) -> AzureProvider:
+        credential = FakeTokenCredential(fake)
+
+        def factory(_settings: Settings) -> FakeTokenCredential:
+            return credential
+
+        provider = AzureProvider(credential_factory=factory)  # type: ignore[arg-type]
+        provider.configure(
+            ProviderContext(cluster=None, clock=clock, options=fake_options(fake, **options))  # type: ignore[arg-type]
+        )
+        return provider
+
+    return make
+
+
+@pytest.fixture
+def provider(make_provider: Callable[..., AzureProvider]) -> AzureProvider:
+    return make_provider()

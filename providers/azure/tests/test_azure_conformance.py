@@ -1,0 +1,30 @@
+"""The Azure provider passes the suite every provider must pass, through the plugin host, over
+the loopback fake of ARM (real azure-mgmt-compute and azure-mgmt-network clients)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from azure_helpers import FakeTokenCredential, fake_options, node_class
+from fake_azure import FakeAzure
+
+from nodewright.testing import ProviderConformance
+from nodewright_azure.nodeclass import AKSNodeClass
+from nodewright_azure.plugin import AzurePlugin
+from nodewright_azure.provider import AzureProvider
+
+
+class TestAzureConformance(ProviderConformance):
+    @pytest.fixture
+    def provider(self, fake: FakeAzure) -> object:
+        credential = FakeTokenCredential(fake)
+        return AzurePlugin(AzureProvider(credential_factory=lambda _s: credential))  # type: ignore[arg-type,return-value]
+
+    @pytest.fixture
+    def provider_options(self, fake: FakeAzure) -> Mapping[str, str]:
+        return fake_options(fake)
+
+    @pytest.fixture
+    def node_class(self) -> AKSNodeClass:
+        return node_class(imageFamily="Ubuntu2204")
