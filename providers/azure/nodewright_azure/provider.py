@@ -577,6 +577,9 @@ class AzureProvider:
         return self._instance(vm)
 
     def list(self) -> Sequence[Instance]:
+        if self.settings.missing():
+            # Not set up for Azure (e.g. a KWOK-only simulation): it runs no instances.
+            return []
         compute, _ = self._clients()
         found: list[Instance] = []
         with _azure_errors("listing VMs"):

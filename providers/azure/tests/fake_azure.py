@@ -550,6 +550,14 @@ class FakeAzure:
 
         def done() -> None:
             store.pop(key, None)
+            # NICs attached with deleteOption Delete go with their VM.
+            refs = (resource["properties"].get("networkProfile") or {}).get("networkInterfaces")
+            for ref in refs or () if store is self.vms else ():
+                if (ref.get("properties") or {}).get("deleteOption") == "Delete":
+                    nic_id = ref["id"].lower()
+                    for nic_key, nic in list(self.nics.items()):
+                        if nic["id"].lower() == nic_id:
+                            self.nics.pop(nic_key)
 
         provider = "Compute" if store is self.vms else "Network"
         op = self._new_operation(provider, done)
