@@ -117,3 +117,13 @@ def test_settings_model_lists_every_flag() -> None:
     add_flags(parser)
     flags = {a.dest for a in parser._actions}
     assert set(RunSettings.model_fields) <= flags
+
+
+def test_the_configuration_reference_lists_every_setting() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md").read_text()
+    for name in RunSettings.model_fields:
+        flag = "--provider-option" if name == "provider_options" else "--" + name.replace("_", "-")
+        assert f"| `{flag}`" in page, flag
+        assert f"`{name.upper()}`" in page, name.upper()
