@@ -127,3 +127,32 @@ def test_the_configuration_reference_lists_every_setting() -> None:
         flag = "--provider-option" if name == "provider_options" else "--" + name.replace("_", "-")
         assert f"| `{flag}`" in page, flag
         assert f"`{name.upper()}`" in page, name.upper()
+
+
+def test_the_charts_environment_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What charts/nodewright's Deployment sets with its default values."""
+    chart_env = {
+        "SYSTEM_NAMESPACE": "nodewright",
+        "NODEWRIGHT_PLUGINS": "kwok",
+        "PROVIDER_OPTIONS": "",
+        "CLUSTER_NAME": "prod",
+        "CLUSTER_ENDPOINT": "",
+        "LOG_LEVEL": "info",
+        "LOG_FORMAT": "json",
+        "BATCH_MAX_DURATION": "10s",
+        "BATCH_IDLE_DURATION": "1s",
+        "FEATURE_GATES": "",
+        "DISABLE_LEADER_ELECTION": "false",
+        "LEADER_ELECTION_NAME": "nodewright-leader-election",
+        "LEADER_ELECTION_NAMESPACE": "nodewright",
+        "METRICS_PORT": "8080",
+        "HEALTH_PROBE_PORT": "8081",
+    }
+    for name, value in chart_env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(_flags())
+    assert settings.cluster_name == "prod"
+    assert settings.lease_namespace == "nodewright"
+    assert settings.gates["ReservedCapacity"] is True
+    assert settings.providers == {}
+    assert not settings.disable_leader_election
