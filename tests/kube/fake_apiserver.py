@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 import ssl
 import threading
 import time
@@ -271,6 +272,11 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:
             return
+
+        def setup(self) -> None:
+            super().setup()
+            # Like Go's net/http: no Nagle delay between a response's header and body.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         # -- plumbing ----------------------------------------------------------------------
 

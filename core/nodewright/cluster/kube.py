@@ -508,6 +508,10 @@ class _Informer:
                         type(error).__name__,
                         error,
                     )
+            except Exception:  # a bug must not leave the cache silently stale
+                failures += 1
+                if not stop.is_set():
+                    log.exception("cache of %s failed; listing again", plural_of(self.kind.KIND))
             if failures:
                 settings = self._api.settings
                 delay = min(settings.backoff_base * 2 ** min(failures, 10), settings.backoff_max)
@@ -705,14 +709,18 @@ class KubeCluster:
                 raw.shutdown()
         with self._informers_lock:
             informers = list(self._informers.values())
+        deadline = time.monotonic() + 2.0
         for informer in informers:
-            informer.join(2.0)
+            informer.join(max(0.0, deadline - time.monotonic()))
         with self._changes:
             self._changes.notify_all()
 
     def _track(self, raw: Any) -> None:
         with self._streams_lock:
             self._streams.add(raw)
+            if self._stop.is_set():  # opened while closing: end it now
+                with contextlib.suppress(Exception):
+                    raw.shutdown()
 
     def _untrack(self, raw: Any) -> None:
         with self._streams_lock:
