@@ -1,1 +1,1 @@
-"""The AWS EC2 provider for nodewright (in progress; not yet registered as a plugin)."""
+"""The AWS EC2 provider for nodewright: EC2NodeClass, discovery, pricing, fleet launch."""

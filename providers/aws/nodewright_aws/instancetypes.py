@@ -1,0 +1,291 @@
+"""Instance types from DescribeInstanceTypes, derived as Karpenter's AWS provider does.
+
+Labels follow ``computeRequirements`` (every ``karpenter.k8s.aws/*`` key is defined; an
+unknown value is DoesNotExist), capacity ``computeCapacity`` (ENI-limited pods, VM memory
+overhead, -64 MiB on arm64) and overhead ``kubeReservedResources`` / ``evictionThreshold``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodewright.api.labels import (
+    ARCH_LABEL,
+    INSTANCE_TYPE_LABEL,
+    OS_LABEL,
+    REGION_LABEL,
+    WINDOWS_BUILD_LABEL,
+)
+from nodewright.plugin.model import InstanceType, InstanceTypeOverhead
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.resources import ResourceList, parse_resources
+from nodewright_aws import labels as L
+from nodewright_aws.nodeclass import EC2NodeClassSpec
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+_TYPE_NAME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+_WINDOWS_BUILDS = {
+    "Windows2019": "10.0.17763",
+    "Windows2022": "10.0.20348",
+    "Windows2025": "10.0.26100",
+}
+#: The family's default root/ephemeral volume size (Karpenter's resolver defaults).
+DEFAULT_EPHEMERAL_STORAGE = 20 * GIB
+
+
+@dataclass(frozen=True)
+class CapacitySettings:
+    """Operator-level knobs of the capacity arithmetic."""
+
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+
+
+def kebab(text: str) -> str:
+    return text.lower().replace(" ", "-")
+
+
+def architecture(info: Mapping[str, Any]) -> str | None:
+    archs = info.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+    return _ARCH.get(archs[0]) if archs else None
+
+
+def eni_limited_pods(info: Mapping[str, Any], reserved_enis: int = 0) -> int:
+    """(ENIs of the default card - reserved) x (IPv4 per ENI - 1) + 2."""
+    network = info.get("NetworkInfo", {})
+    default_card = network.get("DefaultNetworkCardIndex", 0)
+    enis = network.get("MaximumNetworkInterfaces", 0)
+    for card in network.get("NetworkCards", []):
+        if card.get("NetworkCardIndex") == default_card:
+            enis = card.get("MaximumNetworkInterfaces", enis)
+    ips = network.get("Ipv4AddressesPerInterface", 0)
+    return max(0, (int(enis) - reserved_enis) * (int(ips) - 1) + 2)
+
+
+def network_bandwidth_mbps(info: Mapping[str, Any]) -> int | None:
+    """Baseline Mbps. Karpenter reads a table scraped from the EC2 docs; the same baseline
+    figures are in DescribeInstanceTypes' ``NetworkCards[].BaselineBandwidthInGbps``."""
+    cards = info.get("NetworkInfo", {}).get("NetworkCards", [])
+    values = [c.get("BaselineBandwidthInGbps") for c in cards]
+    if not values or any(v is None for v in values):
+        return None
+    return round(float(sum(values)) * 1000)
+
+
+def requirements_for(
+    info: Mapping[str, Any], region: str, ami_family: str = "AL2023"
+) -> Requirements:
+    """Every label an instance type defines; unknown values become DoesNotExist."""
+    name: str = info["InstanceType"]
+    family, _, size = name.partition(".")
+    values: dict[str, str | None] = dict.fromkeys(L.INSTANCE_TYPE_LABELS)
+    arch = architecture(info)
+    windows = ami_family.startswith("Windows")
+    values[INSTANCE_TYPE_LABEL] = name
+    values[ARCH_LABEL] = arch
+    values[OS_LABEL] = ("windows" if arch == "amd64" else None) if windows else "linux"
+    values[REGION_LABEL] = region
+    values[WINDOWS_BUILD_LABEL] = _WINDOWS_BUILDS.get(ami_family)
+    match = _TYPE_NAME.match(name)
+    if match:
+        values[L.INSTANCE_CATEGORY] = match.group(1)
+        values[L.INSTANCE_GENERATION] = match.group(3)
+    values[L.INSTANCE_FAMILY] = family
+    values[L.INSTANCE_SIZE] = size or None
+    values[L.INSTANCE_CAPABILITY_FLEX] = "true" if "-flex" in family else "false"
+    values[L.INSTANCE_CPU] = str(info.get("VCpuInfo", {}).get("DefaultVCpus", 0))
+    processor = info.get("ProcessorInfo", {})
+    if processor.get("Manufacturer"):
+        values[L.INSTANCE_CPU_MANUFACTURER] = kebab(processor["Manufacturer"])
+    if processor.get("SustainedClockSpeedInGhz") is not None:
+        values[L.INSTANCE_CPU_SUSTAINED_CLOCK] = str(
+            round(processor["SustainedClockSpeedInGhz"] * 1000)
+        )
+    values[L.INSTANCE_MEMORY] = str(info.get("MemoryInfo", {}).get("SizeInMiB", 0))
+    ebs = info.get("EbsInfo", {})
+    if ebs.get("EbsOptimizedSupport") == "default" and ebs.get("EbsOptimizedInfo"):
+        values[L.INSTANCE_EBS_BANDWIDTH] = str(ebs["EbsOptimizedInfo"]["MaximumBandwidthInMbps"])
+    bandwidth = network_bandwidth_mbps(info)
+    if bandwidth is not None:
+        values[L.INSTANCE_NETWORK_BANDWIDTH] = str(bandwidth)
+    storage = info.get("InstanceStorageInfo")
+    if storage and storage.get("NvmeSupport") != "unsupported":
+        values[L.INSTANCE_LOCAL_NVME] = str(storage.get("TotalSizeInGB", 0))
+    gpus = info.get("GpuInfo", {}).get("Gpus", [])
+    if len(gpus) == 1:
+        gpu = gpus[0]
+        values[L.INSTANCE_GPU_NAME] = kebab(gpu["Name"])
+        values[L.INSTANCE_GPU_MANUFACTURER] = kebab(gpu["Manufacturer"])
+        values[L.INSTANCE_GPU_COUNT] = str(gpu["Count"])
+        values[L.INSTANCE_GPU_MEMORY] = str(gpu["MemoryInfo"]["SizeInMiB"])
+    inference = info.get("InferenceAcceleratorInfo", {}).get("Accelerators", [])
+    neuron = info.get("NeuronInfo", {}).get("NeuronDevices", [])
+    if len(inference) == 1 and not neuron:
+        values[L.INSTANCE_ACCELERATOR_NAME] = kebab(inference[0]["Name"])
+        values[L.INSTANCE_ACCELERATOR_MANUFACTURER] = kebab(inference[0]["Manufacturer"])
+        values[L.INSTANCE_ACCELERATOR_COUNT] = str(inference[0]["Count"])
+    elif len(neuron) == 1:
+        values[L.INSTANCE_ACCELERATOR_NAME] = kebab(neuron[0]["Name"])
+        values[L.INSTANCE_ACCELERATOR_MANUFACTURER] = "aws"
+        values[L.INSTANCE_ACCELERATOR_COUNT] = str(neuron[0]["Count"])
+    if info.get("Hypervisor"):
+        values[L.INSTANCE_HYPERVISOR] = info["Hypervisor"]
+    values[L.INSTANCE_ENCRYPTION_IN_TRANSIT] = (
+        "true" if info.get("NetworkInfo", {}).get("EncryptionInTransitSupported") else "false"
+    )
+    items: list[Requirement] = [
+        Requirement.of(key, "In", [value])
+        if value is not None
+        else Requirement.of(key, "DoesNotExist")
+        for key, value in values.items()
+        if key != L.INSTANCE_TENANCY
+    ]
+    items.append(Requirement.of(L.INSTANCE_TENANCY, "In", ["default", "dedicated"]))
+    return Requirements(items)
+
+
+def ephemeral_storage(spec: EC2NodeClassSpec | None, info: Mapping[str, Any]) -> int:
+    """Bytes of ephemeral storage, in Karpenter's order of precedence."""
+    if spec is None:
+        return DEFAULT_EPHEMERAL_STORAGE
+    if spec.instance_store_policy == "RAID0" and info.get("InstanceStorageInfo"):
+        return int(info["InstanceStorageInfo"].get("TotalSizeInGB", 0)) * 1000**3
+    mappings = spec.block_device_mappings
+    chosen = next((m for m in mappings if m.root_volume), None)
+    family = spec.effective_ami_family()
+    if chosen is None and family == "Custom" and mappings:
+        chosen = mappings[-1]
+    if chosen is None:
+        device = "/dev/xvdb" if family == "Bottlerocket" else "/dev/xvda"
+        chosen = next((m for m in mappings if m.device_name == device), None)
+    if chosen is not None and chosen.ebs is not None and chosen.ebs.volume_size:
+        return parse_resources({"storage": chosen.ebs.volume_size})["storage"] // 1000
+    return DEFAULT_EPHEMERAL_STORAGE
+
+
+def kube_reserved_cpu_millis(vcpus: int) -> int:
+    """6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% above."""
+    millis = vcpus * 1000
+    tiers = ((0, 1000, 0.06), (1000, 2000, 0.01), (2000, 4000, 0.005), (4000, math.inf, 0.0025))
+    total = 0.0
+    for start, end, share in tiers:
+        if millis > start:
+            total += (min(millis, end) - start) * share
+    return int(total)
+
+
+def _percent_or_quantity(value: str, capacity: int) -> int:
+    if value.endswith("%"):
+        return (
+            int(capacity * (1 - float(value[:-1]) / 100))
+            if value == "100%"
+            else int(capacity * float(value[:-1]) / 100)
+        )
+    return parse_resources({"x": value})["x"]
+
+
+def build_instance_type(
+    info: Mapping[str, Any],
+    region: str,
+    spec: EC2NodeClassSpec | None = None,
+    settings: CapacitySettings = CapacitySettings(),
+) -> InstanceType:
+    """One InstanceType with capacity and overhead as Karpenter computes them."""
+    family = spec.effective_ami_family() if spec is not None else "AL2023"
+    kubelet = spec.kubelet if spec is not None else None
+    vcpus = int(info.get("VCpuInfo", {}).get("DefaultVCpus", 0))
+    memory_mib = int(info.get("MemoryInfo", {}).get("SizeInMiB", 0))
+    arch = architecture(info)
+    if arch == "arm64":
+        memory_mib -= 64
+    memory_mib -= math.ceil(memory_mib * settings.vm_memory_overhead_percent)
+    eni_pods = eni_limited_pods(info, settings.reserved_enis)
+    if kubelet is not None and kubelet.max_pods is not None:
+        pods = kubelet.max_pods
+    elif family.startswith("Windows"):
+        pods = 110
+    else:
+        pods = eni_pods
+    if kubelet is not None and kubelet.pods_per_core and family != "Bottlerocket":
+        pods = min(pods, kubelet.pods_per_core * vcpus)
+    storage = ephemeral_storage(spec, info)
+    capacity: ResourceList = {
+        "cpu": vcpus * 1000,
+        "memory": memory_mib * MIB * 1000,
+        "pods": pods * 1000,
+        "ephemeral-storage": storage * 1000,
+    }
+    for resource, count in accelerators(info).items():
+        capacity[resource] = count * 1000
+    # AL2, AL2023 and Custom size kube-reserved memory by ENI density, even with maxPods.
+    memory_pods = eni_limited_pods(info, 0) if family in ("AL2", "AL2023", "Custom") else pods
+    kube_reserved: ResourceList = {
+        "cpu": kube_reserved_cpu_millis(vcpus),
+        "memory": (11 * memory_pods + 255) * MIB * 1000,
+        "ephemeral-storage": GIB * 1000,
+    }
+    system_reserved: ResourceList = {}
+    if kubelet is not None:
+        kube_reserved.update(parse_resources(kubelet.kube_reserved or {}))
+        system_reserved.update(parse_resources(kubelet.system_reserved or {}))
+    eviction: ResourceList = {
+        "memory": 100 * MIB * 1000,
+        "ephemeral-storage": math.ceil(storage * 0.1) * 1000,
+    }
+    hard = (kubelet.eviction_hard or {}) if kubelet is not None else {}
+    if "memory.available" in hard:
+        eviction["memory"] = _percent_or_quantity(hard["memory.available"], capacity["memory"])
+    if "nodefs.available" in hard:
+        eviction["ephemeral-storage"] = _percent_or_quantity(
+            hard["nodefs.available"], capacity["ephemeral-storage"]
+        )
+    return InstanceType(
+        name=info["InstanceType"],
+        requirements=requirements_for(info, region, family),
+        capacity=capacity,
+        overhead=InstanceTypeOverhead(
+            kube_reserved=kube_reserved,
+            system_reserved=system_reserved,
+            eviction_threshold=eviction,
+        ),
+    )
+
+
+def accelerators(info: Mapping[str, Any]) -> dict[str, int]:
+    """Extended resources: GPUs by manufacturer, Neuron devices and cores, EFA."""
+    found: dict[str, int] = {}
+    names = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu", "Habana": "habana.ai/gaudi"}
+    for gpu in info.get("GpuInfo", {}).get("Gpus", []):
+        resource = names.get(gpu.get("Manufacturer", ""))
+        if resource:
+            found[resource] = found.get(resource, 0) + int(gpu.get("Count", 0))
+    for device in info.get("NeuronInfo", {}).get("NeuronDevices", []):
+        count = int(device.get("Count", 0))
+        found["aws.amazon.com/neuron"] = found.get("aws.amazon.com/neuron", 0) + count
+        cores = int(device.get("CoreInfo", {}).get("Count", 0))
+        found["aws.amazon.com/neuroncore"] = (
+            found.get("aws.amazon.com/neuroncore", 0) + count * cores
+        )
+    efa = info.get("NetworkInfo", {}).get("EfaInfo", {}).get("MaximumEfaInterfaces")
+    if efa:
+        found["vpc.amazonaws.com/efa"] = int(efa)
+    return {k: v for k, v in found.items() if v > 0}
+
+
+def usable(info: Mapping[str, Any]) -> bool:
+    """Karpenter's discovery filters: HVM, x86_64 or arm64."""
+    return (
+        "hvm" in info.get("SupportedVirtualizationTypes", ["hvm"])
+        and architecture(info) is not None
+    )
+
+
+def capacity_types(info: Mapping[str, Any]) -> tuple[str, ...]:
+    classes: Iterable[str] = info.get("SupportedUsageClasses", ["on-demand"])
+    return tuple(c for c in ("spot", "on-demand") if c in classes)

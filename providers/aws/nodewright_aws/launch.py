@@ -1,0 +1,236 @@
+"""Launch templates and the CreateFleet request, shaped as Karpenter's AWS provider does."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodewright.scheduling.resources import parse_resources
+from nodewright_aws import labels as L
+from nodewright_aws.nodeclass import EC2NodeClass
+
+#: CreateFleet error codes that mean "no capacity for this offering" (Karpenter's list).
+UNFULFILLABLE_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+        "InsufficientFreeAddressesInSubnet",
+        "MaxFleetCountExceeded",
+        "ReservationCapacityExceeded",
+    }
+)
+#: At most this many instance types go into one CreateFleet (cheapest first).
+MAX_INSTANCE_TYPES = 60
+
+
+@dataclass(frozen=True)
+class Override:
+    instance_type: str
+    zone: str
+    subnet_id: str
+    image_id: str
+    price: float
+
+
+def static_hash(node_class: EC2NodeClass) -> str:
+    """Hash of the spec fields that drift a node when changed (selectors and amiFamily are
+    excluded, the effective AMI family included), like Karpenter's ``Hash``."""
+    spec = node_class.spec.model_dump(
+        mode="json",
+        by_alias=True,
+        exclude_none=True,
+        exclude={
+            "subnet_selector_terms",
+            "security_group_selector_terms",
+            "ami_selector_terms",
+            "capacity_reservation_selector_terms",
+            "ami_family",
+        },
+    )
+    spec["effectiveAMIFamily"] = node_class.spec.effective_ami_family()
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def instance_tags(
+    node_class: EC2NodeClass, cluster: str, node_pool: str, node_claim: str, uid: str
+) -> dict[str, str]:
+    """spec.tags merged under Karpenter's fixed tags (the fixed ones win)."""
+    return {
+        **node_class.spec.tags,
+        f"{L.CLUSTER_TAG_PREFIX}{cluster}": "owned",
+        L.EKS_CLUSTER_NAME_TAG: cluster,
+        L.NODEPOOL_TAG: node_pool,
+        L.EC2NODECLASS_TAG: node_class.name,
+        L.NODECLAIM_TAG: node_claim,
+        L.IDEMPOTENCY_TAG: uid,
+        L.NODECLASS_HASH_ANNOTATION: static_hash(node_class),
+    }
+
+
+def tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def user_data(node_class: EC2NodeClass, cluster: str, max_pods: int) -> str:
+    """Bootstrap user data: nodeadm NodeConfig for AL2023 (MIME), the user's own otherwise.
+
+    Simplified: the cluster endpoint and CA are left for nodeadm to discover.
+    """
+    family = node_class.spec.effective_ami_family()
+    custom = node_class.spec.user_data or ""
+    if family == "AL2023":
+        config = (
+            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n"
+            f"  cluster:\n    name: {cluster}\n"
+            f"  kubelet:\n    config:\n      maxPods: {max_pods}\n"
+        )
+        boundary = "//"
+        parts = [custom] if custom else []
+        parts.append(f"Content-Type: application/node.eks.aws\n\n{config}")
+        body = "".join(f"--{boundary}\n{p}\n" for p in parts)
+        return (
+            f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
+            f"{body}--{boundary}--\n"
+        )
+    if family == "Bottlerocket":
+        return (
+            f'{custom}\n[settings.kubernetes]\ncluster-name = "{cluster}"\nmax-pods = {max_pods}\n'
+        )
+    return custom
+
+
+def launch_template_data(
+    node_class: EC2NodeClass,
+    *,
+    image_id: str,
+    cluster: str,
+    max_pods: int,
+    security_groups: Sequence[str],
+    instance_profile: str | None,
+    tags: Mapping[str, str],
+) -> dict[str, Any]:
+    spec = node_class.spec
+    interface: dict[str, Any] = {"DeviceIndex": 0, "Groups": list(security_groups)}
+    if spec.associate_public_ip_address is not None:
+        interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+    data: dict[str, Any] = {
+        "ImageId": image_id,
+        "UserData": base64.b64encode(user_data(node_class, cluster, max_pods).encode()).decode(),
+        "MetadataOptions": {
+            "HttpEndpoint": spec.metadata_options.http_endpoint,
+            "HttpProtocolIpv6": spec.metadata_options.http_protocol_ipv6,
+            "HttpPutResponseHopLimit": spec.metadata_options.http_put_response_hop_limit,
+            "HttpTokens": spec.metadata_options.http_tokens,
+            "InstanceMetadataTags": "disabled",
+        },
+        "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
+        "NetworkInterfaces": [interface],
+        "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tag_list(tags)}],
+    }
+    if instance_profile:
+        data["IamInstanceProfile"] = {"Name": instance_profile}
+    mappings = []
+    for m in spec.block_device_mappings:
+        entry: dict[str, Any] = {"DeviceName": m.device_name}
+        if m.ebs is not None:
+            ebs: dict[str, Any] = {}
+            if m.ebs.volume_size:
+                size = parse_resources({"s": m.ebs.volume_size})["s"] // 1000
+                ebs["VolumeSize"] = -(-size // (1024**3))
+            for key, value in (
+                ("DeleteOnTermination", m.ebs.delete_on_termination),
+                ("Encrypted", m.ebs.encrypted),
+                ("Iops", m.ebs.iops),
+                ("KmsKeyId", m.ebs.kms_key_id),
+                ("SnapshotId", m.ebs.snapshot_id),
+                ("Throughput", m.ebs.throughput),
+                ("VolumeType", m.ebs.volume_type),
+            ):
+                if value is not None:
+                    ebs[key] = value
+            entry["Ebs"] = ebs
+        mappings.append(entry)
+    if not mappings and spec.effective_ami_family() in ("AL2", "AL2023"):
+        mappings.append(
+            {
+                "DeviceName": "/dev/xvda",
+                "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True},
+            }
+        )
+    if mappings:
+        data["BlockDeviceMappings"] = mappings
+    return data
+
+
+def launch_template_name(data: Mapping[str, Any], cluster: str, node_class: str) -> str:
+    """Deterministic: the same resolved options always give the same name."""
+    digest = hashlib.sha256(
+        json.dumps({"data": data, "cluster": cluster, "class": node_class}, sort_keys=True).encode()
+    ).hexdigest()
+    return f"{L.LAUNCH_TEMPLATE_PREFIX}{int(digest[:16], 16)}"
+
+
+def create_fleet_input(
+    capacity_type: str,
+    templates: Mapping[str, Sequence[Override]],
+    tags: Mapping[str, str],
+    context: str | None = None,
+) -> dict[str, Any]:
+    """Type instant, one instance; lowest-price on-demand, price-capacity-optimized spot."""
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": 1,
+            "DefaultTargetCapacityType": capacity_type,
+        },
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
+                "Overrides": [
+                    {
+                        "InstanceType": o.instance_type,
+                        "SubnetId": o.subnet_id,
+                        "AvailabilityZone": o.zone,
+                        "ImageId": o.image_id,
+                        "Priority": o.price,
+                    }
+                    for o in overrides
+                ],
+            }
+            for name, overrides in templates.items()
+        ],
+        "TagSpecifications": [
+            {"ResourceType": kind, "Tags": tag_list(tags)}
+            for kind in ("instance", "volume", "fleet")
+        ],
+    }
+    if capacity_type == "spot":
+        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    if context:
+        request["Context"] = context
+    return request
+
+
+def fleet_errors(response: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(code, message, instance type, zone) of each fleet error."""
+    out = []
+    for error in response.get("Errors") or []:
+        override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        out.append(
+            (
+                error.get("ErrorCode", ""),
+                error.get("ErrorMessage", ""),
+                override.get("InstanceType", ""),
+                override.get("AvailabilityZone", ""),
+            )
+        )
+    return out

@@ -1,0 +1,91 @@
+"""The AWS provider's options (``--provider-option aws.<name>=<value>``).
+
+Parsing never touches AWS: a missing region or credentials is reported when the provider
+first needs AWS, naming what to set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+REGION = "region"
+ENDPOINT_URL = "endpoint-url"
+CLUSTER_NAME = "cluster-name"
+INTERRUPTION_QUEUE = "interruption-queue"
+KUBERNETES_VERSION = "kubernetes-version"
+INSTANCE_TYPES = "instance-types"
+VM_MEMORY_OVERHEAD_PERCENT = "vm-memory-overhead-percent"
+RESERVED_ENIS = "reserved-enis"
+OPTIONS = (
+    REGION,
+    ENDPOINT_URL,
+    CLUSTER_NAME,
+    INTERRUPTION_QUEUE,
+    KUBERNETES_VERSION,
+    INSTANCE_TYPES,
+    VM_MEMORY_OVERHEAD_PERCENT,
+    RESERVED_ENIS,
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: The EC2 region; from AWS_REGION / AWS_DEFAULT_REGION when unset.
+    region: str | None = None
+    #: One endpoint for every AWS API (moto, LocalStack); unset means the real endpoints.
+    endpoint_url: str | None = None
+    #: Names instances' cluster tags; defaults to the core's cluster name.
+    cluster_name: str | None = None
+    #: SQS queue *name* of EventBridge interruption events; unset disables interruption.
+    interruption_queue: str | None = None
+    #: Kubernetes minor version (``1.33``) for AMI aliases; unset asks EKS DescribeCluster.
+    kubernetes_version: str | None = None
+    #: Instance-type name patterns (``m5.*,c6g.large``) to discover; unset means all.
+    instance_types: tuple[str, ...] = ()
+    #: Fraction of memory the hypervisor keeps (Karpenter's VM_MEMORY_OVERHEAD_PERCENT).
+    vm_memory_overhead_percent: float = 0.075
+    #: ENIs kept out of pod networking (Karpenter's RESERVED_ENIS).
+    reserved_enis: int = 0
+
+
+def parse_settings(options: Mapping[str, str]) -> Settings:
+    """Parse the options; an unknown option or a bad value is a ValueError naming it."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown aws option {unknown[0]!r}; known options: {', '.join(OPTIONS)}")
+
+    def text(name: str) -> str | None:
+        return options.get(name, "").strip() or None
+
+    overhead = text(VM_MEMORY_OVERHEAD_PERCENT)
+    try:
+        overhead_value = float(overhead) if overhead is not None else 0.075
+    except ValueError:
+        raise ValueError(f"{VM_MEMORY_OVERHEAD_PERCENT}: {overhead!r} is not a number") from None
+    if not 0 <= overhead_value < 1:
+        raise ValueError(f"{VM_MEMORY_OVERHEAD_PERCENT}: must be a fraction in [0, 1), e.g. 0.075")
+    enis = text(RESERVED_ENIS) or "0"
+    if not enis.isdigit():
+        raise ValueError(f"{RESERVED_ENIS}: {enis!r} is not a whole number")
+    version = text(KUBERNETES_VERSION)
+    if version is not None and not _is_minor_version(version):
+        raise ValueError(f"{KUBERNETES_VERSION}: {version!r} must look like 1.33")
+    return Settings(
+        region=text(REGION) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+        endpoint_url=text(ENDPOINT_URL),
+        cluster_name=text(CLUSTER_NAME),
+        interruption_queue=text(INTERRUPTION_QUEUE),
+        kubernetes_version=version,
+        instance_types=tuple(
+            p.strip() for p in (text(INSTANCE_TYPES) or "").split(",") if p.strip()
+        ),
+        vm_memory_overhead_percent=overhead_value,
+        reserved_enis=int(enis),
+    )
+
+
+def _is_minor_version(version: str) -> bool:
+    major, _, minor = version.partition(".")
+    return major.isdigit() and minor.isdigit()

@@ -1,0 +1,372 @@
+"""Resolving an EC2NodeClass's selectors into subnets, security groups, AMIs and an
+instance profile (Karpenter's nodeclass status controller), with Ready only when all
+resolve and a message naming the field that did not."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import botocore.exceptions
+
+from nodewright.api.labels import ARCH_LABEL
+from nodewright_aws.clients import AWSClients, error_code, error_text
+from nodewright_aws.labels import INSTANCE_ACCELERATOR_COUNT, INSTANCE_GPU_COUNT
+from nodewright_aws.nodeclass import AMISelectorTerm, EC2NodeClass
+
+log = logging.getLogger(__name__)
+
+_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True)
+class Subnet:
+    id: str
+    zone: str
+    zone_id: str
+    available_ips: int = 0
+
+    def status(self) -> dict[str, str]:
+        return {"id": self.id, "zone": self.zone, "zoneID": self.zone_id}
+
+
+@dataclass(frozen=True)
+class AMI:
+    id: str
+    name: str
+    #: (key, operator, values) node-selector requirements: which types may use it.
+    requirements: tuple[tuple[str, str, tuple[str, ...]], ...]
+    creation_date: str = ""
+    deprecated: bool = False
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            **({"deprecated": True} if self.deprecated else {}),
+            "requirements": [
+                {"key": k, "operator": op, **({"values": list(v)} if v else {})}
+                for k, op, v in self.requirements
+            ],
+        }
+
+
+@dataclass
+class Resolution:
+    """What an EC2NodeClass resolved to; ``problem`` says what did not."""
+
+    subnets: list[Subnet] = field(default_factory=list)
+    security_groups: list[dict[str, str]] = field(default_factory=list)
+    amis: list[AMI] = field(default_factory=list)
+    instance_profile: str | None = None
+    reason: str = ""
+    problem: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return not self.problem
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "subnets": [s.status() for s in self.subnets],
+            "security_groups": self.security_groups,
+            "amis": [a.status() for a in self.amis],
+            "instance_profile": self.instance_profile,
+        }
+
+
+def _tag_filters(tags: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
+        for k, v in sorted(tags.items())
+    ]
+
+
+def resolve_subnets(clients: AWSClients, node_class: EC2NodeClass) -> list[Subnet]:
+    ec2 = clients.ec2
+    found: dict[str, Subnet] = {}
+    queries: list[list[dict[str, Any]]] = [
+        _tag_filters(t.tags) for t in node_class.spec.subnet_selector_terms if t.tags
+    ]
+    ids = [t.id for t in node_class.spec.subnet_selector_terms if t.id]
+    if ids:
+        queries.append([{"Name": "subnet-id", "Values": ids}])
+    for filters in queries:
+        for page in ec2.get_paginator("describe_subnets").paginate(Filters=filters):
+            for s in page.get("Subnets", []):
+                found[s["SubnetId"]] = Subnet(
+                    s["SubnetId"],
+                    s.get("AvailabilityZone", ""),
+                    s.get("AvailabilityZoneId", ""),
+                    s.get("AvailableIpAddressCount", 0),
+                )
+    return sorted(found.values(), key=lambda s: (-s.available_ips, s.id))
+
+
+def resolve_security_groups(clients: AWSClients, node_class: EC2NodeClass) -> list[dict[str, str]]:
+    ec2 = clients.ec2
+    terms = node_class.spec.security_group_selector_terms
+    queries = [_tag_filters(t.tags) for t in terms if t.tags]
+    ids = [t.id for t in terms if t.id]
+    names = [t.name for t in terms if t.name]
+    if ids:
+        queries.append([{"Name": "group-id", "Values": ids}])
+    if names:
+        queries.append([{"Name": "group-name", "Values": names}])
+    found: dict[str, str] = {}
+    for filters in queries:
+        for page in ec2.get_paginator("describe_security_groups").paginate(Filters=filters):
+            for g in page.get("SecurityGroups", []):
+                found[g["GroupId"]] = g.get("GroupName", "")
+    return [{"id": i, "name": n} for i, n in sorted(found.items())]
+
+
+def alias_parameters(family: str, version: str, k8s: str) -> list[tuple[str, str, str]]:
+    """(SSM parameter, arch, variant) for an alias; Karpenter's published paths."""
+    out: list[tuple[str, str, str]] = []
+    if family == "AL2023":
+        for arch in ("x86_64", "arm64"):
+            for variant in ("standard", "nvidia", "neuron"):
+                if arch == "arm64" and variant == "neuron":
+                    continue
+                leaf = (
+                    "recommended"
+                    if version == "latest"
+                    else f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
+                )
+                out.append(
+                    (
+                        f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{arch}/{variant}/{leaf}/image_id",
+                        arch,
+                        variant,
+                    )
+                )
+    elif family == "AL2":
+        leaf = "recommended" if version == "latest" else f"amazon-eks-node-{k8s}-{version}"
+        for suffix, arch, variant in (
+            ("", "x86_64", "standard"),
+            ("-arm64", "arm64", "standard"),
+            ("-gpu", "x86_64", "nvidia"),
+        ):
+            out.append(
+                (
+                    f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2{suffix}/{leaf}/image_id",
+                    arch,
+                    variant,
+                )
+            )
+    elif family == "Bottlerocket":
+        for arch in ("x86_64", "arm64"):
+            for suffix, variant in (("", "standard"), ("-nvidia", "nvidia")):
+                out.append(
+                    (
+                        f"/aws/service/bottlerocket/aws-k8s-{k8s}{suffix}/{arch}/{version}/image_id",
+                        arch,
+                        variant,
+                    )
+                )
+    elif family.startswith("Windows"):
+        year = family.removeprefix("Windows")
+        out.append(
+            (
+                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s}/image_id",
+                "x86_64",
+                "standard",
+            )
+        )
+    return out
+
+
+def _variant_requirements(arch: str, variant: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    reqs: list[tuple[str, str, tuple[str, ...]]] = [(ARCH_LABEL, "In", (_ARCH.get(arch, arch),))]
+    if variant == "nvidia":
+        reqs.append((INSTANCE_GPU_COUNT, "Exists", ()))
+    elif variant == "neuron":
+        reqs.append((INSTANCE_ACCELERATOR_COUNT, "Exists", ()))
+    else:
+        reqs.append((INSTANCE_GPU_COUNT, "DoesNotExist", ()))
+        reqs.append((INSTANCE_ACCELERATOR_COUNT, "DoesNotExist", ()))
+    return tuple(reqs)
+
+
+def _ssm_value(clients: AWSClients, name: str) -> str | None:
+    try:
+        value = clients.ssm.get_parameter(Name=name)["Parameter"].get("Value", "")
+    except botocore.exceptions.ClientError as error:
+        if error_code(error) == "ParameterNotFound":
+            log.debug("SSM parameter %s not found", name)
+            return None
+        raise
+    return value if value.startswith("ami-") else None
+
+
+def _describe_images(
+    clients: AWSClients,
+    filters: list[dict[str, Any]],
+    owners: Iterable[str] = (),
+    image_ids: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    kwargs: dict[str, Any] = {"Filters": filters}
+    if image_ids:
+        kwargs["ImageIds"] = list(image_ids)
+    if owners:
+        kwargs["Owners"] = list(owners)
+    images: list[dict[str, Any]] = list(clients.ec2.describe_images(**kwargs).get("Images", []))
+    return images
+
+
+def resolve_amis(clients: AWSClients, node_class: EC2NodeClass, k8s_version: str) -> list[AMI]:
+    candidates: list[AMI] = []
+    for term in node_class.spec.ami_selector_terms:
+        candidates.extend(_resolve_term(clients, term, k8s_version))
+    # The newest non-deprecated image per requirement set wins.
+    best: dict[tuple[tuple[str, str, tuple[str, ...]], ...], AMI] = {}
+    for ami in sorted(candidates, key=lambda a: (a.deprecated, _neg(a.creation_date), a.id)):
+        best.setdefault(ami.requirements, ami)
+    return sorted(best.values(), key=lambda a: a.id)
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in text)
+
+
+def _resolve_term(clients: AWSClients, term: AMISelectorTerm, k8s: str) -> list[AMI]:
+    if term.alias:
+        family, version = term.alias_family() or "", term.alias_version() or "latest"
+        wanted: dict[str, tuple[str, str]] = {}
+        for name, arch, variant in alias_parameters(family, version, k8s):
+            image_id = _ssm_value(clients, name)
+            if image_id:
+                wanted[image_id] = (arch, variant)
+        if not wanted:
+            return []
+        images = _describe_images(clients, [], image_ids=sorted(wanted))
+        return [
+            AMI(
+                i["ImageId"],
+                i.get("Name", ""),
+                _variant_requirements(*wanted[i["ImageId"]]),
+                i.get("CreationDate", ""),
+                bool(i.get("DeprecationTime")),
+            )
+            for i in images
+            if i["ImageId"] in wanted
+        ]
+    filters: list[dict[str, Any]] = []
+    owners: list[str] = []
+    ids: list[str] = []
+    if term.ssm_parameter:
+        image_id = _ssm_value(clients, term.ssm_parameter)
+        if not image_id:
+            return []
+        ids.append(image_id)
+    if term.id:
+        ids.append(term.id)
+    if term.name:
+        filters.append({"Name": "name", "Values": [term.name]})
+        owners = [term.owner] if term.owner else ["self", "amazon"]
+    elif term.owner:
+        owners = [term.owner]
+    filters.extend(_tag_filters(term.tags))
+    return [
+        AMI(
+            i["ImageId"],
+            i.get("Name", ""),
+            ((ARCH_LABEL, "In", (_ARCH.get(i.get("Architecture", "x86_64"), "amd64"),)),),
+            i.get("CreationDate", ""),
+            bool(i.get("DeprecationTime")),
+        )
+        for i in _describe_images(clients, filters, owners, ids)
+    ]
+
+
+def instance_profile_name(cluster: str, region: str, node_class: EC2NodeClass) -> str:
+    """Karpenter-style ``<cluster>_<hash>``, stable for a class and its role."""
+    digest = hashlib.sha256(
+        f"{region}/{node_class.metadata.uid or node_class.name}/{node_class.spec.role}".encode()
+    ).hexdigest()[:16]
+    return f"{cluster}_{digest}"
+
+
+def ensure_instance_profile(clients: AWSClients, cluster: str, node_class: EC2NodeClass) -> str:
+    """The instance profile: as given, or one made for ``spec.role`` (idempotently)."""
+    if node_class.spec.instance_profile:
+        return node_class.spec.instance_profile
+    iam = clients.client("iam")
+    name = instance_profile_name(cluster, clients.region, node_class)
+    path = f"/karpenter/{clients.region}/{cluster}/{node_class.metadata.uid or node_class.name}/"
+    try:
+        profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+    except botocore.exceptions.ClientError as error:
+        if error_code(error) != "NoSuchEntity":
+            raise
+        profile = iam.create_instance_profile(
+            InstanceProfileName=name,
+            Path=path,
+            Tags=[
+                {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"},
+                {"Key": "eks:eks-cluster-name", "Value": cluster},
+                {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": node_class.name},
+                {"Key": "topology.kubernetes.io/region", "Value": clients.region},
+            ],
+        )["InstanceProfile"]
+    roles = [r["RoleName"] for r in profile.get("Roles", [])]
+    if node_class.spec.role not in roles:
+        for role in roles:
+            iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=role)
+        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=node_class.spec.role)
+    return name
+
+
+def resolve(
+    clients: AWSClients, node_class: EC2NodeClass, cluster: str, k8s_version: str | None
+) -> Resolution:
+    """Resolve every part; the first that fails sets reason and a message naming the field."""
+    result = Resolution()
+    steps: list[tuple[str, str, str]] = [
+        ("subnets", "SubnetsNotFound", "spec.subnetSelectorTerms"),
+        ("security_groups", "SecurityGroupsNotFound", "spec.securityGroupSelectorTerms"),
+        ("amis", "AMINotFound", "spec.amiSelectorTerms"),
+        ("instance_profile", "InstanceProfileNotReady", "spec.role"),
+    ]
+    for part, reason, where in steps:
+        try:
+            if part == "subnets":
+                result.subnets = resolve_subnets(clients, node_class)
+                empty = not result.subnets
+            elif part == "security_groups":
+                result.security_groups = resolve_security_groups(clients, node_class)
+                empty = not result.security_groups
+            elif part == "amis":
+                if k8s_version is None and any(t.alias for t in node_class.spec.ami_selector_terms):
+                    result.reason, result.problem = (
+                        "KubernetesVersionUnknown",
+                        f"{where}: an alias needs the cluster's Kubernetes version; set "
+                        "--provider-option aws.kubernetes-version=<1.xx> or make the EKS "
+                        "cluster describable",
+                    )
+                    return result
+                result.amis = resolve_amis(clients, node_class, k8s_version or "")
+                empty = not result.amis
+            else:
+                result.instance_profile = ensure_instance_profile(clients, cluster, node_class)
+                empty = not result.instance_profile
+        except botocore.exceptions.ClientError as error:
+            code = error_code(error)
+            result.reason = (
+                "Unauthorized"
+                if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
+                else reason
+            )
+            result.problem = f"{where}: resolving failed ({error_text(error)})"
+            return result
+        if empty:
+            result.reason = reason
+            result.problem = f"{where}: no {part.replace('_', ' ')} match the selector terms"
+            if part == "instance_profile":
+                result.problem = f"{where}: no instance profile"
+            return result
+    return result

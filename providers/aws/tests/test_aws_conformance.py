@@ -1,0 +1,27 @@
+"""The AWS provider passes the suite every provider must pass, against moto on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from aws_helpers import World, node_class, options, test_session
+
+from nodewright.testing import ProviderConformance
+from nodewright_aws.nodeclass import EC2NodeClass
+from nodewright_aws.plugin import AWSPlugin
+from nodewright_aws.provider import AWSProvider
+
+
+class TestAWSConformance(ProviderConformance):
+    @pytest.fixture
+    def provider(self, world: World) -> object:
+        return AWSPlugin(AWSProvider(session_factory=test_session))
+
+    @pytest.fixture
+    def provider_options(self, world: World) -> Mapping[str, str]:
+        return options(world)
+
+    @pytest.fixture
+    def node_class(self) -> EC2NodeClass:
+        return node_class()
