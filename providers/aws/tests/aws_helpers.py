@@ -65,6 +65,20 @@ def al2023_parameter(arch: str, variant: str, k8s: str = K8S) -> str:
     return f"{prefix}/{arch}/{variant}/recommended/image_id"
 
 
+_IMAGES: list[tuple[str, str, str]] = []
+
+
+def builtin_images(ec2: Any) -> tuple[str, str, str]:
+    """Two x86_64 and one arm64 image from moto's built-in set (the same after every reset;
+    listing them is slow, so once per session)."""
+    if not _IMAGES:
+        images = ec2.describe_images(Owners=["amazon"])["Images"]
+        x86 = [i["ImageId"] for i in images if i.get("Architecture") == "x86_64"]
+        arm = next(i["ImageId"] for i in images if i.get("Architecture") == "arm64")
+        _IMAGES.append((x86[0], arm, x86[1]))
+    return _IMAGES[0]
+
+
 def build_world(endpoint: str) -> World:
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -78,12 +92,7 @@ def build_world(endpoint: str) -> World:
         subnets[zone] = subnet_id
     group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc)["GroupId"]
     ec2.create_tags(Resources=[group], Tags=[{"Key": k, "Value": v} for k, v in DISCOVERY.items()])
-    images = ec2.describe_images(Owners=["amazon"])["Images"]
-    x86 = next(i["ImageId"] for i in images if i.get("Architecture") == "x86_64")
-    arm = next(i["ImageId"] for i in images if i.get("Architecture") == "arm64")
-    gpu = next(
-        i["ImageId"] for i in images if i.get("Architecture") == "x86_64" and i["ImageId"] != x86
-    )
+    x86, arm, gpu = builtin_images(ec2)
     seed_ssm(al2023_parameter("x86_64", "standard"), x86)
     seed_ssm(al2023_parameter("arm64", "standard"), arm)
     seed_ssm(al2023_parameter("x86_64", "nvidia"), gpu)
@@ -126,7 +135,7 @@ def options(world: World, **extra: str) -> dict[str, str]:
 def configured_provider(
     world: World, clock: SimulatedClock | None = None, cluster: Any = None, **extra: str
 ) -> AWSProvider:
-    provider = AWSProvider(session_factory=test_session)
+    provider = AWSProvider(session_factory=moto_session)
     provider.configure(
         ProviderContext(
             cluster=cluster, clock=clock or SimulatedClock(), options=options(world, **extra)
@@ -139,7 +148,7 @@ def _pricing_unavailable(**_: Any) -> None:
     raise botocore.exceptions.EndpointConnectionError(endpoint_url="pricing")
 
 
-def test_session(region: str) -> boto3.Session:
+def moto_session(region: str) -> boto3.Session:
     """A session whose Pricing API fails fast, as an unreachable endpoint would: moto has
     none (it answers 500, which botocore retries), so the static table is used. Tests that
     exercise GetProducts stub it with botocore's Stubber."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from aws_helpers import World, node_class, options, test_session
+from aws_helpers import World, moto_session, node_class, options
 
 from nodewright.testing import ProviderConformance
 from nodewright_aws.nodeclass import EC2NodeClass
@@ -16,7 +16,7 @@ from nodewright_aws.provider import AWSProvider
 class TestAWSConformance(ProviderConformance):
     @pytest.fixture
     def provider(self, world: World) -> object:
-        return AWSPlugin(AWSProvider(session_factory=test_session))
+        return AWSPlugin(AWSProvider(session_factory=moto_session))
 
     @pytest.fixture
     def provider_options(self, world: World) -> Mapping[str, str]:
