@@ -229,7 +229,10 @@ class EC2NodeClassSpec(_Open):
 
     @model_validator(mode="after")
     def _check(self) -> EC2NodeClassSpec:
-        if (self.role is None) == (self.instance_profile is None):
+        # The CRD requires exactly one; "neither" is accepted here so that converted v1alpha5
+        # manifests (whose profile was a controller setting) load, and is reported by the
+        # status unless --provider-option aws.default-instance-profile is set.
+        if self.role is not None and self.instance_profile is not None:
             raise ValueError("spec: exactly one of 'role' or 'instanceProfile' must be set")
         if self.role == "" or self.instance_profile == "":
             raise ValueError("spec.role / spec.instanceProfile must be non-empty")

@@ -18,7 +18,9 @@ KUBERNETES_VERSION = "kubernetes-version"
 INSTANCE_TYPES = "instance-types"
 VM_MEMORY_OVERHEAD_PERCENT = "vm-memory-overhead-percent"
 RESERVED_ENIS = "reserved-enis"
+DEFAULT_INSTANCE_PROFILE = "default-instance-profile"
 OPTIONS = (
+    DEFAULT_INSTANCE_PROFILE,
     REGION,
     ENDPOINT_URL,
     CLUSTER_NAME,
@@ -48,6 +50,9 @@ class Settings:
     vm_memory_overhead_percent: float = 0.075
     #: ENIs kept out of pod networking (Karpenter's RESERVED_ENIS).
     reserved_enis: int = 0
+    #: Instance profile for EC2NodeClasses that set neither role nor instanceProfile
+    #: (v1alpha5's ``aws.defaultInstanceProfile``, for converted manifests).
+    default_instance_profile: str | None = None
 
 
 def parse_settings(options: Mapping[str, str]) -> Settings:
@@ -83,6 +88,7 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
         ),
         vm_memory_overhead_percent=overhead_value,
         reserved_enis=int(enis),
+        default_instance_profile=text(DEFAULT_INSTANCE_PROFILE),
     )
 
 

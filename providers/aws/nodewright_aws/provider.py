@@ -174,7 +174,13 @@ class AWSProvider:
         if cached is not None and now - cached[0] < RESOLUTION_TTL:
             return cached[1]
         with aws_errors(f"resolving EC2NodeClass {node_class.name!r}"):
-            result = resolve(self.clients, node_class, self.cluster_name, self.kubernetes_version())
+            result = resolve(
+                self.clients,
+                node_class,
+                self.cluster_name,
+                self.kubernetes_version(),
+                self.settings.default_instance_profile,
+            )
         self.resolutions = {k: v for k, v in self.resolutions.items() if k[0] != node_class.name}
         self.resolutions[key] = (now, result)
         return result

@@ -291,10 +291,14 @@ def instance_profile_name(cluster: str, region: str, node_class: EC2NodeClass) -
     return f"{cluster}_{digest}"
 
 
-def ensure_instance_profile(clients: AWSClients, cluster: str, node_class: EC2NodeClass) -> str:
+def ensure_instance_profile(
+    clients: AWSClients, cluster: str, node_class: EC2NodeClass, default: str | None = None
+) -> str:
     """The instance profile: as given, or one made for ``spec.role`` (idempotently)."""
     if node_class.spec.instance_profile:
         return node_class.spec.instance_profile
+    if node_class.spec.role is None:
+        return default or ""
     iam = clients.client("iam")
     name = instance_profile_name(cluster, clients.region, node_class)
     path = f"/karpenter/{clients.region}/{cluster}/{node_class.metadata.uid or node_class.name}/"
@@ -322,7 +326,11 @@ def ensure_instance_profile(clients: AWSClients, cluster: str, node_class: EC2No
 
 
 def resolve(
-    clients: AWSClients, node_class: EC2NodeClass, cluster: str, k8s_version: str | None
+    clients: AWSClients,
+    node_class: EC2NodeClass,
+    cluster: str,
+    k8s_version: str | None,
+    default_instance_profile: str | None = None,
 ) -> Resolution:
     """Resolve every part; the first that fails sets reason and a message naming the field."""
     result = Resolution()
@@ -352,7 +360,9 @@ def resolve(
                 result.amis = resolve_amis(clients, node_class, k8s_version or "")
                 empty = not result.amis
             else:
-                result.instance_profile = ensure_instance_profile(clients, cluster, node_class)
+                result.instance_profile = ensure_instance_profile(
+                    clients, cluster, node_class, default_instance_profile
+                )
                 empty = not result.instance_profile
         except botocore.exceptions.ClientError as error:
             code = error_code(error)
@@ -367,6 +377,9 @@ def resolve(
             result.reason = reason
             result.problem = f"{where}: no {part.replace('_', ' ')} match the selector terms"
             if part == "instance_profile":
-                result.problem = f"{where}: no instance profile"
+                result.problem = (
+                    "spec.role / spec.instanceProfile: neither is set; set one, or "
+                    "--provider-option aws.default-instance-profile=<name>"
+                )
             return result
     return result

@@ -129,3 +129,14 @@ def test_unauthorized_surfaces_as_a_condition(world: World) -> None:
     assert "UnauthorizedOperation" in readiness.message
     assert "spec.subnetSelectorTerms" in readiness.message
     assert "testing" not in readiness.message  # no credentials in messages
+
+
+def test_a_converted_v1alpha5_class_without_profile_needs_the_default_option(world: World) -> None:
+    converted = node_class(role=None)  # v1alpha5's profile was a controller setting
+    readiness = configured_provider(world).node_class_status(converted)
+    assert not readiness.ready
+    assert "aws.default-instance-profile" in readiness.message
+    with_default = configured_provider(world, **{"default-instance-profile": "legacy-profile"})
+    readiness = with_default.node_class_status(converted)
+    assert readiness.ready
+    assert readiness.status["instance_profile"] == "legacy-profile"
