@@ -238,3 +238,21 @@ def test_without_leader_election_one_replica_runs_at_once(
         replica.service.request_stop()
         replica.thread.join(10)
     assert replica.outcome == [0]
+
+
+def test_a_leader_that_cannot_renew_steps_down_and_exits(
+    apiserver: FakeApiServer, user: KubeCluster
+) -> None:
+    from tests.kube.fake_apiserver import Fault
+
+    replica = _start(apiserver, KWOKProvider(), "flaky")
+    try:
+        _eventually(lambda: replica.service.passes > 0, what="a first pass")
+        apiserver.inject(Fault("PUT", "/leases/", status=500, times=10_000))
+        replica.thread.join(15)
+        assert replica.outcome == [1]  # exit status 1: the pod restarts as a standby
+        assert replica.service.healthy() == (False, "leadership lost")
+    finally:
+        apiserver.faults.clear()
+        replica.service.request_stop()
+        replica.thread.join(10)
