@@ -27,6 +27,7 @@ VNET_SUBNET_ID = "vnet-subnet-id"
 NETWORK_PLUGIN = "network-plugin"
 VM_MEMORY_OVERHEAD = "vm-memory-overhead-percent"
 POLLING_INTERVAL = "polling-interval"
+LAUNCH_WAIT = "launch-wait"
 RETRY_BACKOFF = "retry-backoff"
 IMAGE_ID = "image-id"
 SSH_PUBLIC_KEY = "ssh-public-key"
@@ -51,6 +52,7 @@ OPTIONS = (
     NETWORK_PLUGIN,
     VM_MEMORY_OVERHEAD,
     POLLING_INTERVAL,
+    LAUNCH_WAIT,
     RETRY_BACKOFF,
     IMAGE_ID,
     SSH_PUBLIC_KEY,
@@ -90,6 +92,8 @@ class Settings:
     network_plugin: str = "azure-overlay"
     vm_memory_overhead: float = 0.075
     polling_interval: float = 3.0
+    #: How long launch waits for the VM create before returning it as pending.
+    launch_wait: float = 30.0
     retry_backoff: float = 0.8
     image_id: str = DEFAULT_IMAGE_ID
     ssh_public_key: str = ""
@@ -157,6 +161,7 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         network_plugin=plugin,
         vm_memory_overhead=_fraction(values, VM_MEMORY_OVERHEAD, 0.075),
         polling_interval=_seconds(values, POLLING_INTERVAL, 3.0),
+        launch_wait=_seconds(values, LAUNCH_WAIT, 30.0),
         retry_backoff=_seconds(values, RETRY_BACKOFF, 0.8),
         image_id=values.get(IMAGE_ID) or DEFAULT_IMAGE_ID,
         ssh_public_key=values.get(SSH_PUBLIC_KEY, ""),

@@ -89,6 +89,9 @@ class RetailPricesClient:
             transport=RequestsTransport(connection_verify=verify),
         )
 
+    def close(self) -> None:
+        self._client.close()
+
     def fetch(self, region: str) -> list[dict[str, Any]]:
         url: str | None = (
             f"{self.endpoint}/api/retail/prices?api-version={API_VERSION}"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -107,6 +108,15 @@ def provider_id_of(vm_id: str) -> str:
     return L.PROVIDER_ID_PREFIX + "/".join(parts)
 
 
+@dataclass(frozen=True)
+class _Create:
+    """A VM create still running after launch returned."""
+
+    poller: LROPoller[Any]
+    attempt: Attempt
+    request: LaunchRequest
+
+
 class AzureProvider:
     """One provider object: settings, lazily built clients, SKU and price caches."""
 
@@ -121,6 +131,7 @@ class AzureProvider:
         self._pricing: Pricing | None = None
         self._unavailable: dict[tuple[str, str, str], datetime] = {}
         self._deletes: dict[str, LROPoller[Any]] = {}
+        self._creates: dict[str, _Create] = {}
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -133,6 +144,20 @@ class AzureProvider:
         self._pricing = None
         self._unavailable.clear()
         self._deletes.clear()
+        self._creates.clear()
+
+    def close(self) -> None:
+        """Let running operations finish (briefly) and close the SDK clients' connections."""
+        for poller in [*self._deletes.values(), *(c.poller for c in self._creates.values())]:
+            with suppress(HttpResponseError):
+                poller.wait(timeout=5)
+        for client in (self._compute, self._network):
+            if client is not None:
+                client.close()
+        if self._pricing is not None and self._pricing.client is not None:
+            self._pricing.client.close()
+        self._compute = self._network = None
+        self._pricing = None
 
     @property
     def clock(self) -> ClockLike:
@@ -340,9 +365,20 @@ class AzureProvider:
                 tags=tags,
                 sku=sku,
             )
-            vm = compute.virtual_machines.begin_create_or_update(
+            poller = compute.virtual_machines.begin_create_or_update(
                 self.settings.resource_group, name, VirtualMachine(vm_body)
-            ).result()
+            )
+            # Wait a while so most failures are reported here; a slower create is followed
+            # by reconcile, and the instance is returned as pending meanwhile.
+            poller.wait(timeout=self.settings.launch_wait)
+            vm: Any
+            if poller.done():
+                vm = poller.result()
+            else:
+                self._creates[name] = _Create(poller, attempt, request)
+                vm = self._get_vm(name)
+                if vm is None:
+                    raise TemporaryProviderError(f"azure: VM {name} vanished while creating")
         except HttpResponseError as error:
             failure = self._classify(error, attempt, request)
             self._cleanup(name)
@@ -625,7 +661,22 @@ class AzureProvider:
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         return None
 
+    def _follow_creates(self) -> None:
+        """Finish VM creates that outlasted launch: a failure is classified (capacity errors
+        make offerings unavailable) and what it left is deleted, so Get reports the instance
+        gone and the core replaces its NodeClaim."""
+        for name, create in list(self._creates.items()):
+            if not create.poller.done():
+                continue
+            self._creates.pop(name, None)
+            try:
+                create.poller.result()
+            except HttpResponseError as error:
+                self._classify(error, create.attempt, create.request)
+                self._cleanup(name)
+
     def reconcile(self, now: datetime) -> timedelta | None:
+        self._follow_creates()
         for name, poller in list(self._deletes.items()):
             if poller.done():
                 self._deletes.pop(name, None)

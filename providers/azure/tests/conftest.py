@@ -26,8 +26,9 @@ def fake(tmp_path: Path, clock: SimulatedClock) -> Iterator[FakeAzure]:
 
 
 @pytest.fixture
-def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Callable[..., AzureProvider]:
+def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Iterator[Callable[..., AzureProvider]]:
     """A provider configured against the fake; options as keyword arguments."""
+    made: list[AzureProvider] = []
 
     def make(**options: str) -> AzureProvider:
         credential = FakeTokenCredential(fake)
@@ -39,9 +40,12 @@ def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Callable[..., Azure
         provider.configure(
             ProviderContext(cluster=None, clock=clock, options=fake_options(fake, **options))  # type: ignore[arg-type]
         )
+        made.append(provider)
         return provider
 
-    return make
+    yield make
+    for provider in made:
+        provider.close()
 
 
 @pytest.fixture

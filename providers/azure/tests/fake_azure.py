@@ -98,6 +98,8 @@ class FakeAzure:
         self.tokens: set[str] = set()
         self.token_requests: list[dict[str, list[str]]] = []
         self.require_auth = True
+        #: The header secret the managed-identity endpoint expects.
+        self.identity_header = "identity-header-secret"
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         ca = trustme.CA()
@@ -191,6 +193,8 @@ class FakeAzure:
                         else None
                     )
                     return fault.status, dict(fault.headers), payload
+            if path == "/msi/token":
+                return self._managed_identity(query, headers)
             if "/oauth2/" in path or "/.well-known/" in path or "/discovery/" in path:
                 return self._entra(method, path, body)
             if path.startswith("/api/retail/prices"):
@@ -261,6 +265,28 @@ class FakeAzure:
                 },
             )
         return 404, {}, {"error": "not_found"}
+
+    def _managed_identity(
+        self, query: dict[str, list[str]], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], JSON]:
+        """App Service-style managed identity endpoint (``IDENTITY_ENDPOINT``)."""
+        header = {k.lower(): v for k, v in headers.items()}.get("x-identity-header")
+        self.token_requests.append({**query, "x-identity-header": [header or ""]})
+        if header != self.identity_header:
+            return 401, {}, {"error": "unauthorized", "error_description": "bad identity header"}
+        token = self.issue_token()
+        expires = int(self.now().timestamp()) + 86400 * 365 * 10
+        return (
+            200,
+            {},
+            {
+                "access_token": token,
+                "expires_on": str(expires),
+                "resource": query.get("resource", [""])[0],
+                "token_type": "Bearer",
+                "client_id": query.get("client_id", ["system-assigned"])[0],
+            },
+        )
 
     def issue_token(self) -> str:
         """A token ARM accepts, for clients built with a static credential."""

@@ -4,6 +4,7 @@ logs or errors."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,19 @@ TENANT = "11111111-2222-3333-4444-555555555555"
 SECRET = "s3cr3t-Zq8~very-private-value"
 
 
+@pytest.fixture(autouse=True)
+def _close_providers() -> Iterator[None]:
+    yield
+    while MADE:
+        MADE.pop().close()
+
+
+MADE: list[AzureProvider] = []
+
+
 def real_provider(fake: FakeAzure, clock: SimulatedClock, **options: str) -> AzureProvider:
     provider = AzureProvider()  # azure-identity credentials, chosen by options
+    MADE.append(provider)
     provider.configure(
         ProviderContext(
             cluster=None,  # type: ignore[arg-type]
@@ -108,3 +120,14 @@ def test_missing_credentials_settings_name_the_option(
 def test_managed_identity_is_built_without_any_call() -> None:
     settings = parse_settings({"auth-mode": "managed-identity", "client-id": "mi-1"})
     assert isinstance(credential(settings), ManagedIdentityCredential)
+
+
+def test_managed_identity_gets_its_token_from_the_identity_endpoint(
+    fake: FakeAzure, clock: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IDENTITY_ENDPOINT", f"{fake.url}/msi/token")
+    monkeypatch.setenv("IDENTITY_HEADER", fake.identity_header)
+    provider = real_provider(fake, clock, auth_mode="managed-identity")
+    assert len(provider.region_skus()) == 34
+    (form,) = fake.token_requests
+    assert form["resource"] == ["https://management.azure.com"]

@@ -3,7 +3,7 @@ the loopback fake of ARM (real azure-mgmt-compute and azure-mgmt-network clients
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import pytest
 from azure_helpers import FakeTokenCredential, fake_options, node_class
@@ -17,9 +17,11 @@ from nodewright_azure.provider import AzureProvider
 
 class TestAzureConformance(ProviderConformance):
     @pytest.fixture
-    def provider(self, fake: FakeAzure) -> object:
+    def provider(self, fake: FakeAzure) -> Iterator[object]:
         credential = FakeTokenCredential(fake)
-        return AzurePlugin(AzureProvider(credential_factory=lambda _s: credential))  # type: ignore[arg-type,return-value]
+        azure = AzureProvider(credential_factory=lambda _s: credential)  # type: ignore[arg-type,return-value]
+        yield AzurePlugin(azure)
+        azure.close()
 
     @pytest.fixture
     def provider_options(self, fake: FakeAzure) -> Mapping[str, str]:

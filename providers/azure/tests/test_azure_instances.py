@@ -3,7 +3,8 @@ through the real SDK clients against the fake ARM."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 import pytest
@@ -335,3 +336,25 @@ def test_get_list_and_delete(provider: AzureProvider, fake: FakeAzure) -> None:
         provider.delete(target)
     with pytest.raises(InstanceNotFoundError):
         provider.get("kwok://not-azure")
+
+
+def test_a_create_slower_than_launch_is_followed_and_its_failure_recorded(
+    make_provider: Callable[..., AzureProvider], fake: FakeAzure, clock: SimulatedClock
+) -> None:
+    provider = make_provider(launch_wait="0", polling_interval="0.01")
+    fake.lro_polls = 5
+    fake.async_failures["aks-late-1"] = ("ZonalAllocationFailed", "Allocation failed.")
+    instance = provider.launch(request_for(provider, "late-1", D2_ZONE_2))
+    assert instance.state == "pending"
+    for _ in range(500):
+        provider.reconcile(clock.now())
+        if not [k for k in fake.vms if k.endswith("aks-late-1")]:
+            break
+        time.sleep(0.01)  # the SDK's poller thread works on the wall clock
+    with pytest.raises(InstanceNotFoundError):
+        provider.get(instance.provider_id)
+    assert not [k for k in fake.nics if k.endswith("aks-late-1")]
+    nc = node_class()
+    offered = provider.offerings(nc, provider.instance_types(nc))["Standard_D2_v4"]
+    down = {(o.zone, o.capacity_type) for o in offered if not o.available}
+    assert down == {("japaneast-2", "on-demand"), ("japaneast-2", "spot")}
