@@ -16,6 +16,7 @@ from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
@@ -40,6 +41,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    Reservation,
 )
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright_aws import labels as L
@@ -81,6 +83,7 @@ NAME = "aws"
 INSTALL_HINT = 'pip install "nodewright[aws]"'
 #: Launch-time stamp from the core's clock (LaunchTime is the cloud's wall clock).
 LAUNCHED_AT_TAG = "nodewright.sh/launched-at"
+LAUNCHABLE_CAPACITY_TYPES = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 RESOLUTION_TTL = timedelta(minutes=1)
 DISCOVERY_REFRESH = timedelta(hours=12)
@@ -195,7 +198,10 @@ class AWSProvider:
             return NodeClassReadiness(False, "AWSUnavailable", str(error))
         if not result.ready:
             return NodeClassReadiness(False, result.reason, result.problem, result.status())
-        return NodeClassReadiness(True, "Ready", "", result.status())
+        status = result.status()
+        if node_class.spec.capacity_reservation_selector_terms:
+            status["capacity_reservations"] = self.capacity_reservations(node_class)
+        return NodeClassReadiness(True, "Ready", "", status)
 
     def _ready(self, node_class: EC2NodeClass) -> Resolution:
         try:
@@ -352,7 +358,69 @@ class AWSProvider:
                         )
                     )
             result[instance_type.name] = offerings
+        for reservation in self.capacity_reservations(node_class):
+            name = reservation["instanceType"]
+            zone = reservation["availabilityZone"]
+            if name not in result or zone not in zone_ids:
+                continue
+            on_demand = book.on_demand_price(name) or 0.0
+            count = int(reservation.get("availableInstanceCount", 0))
+            result[name].append(
+                Offering(
+                    zone,
+                    CAPACITY_TYPE_RESERVED,
+                    # Already paid for: far cheaper than anything else (Karpenter's rule).
+                    on_demand / 10_000_000,
+                    available=count > 0,
+                    labels={L.ZONE_ID: zone_ids[zone], L.CAPACITY_RESERVATION_TYPE: "default"},
+                    reservation=Reservation(reservation["id"], L.CAPACITY_RESERVATION_ID, count),
+                )
+            )
         return result
+
+    def capacity_reservations(self, node_class: EC2NodeClass) -> list[dict[str, Any]]:
+        """Active reservations matching the class's terms, counted fresh on every call."""
+        terms = node_class.spec.capacity_reservation_selector_terms
+        if not terms:
+            return []
+        found: dict[str, dict[str, Any]] = {}
+        ec2 = self.clients.ec2
+        queries: list[dict[str, Any]] = []
+        ids = [t.id for t in terms if t.id]
+        if ids:
+            queries.append({"CapacityReservationIds": ids})
+        for term in terms:
+            if term.id:
+                continue
+            filters = [{"Name": f"tag:{k}", "Values": [v]} for k, v in sorted(term.tags.items())]
+            if term.owner_id:
+                filters.append({"Name": "owner-id", "Values": [term.owner_id]})
+            if term.instance_match_criteria:
+                filters.append(
+                    {"Name": "instance-match-criteria", "Values": [term.instance_match_criteria]}
+                )
+            queries.append({"Filters": filters})
+        try:
+            with aws_errors("describing capacity reservations"):
+                for query in queries:
+                    response = ec2.describe_capacity_reservations(**query)
+                    for r in response.get("CapacityReservations", []):
+                        if r.get("State") != "active":
+                            continue
+                        found[r["CapacityReservationId"]] = {
+                            "id": r["CapacityReservationId"],
+                            "availabilityZone": r.get("AvailabilityZone", ""),
+                            "instanceType": r.get("InstanceType", ""),
+                            "instanceMatchCriteria": r.get("InstanceMatchCriteria", ""),
+                            "ownerID": r.get("OwnerId", ""),
+                            "reservationType": "default",
+                            "state": "active",
+                            "availableInstanceCount": r.get("AvailableInstanceCount", 0),
+                        }
+        except (ProviderError, botocore.exceptions.ClientError) as error:
+            log.warning("capacity reservations not read: %s", error)
+            return []
+        return [found[k] for k in sorted(found)]
 
     def _amis(self, node_class: EC2NodeClass) -> list[AMI]:
         try:
@@ -417,7 +485,7 @@ class AWSProvider:
             for offering in option.offerings:
                 if (
                     offering.available
-                    and offering.capacity_type in (CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+                    and offering.capacity_type in LAUNCHABLE_CAPACITY_TYPES
                     and offering.zone in subnets_by_zone
                     and not request.requirements.intersects(offering.requirements())
                 ):
@@ -428,9 +496,8 @@ class AWSProvider:
                 f"{request.node_claim.name!r}"
             )
         present = {o.capacity_type for _, _, _, o in choices}
-        capacity_type = (
-            CAPACITY_TYPE_SPOT if CAPACITY_TYPE_SPOT in present else CAPACITY_TYPE_ON_DEMAND
-        )
+        # Karpenter's order: capacity bought ahead, then spot, then on-demand.
+        capacity_type = next(ct for ct in LAUNCHABLE_CAPACITY_TYPES if ct in present)
         choices = sorted(
             (c for c in choices if c[3].capacity_type == capacity_type), key=lambda c: c[:2]
         )
@@ -451,6 +518,11 @@ class AWSProvider:
         # Per-claim tags stay off the template, so claims share it (deterministic names).
         per_claim = (L.NODECLAIM_TAG, L.IDEMPOTENCY_TAG, LAUNCHED_AT_TAG)
         template_tags = {k: v for k, v in tags.items() if k not in per_claim}
+        if capacity_type == CAPACITY_TYPE_RESERVED:
+            choices = choices[:1]  # one reservation: its own template targets it
+            reservation = choices[0][3].reservation
+            if reservation is not None:
+                tags[L.CAPACITY_RESERVATION_ID] = reservation.id
         groups: dict[str, list[Override]] = {}
         types_by_name: dict[str, InstanceType] = {}
         for price, name, option, offering in choices:
@@ -469,6 +541,10 @@ class AWSProvider:
                 instance_profile=resolution.instance_profile,
                 tags=template_tags,
             )
+            if offering.reservation is not None:
+                data["CapacityReservationSpecification"] = {
+                    "CapacityReservationTarget": {"CapacityReservationId": offering.reservation.id}
+                }
             template = self._ensure_template(data, node_class)
             groups.setdefault(template, []).append(
                 Override(name, offering.zone, subnets_by_zone[offering.zone], ami.id, price)
@@ -478,7 +554,12 @@ class AWSProvider:
             raise InsufficientCapacityError(
                 f"no AMI of EC2NodeClass {node_class.name!r} fits the requested instance types"
             )
-        fleet = create_fleet_input(capacity_type, groups, tags, node_class.spec.context)
+        fleet = create_fleet_input(
+            CAPACITY_TYPE_ON_DEMAND if capacity_type == CAPACITY_TYPE_RESERVED else capacity_type,
+            groups,
+            tags,
+            node_class.spec.context,
+        )
         response = self.clients.ec2.create_fleet(**fleet)
         failed = []
         for code, message, instance_type, zone in fleet_errors(response):
@@ -592,6 +673,11 @@ class AWSProvider:
             description.get("SpotInstanceRequestId")
         )
         capacity_type = CAPACITY_TYPE_SPOT if spot else CAPACITY_TYPE_ON_DEMAND
+        reservation_id = tags.get(L.CAPACITY_RESERVATION_ID) or description.get(
+            "CapacityReservationId"
+        )
+        if reservation_id:
+            capacity_type = CAPACITY_TYPE_RESERVED
         state = description.get("State", {}).get("Name", "running")
         created = tags.get(LAUNCHED_AT_TAG)
         created_at = (
@@ -626,6 +712,9 @@ class AWSProvider:
             labels[REGION_LABEL] = self.settings.region
         if tags.get(L.NODEPOOL_TAG):
             labels[NODEPOOL_LABEL] = tags[L.NODEPOOL_TAG]
+        if reservation_id:
+            labels[L.CAPACITY_RESERVATION_ID] = reservation_id
+            labels[L.CAPACITY_RESERVATION_TYPE] = "default"
         return Instance(
             provider_id=f"{L.PROVIDER_ID_PREFIX}{zone}/{description['InstanceId']}",
             node_claim=tags.get(L.NODECLAIM_TAG, ""),
