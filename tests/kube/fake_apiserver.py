@@ -419,6 +419,10 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 last = since
                 while True:
                     with api.lock:
+                        if api.paused:
+                            # A stream that slipped past the pause (a reconnect in flight
+                            # when it began) must not deliver events either.
+                            break
                         pending = [
                             (rv, kind, obj)
                             for rv, kind, gvr, obj in api.history
