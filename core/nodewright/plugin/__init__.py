@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pluggy
 
+from nodewright.plugin.delegate import Provider, ProviderPlugin
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -68,9 +69,11 @@ __all__ = [
     "PluginContractError",
     "PluginError",
     "PluginLoadError",
+    "Provider",
     "ProviderContext",
     "ProviderError",
     "ProviderInfo",
+    "ProviderPlugin",
     "Reservation",
     "TemporaryProviderError",
     "UnknownNodeClassError",

@@ -612,7 +612,7 @@ class AzureProvider:
             raise InstanceNotFoundError(f"VM {name} does not exist")
         return self._instance(vm)
 
-    def list(self) -> Sequence[Instance]:
+    def list_instances(self) -> Sequence[Instance]:
         if self.settings.missing():
             # Not set up for Azure (e.g. a KWOK-only simulation): it runs no instances.
             return []

@@ -126,7 +126,7 @@ def test_a_retry_after_a_crash_finds_what_the_first_attempt_made(
     again = provider.launch(request)
     assert again.provider_id == first.provider_id
     assert len(vm_puts(fake)) == 1
-    assert [i.node_claim for i in provider.list()] == ["crash-1"]
+    assert [i.node_claim for i in provider.list_instances()] == ["crash-1"]
 
 
 def test_a_nic_left_by_a_crash_is_reused(provider: AzureProvider, fake: FakeAzure) -> None:
@@ -312,7 +312,7 @@ def test_get_list_and_delete(provider: AzureProvider, fake: FakeAzure) -> None:
              "name": "aks-elsewhere", "tags": {"karpenter.azure.com_cluster": "other",
                                                          "karpenter.sh_nodepool": "x"}}  # fmt: skip
     fake.vms[f"{RESOURCE_GROUP.lower()}/aks-elsewhere"] = other
-    listed = provider.list()  # 4 VMs, two per page
+    listed = provider.list_instances()  # 4 VMs, two per page
     assert sorted(i.node_claim for i in listed) == ["pool-0", "pool-1", "pool-2"]
     found = provider.get(instances[1].provider_id)
     assert found.instance_type == "Standard_D2_v4"

@@ -34,7 +34,7 @@ def test_loads_and_configures_with_no_options_and_says_what_is_missing() -> None
     with pytest.raises(NodeClassNotReadyError, match=r"azure\.subscription-id"):
         provider.instance_types(node_class())
     # Garbage collection lists every provider: an unconfigured one runs nothing.
-    assert provider.list() == []
+    assert provider.list_instances() == []
 
 
 def test_a_node_class_without_a_subnet_is_not_ready() -> None:

@@ -261,7 +261,7 @@ class KWOKProvider:
             raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
         return entry.instance
 
-    def list(self) -> Sequence[Instance]:
+    def list_instances(self) -> Sequence[Instance]:
         self.faults.check_api("list")
         return self.ledger.instances()
 

@@ -71,8 +71,8 @@ def test_api_errors_fail_the_next_calls_then_stop(provider: KWOKProvider) -> Non
             provider.launch(request)
     instance = provider.launch(request)
     with pytest.raises(TemporaryProviderError):
-        provider.list()
-    assert provider.list() == [instance]
+        provider.list_instances()
+    assert provider.list_instances() == [instance]
 
 
 def test_latency_delays_registration(

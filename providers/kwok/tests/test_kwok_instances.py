@@ -274,7 +274,10 @@ def test_get_and_list_read_the_ledger(provider: KWOKProvider, clock: SimulatedCl
     second = _registered(provider, clock, "b")
     assert provider.get("kwok://a").provider_id == first.provider_id
     assert provider.get("kwok://a").state == "running"
-    assert [i.provider_id for i in provider.list()] == [first.provider_id, second.provider_id]
+    assert [i.provider_id for i in provider.list_instances()] == [
+        first.provider_id,
+        second.provider_id,
+    ]
     with pytest.raises(InstanceNotFoundError):
         provider.get("kwok://nothing")
 
@@ -291,7 +294,7 @@ def test_delete_removes_the_node_and_terminates_the_instance(
         provider.get("kwok://doomed")
     with pytest.raises(InstanceNotFoundError):
         provider.delete("kwok://doomed")
-    assert provider.list() == []
+    assert provider.list_instances() == []
     (terminated,) = provider.ledger.instances(include_terminated=True)
     assert terminated.state == "terminated"
 
@@ -323,7 +326,7 @@ def test_a_node_deleted_behind_the_clouds_back_leaves_the_instance_running(
     _registered(provider, clock, "leaky")
     cluster.delete(Node, "leaky")
     provider.reconcile(clock.now())
-    assert [i.provider_id for i in provider.list()] == ["kwok://leaky"]
+    assert [i.provider_id for i in provider.list_instances()] == ["kwok://leaky"]
     assert _node(cluster, "leaky") is None
 
 
