@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.api.validation import FieldError
+
 CORE_GROUP = "karpenter.sh"
 AWS_GROUP = "karpenter.k8s.aws"
 AZURE_GROUP = "karpenter.azure.com"
@@ -64,17 +66,9 @@ _AWS_SAME_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class ConversionWarning:
-    """A field of an old object that has no place in the converted one."""
-
-    kind: str
-    name: str
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f'{self.kind} "{self.name}": {self.field}: {self.message}'
+#: A field of an old object that has no place in the converted one: named as a validation
+#: error names a broken field.
+ConversionWarning = FieldError
 
 
 @dataclass
