@@ -171,6 +171,7 @@ class _TypeOption:
         "offerings",
         "pods",
         "reservation_labels",
+        "reserved",
     )
 
     def __init__(
@@ -192,6 +193,8 @@ class _TypeOption:
         self.daemon_ports = group.host_ports
         #: Available offerings only; unavailable ones never launch.
         self.offerings = offerings
+        #: Those of them in a capacity reservation.
+        self.reserved = tuple(o for o in offerings if o.reservation is not None)
         self.cpu = -1 if self.fits_nothing else allocatable.get(CPU, 0)
         self.memory = allocatable.get(MEMORY, 0)
         self.pods = allocatable.get(PODS, 0)
@@ -451,10 +454,9 @@ class _Reservations:
         self.capacity: dict[str, int] = {}
         for template in templates:
             for option in template.options:
-                for offering in option.offerings:
+                for offering in option.reserved:
                     reservation = offering.reservation
-                    if reservation is None or offering.capacity_type != CAPACITY_TYPE_RESERVED:
-                        continue
+                    assert reservation is not None
                     known = self.capacity.get(reservation.id)
                     if known is None or reservation.capacity < known:
                         self.capacity[reservation.id] = reservation.capacity
@@ -465,9 +467,10 @@ class _Reservations:
         chosen: set[str] = set()
         held = claim.reserved
         for option in plan.options:
-            for offering in option.offerings:
+            for offering in option.reserved:
                 reservation = offering.reservation
-                if reservation is None or not offering.matches(plan.requirements):
+                assert reservation is not None
+                if not offering.matches(plan.requirements):
                     continue
                 compatible = True
                 if reservation.id in held or self.capacity.get(reservation.id, 0) > 0:
@@ -791,7 +794,7 @@ class _Claim:
     def _pinned(self, requirements: Requirements) -> Requirements:
         labels: dict[str, set[str]] = {}
         for option in self.options:
-            for offering in option.offerings:
+            for offering in option.reserved:
                 reservation = offering.reservation
                 if reservation is not None and reservation.id in self.reserved:
                     labels.setdefault(reservation.label, set()).add(reservation.id)
