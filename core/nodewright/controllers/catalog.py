@@ -2,8 +2,8 @@
 recently could not fill marked unavailable (Karpenter's unavailable-offerings cache).
 
 Reserved capacity changes with every launch, so a NodeClass whose types offer reservations
-is re-priced (the provider's offerings hook only) on every read; the rest of its catalog
-still comes from the cache.
+is re-priced (the provider's offerings hook only) whenever the cluster changed since it was
+last priced; the rest of its catalog still comes from the cache.
 """
 
 from __future__ import annotations
@@ -34,6 +34,15 @@ class _Entry:
     fetched_at: datetime
     generation: int | None
     instance_types: list[InstanceType]
+    #: The cluster's resourceVersion when the offerings were last priced.
+    priced_at: int
+    #: Some offering is in a capacity reservation: re-price after every cluster change.
+    reserved: bool = False
+
+    def __post_init__(self) -> None:
+        self.reserved = any(
+            o.reservation is not None for it in self.instance_types for o in it.offerings
+        )
 
 
 class Catalog:
@@ -76,12 +85,18 @@ class Catalog:
             or now - entry.fetched_at >= CATALOG_TTL
         ):
             entry = _Entry(
-                now, node_class.metadata.generation, self._host.instance_types(node_class)
+                now,
+                node_class.metadata.generation,
+                self._host.instance_types(node_class),
+                self._cluster.resource_version(),
             )
             self._entries[key] = entry
-        elif _has_reservations(entry.instance_types):
+        elif entry.reserved and entry.priced_at != self._cluster.resource_version():
+            # Room in a reservation changes with launches and terminations, which are
+            # cluster writes; between them the last answer still holds.
             try:
                 entry.instance_types = self._host.price(node_class, entry.instance_types)
+                entry.priced_at = self._cluster.resource_version()
             except PluginError as error:
                 log.warning(
                     "Could not refresh reserved capacity of %s %r, using the last answer: %s",
@@ -113,7 +128,3 @@ class Catalog:
     ) -> None:
         """Stop offering this (type, zone, capacity type) for ``ttl``, e.g. after an ICE."""
         self._unavailable[(instance_type, zone, capacity_type)] = self._clock.now() + ttl
-
-
-def _has_reservations(instance_types: list[InstanceType]) -> bool:
-    return any(o.reservation is not None for it in instance_types for o in it.offerings)

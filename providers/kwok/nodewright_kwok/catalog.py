@@ -83,12 +83,10 @@ class Catalog:
     #: Where the catalog came from: ``"default"`` or a file path.
     source: str = "default"
     _by_name: Mapping[str, InstanceType] = field(init=False, repr=False, compare=False)
+    _sizes: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {it.name: it for it in self.instance_types})
-
-    def reservations(self) -> dict[str, int]:
-        """How many instances each capacity reservation holds in all."""
         sizes: dict[str, int] = {}
         for instance_type in self.instance_types:
             for offering in instance_type.offerings:
@@ -97,7 +95,11 @@ class Catalog:
                     sizes[reservation.id] = min(
                         sizes.get(reservation.id, reservation.capacity), reservation.capacity
                     )
-        return sizes
+        object.__setattr__(self, "_sizes", sizes)
+
+    def reservations(self) -> dict[str, int]:
+        """How many instances each capacity reservation holds in all."""
+        return dict(self._sizes)
 
     def get(self, name: str) -> InstanceType | None:
         return self._by_name.get(name)
