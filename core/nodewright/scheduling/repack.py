@@ -134,10 +134,10 @@ def repack(
     replaced: dict[str, list[NewNodeClaim]] = {}
     for template in templates:
         claims = by_pool.get(template.name, [])
-        if template.remaining is not None or _has_reservations(template):
+        if template.remaining is not None:
             continue
         candidates = [c for c in claims if all(_movable(p, terms) for p in c.pods)]
-        if len(candidates) < 2:
+        if len(candidates) < 2 or _has_reservations(template):
             continue
         movable = [p for c in candidates for p in c.pods]
         again = solve_in_order(interleave(movable, _largest(template)), template)
