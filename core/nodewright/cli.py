@@ -302,7 +302,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
         )
         objects = _load([Path(p) for p in args.paths], host)
-        simulation = Simulation(host, options, provider_options, seed=args.seed)
+        registration = _duration_option("--node-registration-delay", args.node_registration_delay)
+        simulation = Simulation(
+            host, options, provider_options, seed=args.seed, node_registration_delay=registration
+        )
         _configure_logging(simulation.clock, args.verbose)
         simulation.apply(objects)
         simulation.settle()
@@ -379,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--batch-idle-duration", default="1s", metavar="DURATION")
     simulate.add_argument("--batch-max-duration", default="10s", metavar="DURATION")
+    simulate.add_argument(
+        "--node-registration-delay",
+        default="30s",
+        metavar="DURATION",
+        help="how long a cloud instance takes to register its Node (providers other than kwok)",
+    )
     simulate.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     simulate.set_defaults(handler=cmd_simulate)
 

@@ -18,7 +18,8 @@ class FakeWorld:
     def __init__(self) -> None:
         self.fake = FakeProvider()
         host = PluginHost.load(entry_points=False, plugins={"fake": self.fake})
-        self.sim = Simulation(host)
+        # The tests play the kubelet (register below), so no simulated kubelets.
+        self.sim = Simulation(host, node_registration_delay=None)
         self.cluster = self.sim.cluster
         self.node_class = self.cluster.create(fake_node_class())
 

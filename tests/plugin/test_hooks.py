@@ -322,6 +322,15 @@ def nodewright_launch(self, request):
     )
 
 
+def test_hook_nodewright_launch_with_annotations_that_are_not_strings_is_a_contract_error() -> None:
+    fake = FakeProvider()
+    fake.launch_annotations = {"example.com/hash": 42}  # type: ignore[dict-item]
+    with pytest.raises(PluginContractError) as caught:
+        launched(fake_host(fake))
+    assert "nodewright_launch returned annotations" in str(caught.value)
+    assert "not a str-to-str mapping" in str(caught.value)
+
+
 def test_hook_nodewright_launch_raising_unexpectedly_names_plugin_and_distribution(
     distribution: DistributionMaker,
 ) -> None:

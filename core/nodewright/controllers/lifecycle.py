@@ -247,8 +247,10 @@ class NodeClaimLifecycle:
             }
         )
         labels.update(claim.metadata.labels)
-        if labels != claim.metadata.labels:
+        annotations = {**claim.metadata.annotations, **instance.annotations}
+        if labels != claim.metadata.labels or annotations != claim.metadata.annotations:
             claim.metadata.labels = labels
+            claim.metadata.annotations = annotations
             claim = self._cluster.update(claim)
         claim.status.provider_id = instance.provider_id
         claim.status.image_id = instance.image_id or None

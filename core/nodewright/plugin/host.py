@@ -561,6 +561,7 @@ class PluginHost:
         self._reconcile_due.pop(owner.key, None)
         result = self._call_owner(owner, "nodewright_launch", request=request)
         _expect(owner, "nodewright_launch", result, Instance)
+        _check_instance(owner, "nodewright_launch", result)
         return result  # type: ignore[no-any-return]
 
     def get(self, provider: str, provider_id: str) -> Instance:
@@ -743,6 +744,19 @@ def _contract(owner: LoadedProvider, hook: str, message: str) -> PluginContractE
 def _expect(owner: LoadedProvider, hook: str, result: object, kind: type) -> None:
     if not isinstance(result, kind):
         raise _contract(owner, hook, f"returned {_shown(result)}, not {kind.__name__}")
+
+
+def _check_instance(owner: LoadedProvider, hook: str, instance: Instance) -> None:
+    """Fields the core writes into Kubernetes objects must be strings, or the write fails."""
+    if not isinstance(instance.node_name, str):
+        raise _contract(owner, hook, f"returned node_name {_shown(instance.node_name)}, not str")
+    annotations = instance.annotations
+    if not isinstance(annotations, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in annotations.items()
+    ):
+        raise _contract(
+            owner, hook, f"returned annotations {_shown(annotations)}, not a str-to-str mapping"
+        )
 
 
 def _check_sequence(owner: LoadedProvider, hook: str, result: object, kind: type[T]) -> list[T]:

@@ -54,6 +54,10 @@ class ProviderInfo:
     well_known_labels: frozenset[str] = frozenset()
     #: How to install the distribution, shown when a NodePool needs it and it is missing.
     install_hint: str = ""
+    #: True when the provider creates the Node objects of its instances itself (KWOK). Else
+    #: kubelets do: on a real cluster the machine's own, in ``nodewright simulate`` the
+    #: simulated kubelet, which registers the Node using :attr:`Instance.node_name`.
+    registers_nodes: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,12 @@ class Instance:
     image_id: str = ""
     #: ``pending``, ``running``, ``terminating`` or ``terminated``.
     state: str = "running"
+    #: The name the machine's kubelet registers its Node under (EC2: the private DNS name);
+    #: empty means the NodeClaim's name.
+    node_name: str = ""
+    #: Annotations the core writes onto the NodeClaim when the launch returns, such as the
+    #: NodeClass hash a provider compares later to tell drift.
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.kube import EmbeddedKubernetes
+from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
 
 log = logging.getLogger("nodewright.simulation")
 binder_log = logging.getLogger("nodewright.kube-scheduler")
@@ -45,6 +46,7 @@ class Simulation:
         options: Options | None = None,
         provider_options: Mapping[str, Mapping[str, str]] | None = None,
         seed: int = 0,
+        node_registration_delay: timedelta | None = DEFAULT_REGISTRATION_DELAY,
     ) -> None:
         self.clock = SimulatedClock()
         self.cluster = MemoryCluster(self.clock, seed=seed)
@@ -61,6 +63,12 @@ class Simulation:
             )
         )
         self.operator = Operator(self.cluster, host, self.clock, self.options)
+        # None: no simulated kubelets; the caller registers Nodes itself (lifecycle tests).
+        self.kubelets = (
+            SimulatedKubelets(self.cluster, host, self.clock, node_registration_delay)
+            if node_registration_delay is not None
+            else None
+        )
         self._bound: dict[str, str] = {}
         self._last_rv = self.cluster.resource_version()
         self._last_change = self.clock.now()
@@ -111,6 +119,8 @@ class Simulation:
             before = self.cluster.resource_version()
             self.kube.reconcile()
             wake = self.operator.run_once()
+            if self.kubelets is not None:
+                wake = _earliest(wake, self.kubelets.reconcile())
             self._log_bindings()
             if self.cluster.resource_version() == before:
                 break
@@ -133,3 +143,9 @@ class Simulation:
         for node, count in sorted(fresh.items()):
             binder_log.info("Bound %d pod(s) to node %s", count, node)
         self._bound = bound
+
+
+def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:
+    if first is None or second is None:
+        return first or second
+    return min(first, second)

@@ -131,7 +131,9 @@ class FakeProvider:
     Everything a test may want to steer is a plain attribute: ``instance_types``,
     ``insufficient_capacity`` (``(type, zone, capacity type)`` triples with no capacity),
     ``allowed_launches`` (launches beyond it fail), ``node_class_ready``, ``drifted``
-    (NodeClaim names reported as drifted), ``reconcile_period``, ``extra_node_labels``.
+    (NodeClaim names reported as drifted), ``reconcile_period``, ``extra_node_labels``,
+    ``launch_annotations`` (written onto each launched NodeClaim) and ``node_name_prefix``
+    (when set, instances register Nodes named ``<prefix><serial>``, not after the NodeClaim).
     """
 
     def __init__(
@@ -162,6 +164,8 @@ class FakeProvider:
         self.drifted: dict[str, str] = {}
         self.reconcile_period: timedelta | None = None
         self.extra_node_labels: dict[str, str] = {}
+        self.launch_annotations: dict[str, str] = {}
+        self.node_name_prefix = ""
         self._errors: dict[str, list[BaseException]] = {}
         self._launched = 0
         self._launch_keys: dict[str, str] = {}
@@ -290,6 +294,8 @@ class FakeProvider:
             capacity=dict(instance_type.capacity),
             allocatable=instance_type.allocatable(),
             image_id=image,
+            node_name=f"{self.node_name_prefix}{self._serial}" if self.node_name_prefix else "",
+            annotations=dict(self.launch_annotations),
         )
         self.instances[provider_id] = instance
         self._launch_keys[request.idempotency_key] = provider_id

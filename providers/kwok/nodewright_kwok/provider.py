@@ -80,6 +80,7 @@ def provider_info() -> ProviderInfo:
         restricted_label_domains=frozenset({GROUP}),
         well_known_labels=INSTANCE_LABELS | {RESERVATION_ID_LABEL},
         install_hint=INSTALL_HINT,
+        registers_nodes=True,
     )
 
 
