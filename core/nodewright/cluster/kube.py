@@ -179,20 +179,24 @@ class _Api:
         method: str,
         path: str,
         query: Mapping[str, str] | None,
-        body: Mapping[str, Any] | None,
+        body: Mapping[str, Any] | builtins.list[Any] | None,
         read_timeout: float,
+        *,
+        content_type: str = "application/json",
     ) -> Any:
         """One HTTP exchange; returns the urllib3 response (body not read yet)."""
         self.limiter.acquire()
         url_path = path + ("?" + urlencode(query) if query else "")
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         request = self.client.param_serialize(
             method=method,
             resource_path=url_path,
             header_params=headers,
-            body=dict(body) if body is not None else None,
+            body=(list(body) if isinstance(body, list) else dict(body))
+            if body is not None
+            else None,
             auth_settings=["BearerToken"],
         )
         response = self.client.call_api(
@@ -205,9 +209,10 @@ class _Api:
         method: str,
         path: str,
         query: Mapping[str, str] | None = None,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | builtins.list[Any] | None = None,
         *,
         retry_statuses: frozenset[int] | None = None,
+        content_type: str = "application/json",
     ) -> _Answer:
         """A request with retries; returns the final answer (any status) or raises
         :class:`ServerUnavailableError` when the server cannot be reached or keeps failing."""
@@ -221,7 +226,14 @@ class _Api:
         while True:
             attempt += 1
             try:
-                raw = self._open(method, path, query, body, self.settings.request_timeout)
+                raw = self._open(
+                    method,
+                    path,
+                    query,
+                    body,
+                    self.settings.request_timeout,
+                    content_type=content_type,
+                )
                 try:
                     data = raw.read()
                 finally:
@@ -315,6 +327,102 @@ def _raise_for(answer: _Answer, kind: type[KubeObject], name: str, namespace: st
     raise ClusterError(f"{what}: HTTP {answer.status} {answer.message}")
 
 
+# --- patches ------------------------------------------------------------------------------------
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+#: How many earlier versions of each object a cache remembers as bases for patches.
+PAST_VERSIONS_KEPT = 3
+
+#: Metadata the server owns; never part of a patch.
+_SERVER_OWNED_METADATA = frozenset(
+    {
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "managedFields",
+        "selfLink",
+        "namespace",
+        "name",
+    }
+)
+
+
+def _pointer(parts: Iterable[str]) -> str:
+    """A JSON pointer (RFC 6901) to ``parts``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _ambiguous(value: Any) -> bool:
+    """Empty and zero values: the server may store them or leave the field out, so a
+    ``test`` against them could fail for no reason."""
+    return value is None or value is False or value in ("", 0, [], {})
+
+
+def json_patch(
+    old: Mapping[str, Any], new: Mapping[str, Any], prefix: tuple[str, ...] = ()
+) -> tuple[builtins.list[dict[str, Any]], bool]:
+    """The JSON patch (RFC 6902) turning ``old`` into ``new``, with a ``test`` of the old
+    value before every change to a value that was set (a list such as finalizers or taints is
+    one value). Keys only ``new`` has are added without a test, like a merge patch.
+
+    Returns the operations and whether some old value was empty or zero and could not be
+    tested: the caller then adds a whole-object resourceVersion precondition.
+    """
+    ops: list[dict[str, Any]] = []
+    untestable = _diff(old, new, prefix, ops)
+    return ops, untestable
+
+
+def _diff(old: Any, new: Any, path: tuple[str, ...], ops: builtins.list[dict[str, Any]]) -> bool:
+    if old == new:
+        return False
+    if isinstance(old, dict) and isinstance(new, dict) and old:
+        untestable = False
+        for key in sorted(set(old) | set(new)):
+            where = (*path, key)
+            if key not in new:
+                if _ambiguous(old[key]):
+                    untestable = True
+                else:
+                    ops.append({"op": "test", "path": _pointer(where), "value": old[key]})
+                ops.append({"op": "remove", "path": _pointer(where)})
+            elif key not in old:
+                ops.append({"op": "add", "path": _pointer(where), "value": new[key]})
+            else:
+                untestable |= _diff(old[key], new[key], where, ops)
+        return untestable
+    if _ambiguous(old):
+        # "add" sets a member whether or not the server has it.
+        ops.append({"op": "add", "path": _pointer(path), "value": new})
+        return True
+    ops.append({"op": "test", "path": _pointer(path), "value": old})
+    ops.append({"op": "replace", "path": _pointer(path), "value": new})
+    return False
+
+
+#: Words in the API server's 422 answer when a JSON patch's ``test`` (or a path it needs)
+#: failed: the object changed under us, not an invalid request.
+_PRECONDITION_FAILED = ("test failed", "testing value", "missing path", "missing value")
+
+
+def _precondition_failed(answer: _Answer) -> bool:
+    message = answer.message.lower()
+    return answer.status == 422 and any(word in message for word in _PRECONDITION_FAILED)
+
+
+def _spec_and_metadata(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's dict without status and server-owned metadata: what ``update`` writes."""
+    body = {k: v for k, v in data.items() if k not in ("status", "apiVersion", "kind")}
+    meta = body.get("metadata") or {}
+    body["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_OWNED_METADATA}
+    return body
+
+
 # --- the cache ----------------------------------------------------------------------------------
 
 
@@ -341,6 +449,9 @@ class _Informer:
         #: keys deleted by this process and the resourceVersion they were deleted at: an
         #: older watch event must not bring them back.
         self._tombstones: dict[_Key, int] = {}
+        #: the last few versions each key held before its current one: the base a caller's
+        #: copy is diffed against when it writes back (see :meth:`KubeCluster.update`).
+        self._past: dict[_Key, list[KubeObject]] = {}
         self.lists = 0
         self.relists_on_gone = 0
         self._thread = threading.Thread(
@@ -375,6 +486,26 @@ class _Informer:
         with self.lock:
             return self.objects.get(key)
 
+    def version_of(self, key: _Key, resource_version: str) -> KubeObject | None:
+        """The object as it was at ``resource_version``, if this cache still remembers it."""
+        with self.lock:
+            current = self.objects.get(key)
+            if current is not None and current.metadata.resource_version == resource_version:
+                return current
+            for past in reversed(self._past.get(key, ())):
+                if past.metadata.resource_version == resource_version:
+                    return past
+        return None
+
+    def _remember(self, key: _Key, replaced: KubeObject | None) -> None:
+        """Keep ``replaced`` (called with the lock held) as one of the key's past versions."""
+        if replaced is None:
+            return
+        past = self._past.setdefault(key, [])
+        past.append(replaced)
+        if len(past) > PAST_VERSIONS_KEPT:
+            del past[0]
+
     # -- taking in changes -----------------------------------------------------------------------
 
     def _key_of(self, obj: KubeObject) -> _Key:
@@ -398,11 +529,14 @@ class _Informer:
                 if current is not None:
                     del self.objects[key]
                     self._sorted = None
+                self._past.pop(key, None)
                 self._tombstones[key] = version or _version_number(current_version) or 0
             else:
                 self._tombstones.pop(key, None)
                 if current is None:
                     self._sorted = None
+                elif current.metadata.resource_version != obj.metadata.resource_version:
+                    self._remember(key, current)
                 self.objects[key] = obj
         self._cluster._changed()
 
@@ -413,6 +547,7 @@ class _Informer:
             tomb = self._tombstones.get(key)
             if event_type == "DELETED":
                 self._tombstones.pop(key, None)
+                self._past.pop(key, None)
                 if key in self.objects:
                     del self.objects[key]
                     self._sorted = None
@@ -431,6 +566,7 @@ class _Informer:
                         and current_version >= version
                     ):
                         return
+                    self._remember(key, current)
                 else:
                     self._sorted = None
                 self.objects[key] = obj
@@ -443,6 +579,14 @@ class _Informer:
                 self.objects[k].metadata.resource_version != o.metadata.resource_version
                 for k, o in fresh.items()
             )
+            for key, obj in fresh.items():
+                old = self.objects.get(key)
+                if (
+                    old is not None
+                    and old.metadata.resource_version != obj.metadata.resource_version
+                ):
+                    self._remember(key, old)
+            self._past = {k: v for k, v in self._past.items() if k in fresh}
             self.objects = fresh
             self._sorted = None
             self._tombstones.clear()
@@ -624,6 +768,9 @@ class KubeCluster:
         self._changes = threading.Condition()
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
+        #: JSON patches sent, and how many fell back to a replace (a failed ``test``).
+        self.patches = 0
+        self.patch_fallbacks = 0
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -860,10 +1007,69 @@ class KubeCluster:
                 created = self.update_status(with_status)
         return created
 
-    def update(self, obj: T) -> T:
+    def _base_of(self, obj: T) -> T | None:
+        """The object as the caller read it (same resourceVersion), from the cache."""
         kind = type(obj)
+        version = obj.metadata.resource_version
+        if kind in self._uncached or not version or not obj.metadata.uid:
+            return None
+        with self._informers_lock:
+            informer = self._informers.get(kind)
+        if informer is None:
+            return None
+        base = informer.version_of(self._key(kind, obj.name, obj.namespace), version)
+        if base is None or base.metadata.uid != obj.metadata.uid:
+            return None
+        return base  # type: ignore[return-value]
+
+    def _patch(
+        self,
+        obj: T,
+        path: str,
+        ops: builtins.list[dict[str, Any]],
+        untestable: bool,
+    ) -> _Answer:
+        """PATCH ``ops`` guarded by the object's uid (and its resourceVersion when some old
+        value could not be tested)."""
+        guard = [{"op": "test", "path": "/metadata/uid", "value": obj.metadata.uid}]
+        if untestable:
+            guard.append(
+                {
+                    "op": "test",
+                    "path": "/metadata/resourceVersion",
+                    "value": obj.metadata.resource_version,
+                }
+            )
+        self.patches += 1
+        return self._api.call("PATCH", path, body=guard + ops, content_type=JSON_PATCH)
+
+    def update(self, obj: T) -> T:
+        """Write the caller's changes to metadata and spec.
+
+        When the cache still holds the version the caller read, only the changes are sent,
+        as a JSON patch that tests each changed value's old value: a concurrent writer's
+        change to other labels, annotations or fields survives, and a concurrent change to
+        a value we change (say the finalizer list) is a :class:`ConflictError`. Otherwise,
+        and when a test fails for reasons of representation, the object is replaced with
+        its resourceVersion (stale -> ConflictError), as before.
+        """
+        kind = type(obj)
+        base = self._base_of(obj)
+        if base is not None:
+            ops, untestable = json_patch(
+                _spec_and_metadata(base.to_dict()), _spec_and_metadata(obj.to_dict())
+            )
+            if not ops:
+                return copy_object(base)
+            answer = self._patch(obj, object_path(kind, obj.name, obj.namespace), ops, untestable)
+            if not _precondition_failed(answer):
+                return self._after_write(kind, obj, answer)
+            self.patch_fallbacks += 1
         body = obj.to_dict()
         answer = self._api.call("PUT", object_path(kind, obj.name, obj.namespace), body=body)
+        return self._after_write(kind, obj, answer)
+
+    def _after_write(self, kind: type[T], obj: T, answer: _Answer) -> T:
         _raise_for(answer, kind, obj.name, obj.namespace)
         meta = answer.body.get("metadata") or {}
         if answer.body.get("kind") == "Status" or not meta:
@@ -873,10 +1079,25 @@ class KubeCluster:
         return self._taken_in(kind, answer.body, deleted=gone)
 
     def update_status(self, obj: T) -> T:
+        """Write the caller's status changes: a JSON patch of the status subresource when
+        the cache holds the version read (see :meth:`update`), else a replace."""
         kind = type(obj)
         if "status" not in kind.model_fields:
             raise InvalidError(f"{kind.KIND} has no status subresource")
         path = object_path(kind, obj.name, obj.namespace) + "/status"
+        base = self._base_of(obj)
+        if base is not None:
+            ops, untestable = json_patch(
+                {"status": base.to_dict().get("status", {})},
+                {"status": obj.to_dict().get("status", {})},
+            )
+            if not ops:
+                return copy_object(base)
+            answer = self._patch(obj, path, ops, untestable)
+            if not _precondition_failed(answer):
+                _raise_for(answer, kind, obj.name, obj.namespace)
+                return self._taken_in(kind, answer.body)
+            self.patch_fallbacks += 1
         answer = self._api.call("PUT", path, body=obj.to_dict())
         _raise_for(answer, kind, obj.name, obj.namespace)
         return self._taken_in(kind, answer.body)
