@@ -93,7 +93,7 @@ def test_printer_columns_match_karpenter(crds: dict[str, dict[str, Any]]) -> Non
         "specReplicasPath": ".spec.replicas",
         "statusReplicasPath": ".status.nodes",
     }
-    assert all(c["spec"]["names"]["categories"] == ["karpenter"] for c in crds.values())
+    assert all("karpenter" in c["spec"]["names"]["categories"] for c in crds.values())
 
 
 def _validate(crds: dict[str, dict[str, Any]], document: Mapping[str, Any]) -> None:
@@ -142,11 +142,10 @@ def test_the_schema_rejects_what_karpenter_rejects(
 def test_cli_prints_every_crd(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
-    assert [d["metadata"]["name"] for d in printed] == [
-        "nodepools.karpenter.sh",
-        "nodeclaims.karpenter.sh",
-        "kwoknodeclasses.karpenter.kwok.sh",
-    ]
+    names = [d["metadata"]["name"] for d in printed]
+    # Core CRDs first, then those of the installed providers (the workspace installs them all).
+    assert names[:2] == ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh"]
+    assert "kwoknodeclasses.karpenter.kwok.sh" in names[2:]
 
 
 def test_the_chart_ships_the_generated_crds(crds: dict[str, dict[str, Any]]) -> None:

@@ -123,6 +123,13 @@ class AKSNodeClassSpec(Model):
     def _check_fips(self) -> AKSNodeClassSpec:
         if self.fips_mode == "FIPS" and self.image_family == "Ubuntu2404":
             raise ValueError("fipsMode: FIPS is not supported on imageFamily Ubuntu2404")
+        if self.fips_mode == "FIPS" and self.image_family == "Ubuntu2204":
+            trusted = self.security.trusted_launch if self.security else None
+            if trusted is None or not (trusted.vtpm or trusted.secure_boot):
+                raise ValueError(
+                    "fipsMode: FIPS on imageFamily Ubuntu2204 requires "
+                    "security.trustedLaunch (vtpm or secureBoot)"
+                )
         return self
 
     @property

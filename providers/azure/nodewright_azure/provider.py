@@ -58,6 +58,7 @@ from nodewright.plugin.model import (
 )
 from nodewright_azure import auth, skus
 from nodewright_azure import labels as L
+from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.errors import Attempt, classify
 from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass, AKSNodeClassSpec
 from nodewright_azure.options import Settings, SettingsError, parse_settings
@@ -86,6 +87,7 @@ def provider_info() -> ProviderInfo:
                 kind=AKSNodeClass.KIND,
                 model=AKSNodeClass,
                 extra_versions=(API_VERSION_V1ALPHA2,),
+                crd=aks_node_class_crd,
             ),
         ),
         restricted_label_domains=frozenset({L.GROUP}),
