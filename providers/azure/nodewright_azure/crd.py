@@ -72,6 +72,7 @@ def _kubelet() -> Schema:
             "podPidsLimit": {"type": "integer", "format": "int64"},
             "failSwapOn": _bool(),
         },
+        (),
         **{
             "x-kubernetes-validations": [
                 rule(
@@ -212,6 +213,7 @@ def spec_schema() -> Schema:
             "artifactStreaming": obj({"enabled": _bool()}),
             "linuxOSConfig": _linux_os_config(),
         },
+        (),
         **{
             "x-kubernetes-validations": [
                 rule(
