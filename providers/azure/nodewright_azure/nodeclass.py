@@ -7,6 +7,8 @@ CRDs are kept as written, so a manifest round-trips.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import ClassVar, Literal
 
@@ -149,3 +151,19 @@ class AKSNodeClass(NodeClass):
 
     spec: AKSNodeClassSpec = Field(default_factory=AKSNodeClassSpec)
     status: AKSNodeClassStatus = Field(default_factory=AKSNodeClassStatus)
+
+
+#: NodeClaim annotations of the hash of the NodeClass spec the node was launched from.
+HASH_ANNOTATION = f"{GROUP}/aksnodeclass-hash"
+HASH_VERSION_ANNOTATION = f"{GROUP}/aksnodeclass-hash-version"
+#: Bumped when what the hash covers changes, so old NodeClaims are not all seen as drifted.
+HASH_VERSION = "v3"
+
+
+def spec_hash(spec: AKSNodeClassSpec) -> str:
+    """A stable hash of the fields that shape a node; ``tags`` are left out (they are patched
+    in place, not a reason to replace nodes). A decimal uint64, as Karpenter writes it."""
+    fields = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    fields.pop("tags", None)
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).digest()
+    return str(int.from_bytes(digest[:8], "big"))

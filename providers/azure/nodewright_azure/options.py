@@ -6,6 +6,7 @@ provider first needs them (:meth:`Settings.require`), so the plugin loads anywhe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -32,6 +33,8 @@ RETRY_BACKOFF = "retry-backoff"
 IMAGE_ID = "image-id"
 SSH_PUBLIC_KEY = "ssh-public-key"
 ADMIN_USERNAME = "admin-username"
+KUBERNETES_VERSION = "kubernetes-version"
+NIC_GC_GRACE = "nic-gc-grace"
 
 OPTIONS = (
     SUBSCRIPTION_ID,
@@ -57,15 +60,13 @@ OPTIONS = (
     IMAGE_ID,
     SSH_PUBLIC_KEY,
     ADMIN_USERNAME,
+    KUBERNETES_VERSION,
+    NIC_GC_GRACE,
 )
 
 AUTH_MODES = ("default", "workload-identity", "client-secret", "managed-identity")
 #: Default maxPods by network plugin (Karpenter's ``GetMaxPods``).
 NETWORK_PLUGINS = {"azure-overlay": 250, "azure": 30, "none": 250, "kubenet": 110}
-DEFAULT_IMAGE_ID = (
-    "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/"
-    "2204gen2containerd/versions/latest"
-)
 
 
 class SettingsError(ValueError):
@@ -95,9 +96,15 @@ class Settings:
     #: How long launch waits for the VM create before returning it as pending.
     launch_wait: float = 30.0
     retry_backoff: float = 0.8
-    image_id: str = DEFAULT_IMAGE_ID
+    #: Pins every VM to this image; empty: resolve the image family through the Community
+    #: Gallery image-versions API.
+    image_id: str = ""
     ssh_public_key: str = ""
     admin_username: str = "azureuser"
+    #: The cluster's Kubernetes version (``status.kubernetesVersion``; picks Azure Linux 2/3).
+    kubernetes_version: str = ""
+    #: How long a NIC without a VM is left alone before garbage collection deletes it.
+    nic_gc_grace: float = 180.0
 
     @property
     def default_max_pods(self) -> int:
@@ -163,10 +170,19 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         polling_interval=_seconds(values, POLLING_INTERVAL, 3.0),
         launch_wait=_seconds(values, LAUNCH_WAIT, 30.0),
         retry_backoff=_seconds(values, RETRY_BACKOFF, 0.8),
-        image_id=values.get(IMAGE_ID) or DEFAULT_IMAGE_ID,
+        image_id=values.get(IMAGE_ID, ""),
         ssh_public_key=values.get(SSH_PUBLIC_KEY, ""),
         admin_username=values.get(ADMIN_USERNAME) or "azureuser",
+        kubernetes_version=_kubernetes_version(values.get(KUBERNETES_VERSION, "")),
+        nic_gc_grace=_seconds(values, NIC_GC_GRACE, 180.0),
     )
+
+
+def _kubernetes_version(text: str) -> str:
+    version = text.removeprefix("v")
+    if version and not re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?", version):
+        raise SettingsError(f"{KUBERNETES_VERSION}: {text!r} is not a version such as 1.30.3")
+    return version
 
 
 def _fraction(values: Mapping[str, str], name: str, default: float) -> float:

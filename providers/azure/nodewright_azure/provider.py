@@ -56,11 +56,20 @@ from nodewright.plugin.model import (
     ProviderContext,
     ProviderInfo,
 )
-from nodewright_azure import auth, skus
+from nodewright_azure import auth, images, skus
 from nodewright_azure import labels as L
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.errors import Attempt, classify
-from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass, AKSNodeClassSpec
+from nodewright_azure.images import ImageDefinition, NodeImage
+from nodewright_azure.nodeclass import (
+    API_VERSION_V1ALPHA2,
+    HASH_ANNOTATION,
+    HASH_VERSION,
+    HASH_VERSION_ANNOTATION,
+    AKSNodeClass,
+    AKSNodeClassSpec,
+    spec_hash,
+)
 from nodewright_azure.options import Settings, SettingsError, parse_settings
 from nodewright_azure.pricing import Pricing, RetailPricesClient
 
@@ -69,6 +78,14 @@ log = logging.getLogger(__name__)
 NAME = "azure"
 INSTALL_HINT = 'pip install "nodewright[azure]"'
 SKU_REFRESH = timedelta(hours=12)
+#: How long a resolved image version is used before the gallery is asked again.
+IMAGE_REFRESH = timedelta(minutes=5)
+#: How often orphan NICs are looked for.
+NIC_GC_PERIOD = timedelta(minutes=5)
+#: Drift reasons (Karpenter Azure's).
+NODECLASS_DRIFT = "NodeClassDrift"
+IMAGE_DRIFT = "ImageDrift"
+K8S_VERSION_DRIFT = "K8sVersionDrift"
 _VM_ID = re.compile(
     r"^azure:///subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/"
     r"virtualMachines/([^/]+)$",
@@ -134,6 +151,10 @@ class AzureProvider:
         self._unavailable: dict[tuple[str, str, str], datetime] = {}
         self._deletes: dict[str, LROPoller[Any]] = {}
         self._creates: dict[str, _Create] = {}
+        self._image_versions: dict[ImageDefinition, tuple[str | None, datetime]] = {}
+        #: NIC name -> when garbage collection first found it without a VM.
+        self._orphan_nics: dict[str, datetime] = {}
+        self._nic_gc_at: datetime | None = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -147,6 +168,9 @@ class AzureProvider:
         self._unavailable.clear()
         self._deletes.clear()
         self._creates.clear()
+        self._image_versions.clear()
+        self._orphan_nics.clear()
+        self._nic_gc_at = None
 
     def close(self) -> None:
         """Let running operations finish (briefly) and close the SDK clients' connections."""
@@ -239,6 +263,59 @@ class AzureProvider:
             self._pricing.refresh(self.clock.now())
         return self._pricing
 
+    # -- images -------------------------------------------------------------------------------
+
+    def node_images(self, spec: AKSNodeClassSpec) -> list[NodeImage]:
+        """The images the NodeClass may boot, in priority order (``status.images``)."""
+        if self.settings.image_id:
+            return [NodeImage(self.settings.image_id)]
+        found: list[NodeImage] = []
+        for definition in images.definitions(spec.image_family, self.settings.kubernetes_version):
+            version = self._latest_version(definition)
+            if version:
+                found.append(
+                    NodeImage(definition.image_id(version), definition.arch, definition.generation)
+                )
+        return found
+
+    def _latest_version(self, definition: ImageDefinition) -> str | None:
+        """The most recently published version of a gallery image (cached a few minutes)."""
+        now = self.clock.now()
+        cached = self._image_versions.get(definition)
+        if cached is not None and now - cached[1] < IMAGE_REFRESH:
+            return cached[0]
+        compute, _ = self._clients()
+        try:
+            with _azure_errors(f"listing versions of image {definition.definition}"):
+                versions = list(
+                    compute.community_gallery_image_versions.list(
+                        self.settings.location, definition.gallery, definition.definition
+                    )
+                )
+        except ResourceNotFoundError:
+            versions = []
+        except TemporaryProviderError:
+            if cached is not None:
+                return cached[0]  # keep using what resolved before
+            raise
+        newest = max(
+            (v for v in versions if v.name),
+            key=_published,
+            default=None,
+        )
+        name = newest.name if newest is not None else None
+        if cached is None or cached[0] != name:
+            log.info("azure: image %s resolves to version %s", definition.definition, name)
+        self._image_versions[definition] = (name, now)
+        return name
+
+    def _bootable(self, node_images: list[NodeImage], size: str) -> NodeImage | None:
+        sku = self._sku(size)
+        if sku is None:
+            return node_images[0] if node_images else None
+        generations = images.hyperv_generations(sku.capability("HyperVGenerations"))
+        return images.first_compatible(node_images, skus.arch(sku), generations)
+
     # -- NodeClasses and catalog --------------------------------------------------------------
 
     def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
@@ -257,10 +334,23 @@ class AzureProvider:
                 message="neither spec.vnetSubnetID nor --provider-option "
                 "azure.vnet-subnet-id names a subnet",
             )
-        return NodeClassReadiness(
-            ready=True,
-            status={"images": [{"id": self.settings.image_id, "requirements": []}]},
-        )
+        try:
+            found = self.node_images(spec)
+        except TemporaryProviderError as error:
+            return NodeClassReadiness(ready=False, reason="ImagesNotReady", message=str(error))
+        if not found:
+            tried = images.definitions(spec.image_family, self.settings.kubernetes_version)
+            return NodeClassReadiness(
+                ready=False,
+                reason="ImagesNotReady",
+                message=f"no image of imageFamily {spec.image_family} resolves: the community "
+                f"gallery lists no version of {', '.join(d.definition for d in tried)} in "
+                f"{self.settings.location}",
+            )
+        status: dict[str, Any] = {"images": [image.status() for image in found]}
+        if self.settings.kubernetes_version:
+            status["kubernetesVersion"] = self.settings.kubernetes_version
+        return NodeClassReadiness(ready=True, status=status)
 
     def instance_types(self, node_class: NodeClass) -> Sequence[InstanceType]:
         spec = _spec(node_class)
@@ -322,13 +412,20 @@ class AzureProvider:
                 f"VM {name} belongs to another NodeClaim (uid {found_key}); "
                 "it must be deleted before this NodeClaim can launch",
             )
-        choice = self._choose(request)
+        node_images = self.node_images(spec)
+        if not node_images:
+            raise NodeClassNotReadyError(
+                f"AKSNodeClass {request.node_class.name}: no image of imageFamily "
+                f"{spec.image_family} resolves"
+            )
+        choice = self._choose(request, node_images)
         if choice is None:
             raise InsufficientCapacityError(
                 f"no available offering of {len(request.instance_types)} instance type(s) "
                 f"satisfies NodeClaim {request.node_claim.name}"
             )
         instance_type, offering = choice
+        image = self._bootable(node_images, instance_type.name) or node_images[0]
         attempt = Attempt(instance_type.name, offering.zone, offering.capacity_type)
         tags = self._tags(request, spec)
         subnet = spec.vnet_subnet_id or self.settings.vnet_subnet_id
@@ -366,6 +463,7 @@ class AzureProvider:
                 spec=spec,
                 tags=tags,
                 sku=sku,
+                image=image,
             )
             poller = compute.virtual_machines.begin_create_or_update(
                 self.settings.resource_group, name, VirtualMachine(vm_body)
@@ -396,12 +494,16 @@ class AzureProvider:
         )
         return self._instance(vm)
 
-    def _choose(self, request: LaunchRequest) -> tuple[InstanceType, Offering] | None:
+    def _choose(
+        self, request: LaunchRequest, node_images: list[NodeImage]
+    ) -> tuple[InstanceType, Offering] | None:
         now = self.clock.now()
         best: tuple[tuple[float, bool, str, str], InstanceType, Offering] | None = None
         for it in request.instance_types:
             if request.requirements.intersects(it.requirements):
                 continue
+            if self._bootable(node_images, it.name) is None:
+                continue  # no image of the family boots this size (e.g. Gen1-only, arm64)
             for offering in it.offerings:
                 if not offering.available or not offering.matches(request.requirements):
                     continue
@@ -438,6 +540,7 @@ class AzureProvider:
         spec: AKSNodeClassSpec,
         tags: Mapping[str, str],
         sku: skus.Sku | None,
+        image: NodeImage,
     ) -> dict[str, Any]:
         os_disk: dict[str, Any] = {
             "name": name,
@@ -453,7 +556,11 @@ class AzureProvider:
         properties: dict[str, Any] = {
             "hardwareProfile": {"vmSize": instance_type.name},
             "storageProfile": {
-                "imageReference": {"communityGalleryImageId": self.settings.image_id},
+                "imageReference": (
+                    {"communityGalleryImageId": image.id}
+                    if image.id.lower().startswith("/communitygalleries/")
+                    else {"id": image.id}
+                ),
                 "osDisk": os_disk,
             },
             "osProfile": {
@@ -661,7 +768,31 @@ class AzureProvider:
         }
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+        """Karpenter Azure's drift checks: the NodeClass spec changed since launch (the hash
+        annotation, same hash version), or the node's image is not one the NodeClass resolves
+        to now (a newer node image was published)."""
+        spec = _spec(node_class)
+        annotations = node_claim.metadata.annotations
+        launched_hash = annotations.get(HASH_ANNOTATION)
+        if (
+            launched_hash is not None
+            and annotations.get(HASH_VERSION_ANNOTATION) == HASH_VERSION
+            and launched_hash != spec_hash(spec)
+        ):
+            return NODECLASS_DRIFT
+        image = node_claim.status.image_id
+        if image and not self.settings.missing():
+            try:
+                current = self.node_images(spec)
+            except (TemporaryProviderError, NodeClassNotReadyError):
+                return None
+            if current and image.lower() not in {i.id.lower() for i in current}:
+                return IMAGE_DRIFT
         return None
+
+    def drift_annotations(self, spec: AKSNodeClassSpec) -> dict[str, str]:
+        """The annotations written on a NodeClaim at launch, that drift compares against."""
+        return {HASH_ANNOTATION: spec_hash(spec), HASH_VERSION_ANNOTATION: HASH_VERSION}
 
     def _follow_creates(self) -> None:
         """Finish VM creates that outlasted launch: a failure is classified (capacity errors
@@ -695,6 +826,14 @@ def _spec(node_class: NodeClass) -> AKSNodeClassSpec:
             f"NodeClass {node_class.name!r} is a {node_class.kind}, not an AKSNodeClass"
         )
     return spec
+
+
+def _published(version: Any) -> datetime:
+    properties = getattr(version, "properties", None)
+    published = getattr(properties, "published_date", None)
+    if not isinstance(published, datetime):
+        return datetime.min.replace(tzinfo=UTC)
+    return published if published.tzinfo else published.replace(tzinfo=UTC)
 
 
 def _vm_name(provider_id: str) -> str:

@@ -87,6 +87,10 @@ class FakeAzure:
         self.lro_polls = 1
         self.vms: dict[str, JSON] = {}
         self.nics: dict[str, JSON] = {}
+        #: (public gallery name, image definition) -> its versions, as the Community Gallery
+        #: image-versions API lists them (name, publishedDate).
+        self.gallery_images: dict[tuple[str, str], list[JSON]] = default_gallery_images()
+        self.gallery_page_size = 2
         self.operations: dict[str, Operation] = {}
         self.faults: list[Fault] = []
         #: VM name -> (code, message) its create operation fails with.
@@ -339,6 +343,14 @@ class FakeAzure:
         if rest.lower() == "/providers/microsoft.compute/skus" and method == "GET":
             return self._skus(path, query)
         match = re.fullmatch(
+            r"/providers/Microsoft\.Compute/locations/([^/]+)/communityGalleries/([^/]+)/"
+            r"images/([^/]+)/versions",
+            rest,
+            re.IGNORECASE,
+        )
+        if match and method == "GET":
+            return self._gallery_versions(path, query, *match.groups())
+        match = re.fullmatch(
             r"/providers/Microsoft\.(Compute|Network)/locations/([^/]+)/(operations|operationResults)/([^/]+)",
             rest,
             re.IGNORECASE,
@@ -392,6 +404,43 @@ class FakeAzure:
             if location is None or location.group(1).lower() in [x.lower() for x in s["locations"]]
         ]
         return self._page(path, query, skus, self.sku_page_size)
+
+    def _gallery_versions(
+        self, path: str, query: dict[str, list[str]], location: str, gallery: str, image: str
+    ) -> tuple[int, dict[str, str], JSON]:
+        versions = self.gallery_images.get((gallery, image))
+        if versions is None:
+            return _error(
+                404,
+                "GalleryImageNotFound",
+                f"The gallery image {image} is not found in community gallery {gallery}.",
+            )
+        items = [
+            {
+                "name": v["name"],
+                "location": location,
+                "type": "Microsoft.Compute/locations/communityGalleries/images/versions",
+                "identifier": {
+                    "uniqueId": f"/CommunityGalleries/{gallery}/Images/{image}/Versions/{v['name']}"
+                },
+                "properties": {
+                    "publishedDate": v["publishedDate"],
+                    "excludeFromLatest": False,
+                    "storageProfile": {
+                        "osDiskImage": {"diskSizeGB": 30, "hostCaching": "ReadOnly"}
+                    },
+                },
+            }
+            for v in versions
+        ]
+        return self._page(path, query, items, self.gallery_page_size)
+
+    def publish_image(self, gallery: str, image: str, version: str, published: str) -> None:
+        """A new version of a gallery image (as AKS publishes node images weekly)."""
+        with self.lock:
+            self.gallery_images.setdefault((gallery, image), []).append(
+                {"name": version, "publishedDate": published}
+            )
 
     def _list(
         self, path: str, query: dict[str, list[str]], group: str, store: dict[str, JSON]
@@ -596,6 +645,35 @@ class FakeAzure:
             },
             None,
         )
+
+
+UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
+
+
+def default_gallery_images() -> dict[tuple[str, str], list[JSON]]:
+    """AKS's node images, three versions each; the newest is not listed last (the API lists in
+    no particular order, the newest is found by publishedDate)."""
+    versions = [
+        {"name": "202405.20.0", "publishedDate": "2024-05-21T08:00:00+00:00"},
+        {"name": "202406.07.0", "publishedDate": "2024-06-08T08:00:00+00:00"},
+        {"name": "202404.16.0", "publishedDate": "2024-04-17T08:00:00+00:00"},
+    ]
+    definitions = [
+        (UBUNTU_GALLERY, d)
+        for d in (
+            "2204gen2containerd",
+            "2204containerd",
+            "2204gen2arm64containerd",
+            "2404gen2containerd",
+            "2404containerd",
+            "2404gen2arm64containerd",
+        )
+    ] + [
+        (AZURE_LINUX_GALLERY, d)
+        for d in ("V2gen2", "V2", "V2gen2arm64", "V3gen2", "V3", "V3gen2arm64")
+    ]
+    return {key: [dict(v) for v in versions] for key in definitions}
 
 
 def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], JSON]:

@@ -1,0 +1,206 @@
+"""Image resolution through the Community Gallery image-versions API (served by the fake), the
+images written to status, the image each VM size boots, and drift (NodeClass hash, image)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from azure_helpers import RESOURCE_GROUP, node_class
+from fake_azure import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeAzure
+from test_azure_instances import D2_ZONE_2, request_for
+
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
+from nodewright.clock import SimulatedClock
+from nodewright.testing import make_node_claim
+from nodewright_azure.images import HYPERV_GENERATION
+from nodewright_azure.nodeclass import (
+    HASH_ANNOTATION,
+    HASH_VERSION,
+    HASH_VERSION_ANNOTATION,
+    AKSNodeClass,
+)
+from nodewright_azure.provider import AzureProvider
+
+NEWEST = "202406.07.0"
+
+
+def ubuntu(definition: str, version: str = NEWEST) -> str:
+    return f"/CommunityGalleries/{UBUNTU_GALLERY}/images/{definition}/versions/{version}"
+
+
+def vm_image(fake: FakeAzure, node_claim: str) -> dict[str, Any]:
+    vm = fake.vms[f"{RESOURCE_GROUP.lower()}/aks-{node_claim}"]
+    reference: dict[str, Any] = vm["properties"]["storageProfile"]["imageReference"]
+    return reference
+
+
+def test_status_lists_the_newest_version_of_each_definition_in_priority_order(
+    provider: AzureProvider, fake: FakeAzure
+) -> None:
+    readiness = provider.node_class_status(node_class(imageFamily="Ubuntu2204"))
+    assert readiness.ready
+    assert readiness.status["images"] == [
+        {
+            "id": ubuntu("2204gen2containerd"),
+            "requirements": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                {"key": HYPERV_GENERATION, "operator": "In", "values": ["2"]},
+            ],
+        },
+        {
+            "id": ubuntu("2204containerd"),
+            "requirements": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                {"key": HYPERV_GENERATION, "operator": "In", "values": ["1"]},
+            ],
+        },
+        {
+            "id": ubuntu("2204gen2arm64containerd"),
+            "requirements": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+                {"key": HYPERV_GENERATION, "operator": "In", "values": ["2"]},
+            ],
+        },
+    ]
+    # The versions were read from the gallery API, through its pages (page size 2).
+    listed = [p for m, p in fake.requests if "/communityGalleries/" in p]
+    assert any("2204gen2containerd/versions" in p and "skiptoken" in p for p in listed)
+
+
+def test_the_image_family_picks_the_definitions(
+    make_provider: Callable[..., AzureProvider],
+) -> None:
+    def ids(provider: AzureProvider, family: str) -> list[str]:
+        images = provider.node_class_status(node_class(imageFamily=family)).status["images"]
+        return [str(i["id"]).split("/images/")[1].split("/")[0] for i in images]
+
+    plain = make_provider()
+    assert ids(plain, "Ubuntu") == [
+        "2204gen2containerd",
+        "2204containerd",
+        "2204gen2arm64containerd",
+    ]
+    assert ids(plain, "Ubuntu2404")[0] == "2404gen2containerd"
+    assert ids(plain, "AzureLinux") == ["V2gen2", "V2", "V2gen2arm64"]
+    k132 = make_provider(kubernetes_version="v1.32.1")
+    assert ids(k132, "AzureLinux") == ["V3gen2", "V3", "V3gen2arm64"]
+    status = k132.node_class_status(node_class(imageFamily="AzureLinux")).status
+    assert status["kubernetesVersion"] == "1.32.1"
+    assert str(status["images"][0]["id"]).startswith(f"/CommunityGalleries/{AZURE_LINUX_GALLERY}/")
+
+
+def test_no_resolvable_image_makes_the_node_class_not_ready(
+    provider: AzureProvider, fake: FakeAzure
+) -> None:
+    for key in [k for k in fake.gallery_images if k[0] == AZURE_LINUX_GALLERY]:
+        del fake.gallery_images[key]
+    readiness = provider.node_class_status(node_class(imageFamily="AzureLinux"))
+    assert not readiness.ready
+    assert readiness.reason == "ImagesNotReady"
+    assert "V2gen2" in readiness.message
+    assert "japaneast" in readiness.message
+    # Ubuntu still resolves.
+    assert provider.node_class_status(node_class(imageFamily="Ubuntu2204")).ready
+
+
+def test_each_vm_size_boots_the_first_compatible_image(
+    provider: AzureProvider, fake: FakeAzure
+) -> None:
+    instance = provider.launch(request_for(provider, "gen2-aaaaa", D2_ZONE_2))
+    assert vm_image(fake, "gen2-aaaaa") == {"communityGalleryImageId": ubuntu("2204gen2containerd")}
+    assert instance.image_id == ubuntu("2204gen2containerd")
+
+    arm = [(INSTANCE_TYPE_LABEL, "In", ["Standard_D2pls_v5"])]
+    provider.launch(request_for(provider, "arm-bbbbb", arm))
+    assert vm_image(fake, "arm-bbbbb") == {
+        "communityGalleryImageId": ubuntu("2204gen2arm64containerd")
+    }
+
+
+def test_a_gen1_only_size_boots_the_gen1_image(
+    make_provider: Callable[..., AzureProvider], fake: FakeAzure
+) -> None:
+    for sku in fake.skus:
+        if sku["name"] == "Standard_D2_v3":
+            for capability in sku["capabilities"]:
+                if capability["name"] == "HyperVGenerations":
+                    capability["value"] = "V1"
+    provider = make_provider()
+    wanted = [
+        (INSTANCE_TYPE_LABEL, "In", ["Standard_D2_v3"]),
+        (CAPACITY_TYPE_LABEL, "In", ["on-demand"]),
+    ]
+    provider.launch(request_for(provider, "gen1-ccccc", wanted))
+    assert vm_image(fake, "gen1-ccccc") == {"communityGalleryImageId": ubuntu("2204containerd")}
+
+
+def test_sizes_no_image_boots_are_not_launched(provider: AzureProvider, fake: FakeAzure) -> None:
+    del fake.gallery_images[(UBUNTU_GALLERY, "2204gen2arm64containerd")]
+    arm_or_d2 = [(INSTANCE_TYPE_LABEL, "In", ["Standard_D2pls_v5", "Standard_D2_v4"])]
+    request = request_for(provider, "mixed-ddddd", arm_or_d2)
+    assert {t.name for t in request.instance_types} == {"Standard_D2pls_v5", "Standard_D2_v4"}
+    instance = provider.launch(request)
+    # The arm64 size is cheaper in the fake's prices, but no arm64 image resolves.
+    assert instance.instance_type == "Standard_D2_v4"
+
+
+def test_a_pinned_image_is_used_as_is(
+    make_provider: Callable[..., AzureProvider], fake: FakeAzure
+) -> None:
+    pinned = (
+        "/subscriptions/s/resourceGroups/images/providers/Microsoft.Compute/galleries/g/"
+        "images/mine/versions/1.0.0"
+    )
+    provider = make_provider(image_id=pinned)
+    status = provider.node_class_status(node_class()).status
+    assert status["images"] == [{"id": pinned, "requirements": []}]
+    provider.launch(request_for(provider, "pinned-eeeee", D2_ZONE_2))
+    assert vm_image(fake, "pinned-eeeee") == {"id": pinned}
+    assert not [p for _, p in fake.requests if "/communityGalleries/" in p]
+
+
+# -- drift ------------------------------------------------------------------------------------
+
+
+def claim_with(nc: AKSNodeClass, annotations: dict[str, str], image: str | None = None) -> Any:
+    claim = make_node_claim("default-65f84", nc, [])
+    claim.metadata.annotations.update(annotations)
+    claim.status.image_id = image
+    return claim
+
+
+def test_spec_changes_drift_but_tags_do_not(provider: AzureProvider) -> None:
+    launched = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=128, tags={"team": "web"})
+    annotations = provider.drift_annotations(launched.spec)
+    assert annotations[HASH_VERSION_ANNOTATION] == HASH_VERSION
+    assert annotations[HASH_ANNOTATION].isdigit()
+    claim = claim_with(launched, annotations)
+    assert provider.is_drifted(claim, launched) is None
+    retagged = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=128, tags={"team": "db"})
+    assert provider.is_drifted(claim, retagged) is None
+    bigger_disk = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=256, tags={"team": "web"})
+    assert provider.is_drifted(claim, bigger_disk) == "NodeClassDrift"
+    kubelet = node_class(imageFamily="Ubuntu2204", kubelet={"cpuManagerPolicy": "static"})
+    assert provider.is_drifted(claim, kubelet) == "NodeClassDrift"
+    # A hash written by another hash version is not compared (no mass replacement).
+    old = claim_with(launched, {**annotations, HASH_VERSION_ANNOTATION: "v2"})
+    assert provider.is_drifted(old, bigger_disk) is None
+
+
+def test_a_newly_published_image_drifts_the_node_after_the_refresh(
+    provider: AzureProvider, fake: FakeAzure, clock: SimulatedClock
+) -> None:
+    nc = node_class(imageFamily="Ubuntu2204")
+    instance = provider.launch(request_for(provider, "img-fffff", D2_ZONE_2, nc=nc))
+    claim = claim_with(nc, provider.drift_annotations(nc.spec), image=instance.image_id)
+    assert provider.is_drifted(claim, nc) is None
+    fake.publish_image(
+        UBUNTU_GALLERY, "2204gen2containerd", "202406.21.0", "2024-06-22T08:00:00+00:00"
+    )
+    assert provider.is_drifted(claim, nc) is None  # the resolved version is cached a while
+    clock.advance(timedelta(minutes=6))
+    assert provider.is_drifted(claim, nc) == "ImageDrift"
+    status = provider.node_class_status(nc).status
+    assert status["images"][0]["id"] == ubuntu("2204gen2containerd", "202406.21.0")
