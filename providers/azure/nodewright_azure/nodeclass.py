@@ -157,7 +157,10 @@ class AKSNodeClass(NodeClass):
 HASH_ANNOTATION = f"{GROUP}/aksnodeclass-hash"
 HASH_VERSION_ANNOTATION = f"{GROUP}/aksnodeclass-hash-version"
 #: Bumped when what the hash covers changes, so old NodeClaims are not all seen as drifted.
-HASH_VERSION = "v3"
+#: Not Karpenter Azure's ``v3``: its hash is a different function of the spec, so NodeClaims it
+#: annotated (a cluster moving to nodewright) must not be compared with nodewright's hash;
+#: with different versions neither side reports their nodes drifted.
+HASH_VERSION = "nodewright-v1"
 
 
 def spec_hash(spec: AKSNodeClassSpec) -> str:

@@ -11,7 +11,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -406,7 +406,7 @@ class AzureProvider:
             found_key = (existing.tags or {}).get(L.TAG_NODECLAIM_UID)
             if found_key in (None, request.idempotency_key):
                 log.info("azure: %s already exists; adopting it", name)
-                return self._instance(existing)
+                return replace(self._instance(existing), annotations=self.drift_annotations(spec))
             raise LaunchError(
                 "NameInUse",
                 f"VM {name} belongs to another NodeClaim (uid {found_key}); "
@@ -492,7 +492,7 @@ class AzureProvider:
             offering.zone,
             offering.capacity_type,
         )
-        return self._instance(vm)
+        return replace(self._instance(vm), annotations=self.drift_annotations(spec))
 
     def _choose(
         self, request: LaunchRequest, node_images: list[NodeImage]
@@ -659,7 +659,9 @@ class AzureProvider:
 
     def _instance(self, vm: Any) -> Instance:
         tags: dict[str, str] = dict(vm.tags or {})
-        size = vm.hardware_profile.vm_size if vm.hardware_profile else ""
+        # The SDK gives known sizes as a str enum; the name is its value.
+        raw_size = vm.hardware_profile.vm_size if vm.hardware_profile else ""
+        size = str(getattr(raw_size, "value", raw_size) or "")
         zones = list(vm.zones or [])
         zone = f"{self.settings.location}-{zones[0]}" if zones else L.REGIONAL_ZONE
         capacity_type = (
@@ -712,6 +714,8 @@ class AzureProvider:
             allocatable=allocatable,
             image_id=image,
             state=_state(vm),
+            # The VM's computer name is the node's name (aks-<nodeclaim>), as AKS nodes have.
+            node_name=vm.name or "",
         )
 
     def get(self, provider_id: str) -> Instance:
@@ -808,8 +812,58 @@ class AzureProvider:
                 self._classify(error, create.attempt, create.request)
                 self._cleanup(name)
 
+    def collect_orphan_nics(self, now: datetime) -> list[str]:
+        """Delete NICs this cluster tagged that have no VM (a crash between creating the NIC
+        and the VM, or a NIC whose delete failed), once they have been seen without a VM for
+        ``azure.nic-gc-grace``; NICs of launches in flight are left alone. Returns the NICs
+        whose delete was started."""
+        if self.settings.missing():
+            return []
+        compute, network = self._clients()
+        group = self.settings.resource_group
+        with _azure_errors("listing NICs and VMs for garbage collection"):
+            vms = {(vm.name or "").lower() for vm in compute.virtual_machines.list(group)}
+            nics = [
+                nic
+                for nic in network.network_interfaces.list(group)
+                if (nic.tags or {}).get(L.TAG_CLUSTER) == self.settings.cluster_name
+                and L.TAG_NODEPOOL in (nic.tags or {})
+            ]
+        orphans = {
+            (nic.name or "").lower(): nic
+            for nic in nics
+            if (nic.name or "").lower() not in vms
+            and nic.name not in self._creates
+            and (nic.provisioning_state or "") != "Deleting"
+        }
+        # Forget NICs that got a VM or went away meanwhile.
+        self._orphan_nics = {k: v for k, v in self._orphan_nics.items() if k in orphans}
+        grace = timedelta(seconds=self.settings.nic_gc_grace)
+        started: list[str] = []
+        for key, nic in sorted(orphans.items()):
+            first_seen = self._orphan_nics.setdefault(key, now)
+            if now - first_seen < grace:
+                continue
+            name = nic.name or key
+            try:
+                with _azure_errors(f"deleting orphan NIC {name}"):
+                    self._deletes[name] = network.network_interfaces.begin_delete(group, name)
+            except (ResourceNotFoundError, TemporaryProviderError) as error:
+                log.warning("azure: orphan NIC %s not deleted (retried later): %s", name, error)
+                continue
+            log.info("azure: deleting orphan NIC %s (no VM for %s)", name, now - first_seen)
+            self._orphan_nics.pop(key, None)
+            started.append(name)
+        return started
+
     def reconcile(self, now: datetime) -> timedelta | None:
         self._follow_creates()
+        if self._nic_gc_at is None or now - self._nic_gc_at >= NIC_GC_PERIOD:
+            self._nic_gc_at = now
+            try:
+                self.collect_orphan_nics(now)
+            except (TemporaryProviderError, NodeClassNotReadyError) as error:
+                log.warning("azure: orphan NIC garbage collection failed: %s", error)
         for name, poller in list(self._deletes.items()):
             if poller.done():
                 self._deletes.pop(name, None)

@@ -187,6 +187,11 @@ def test_spec_changes_drift_but_tags_do_not(provider: AzureProvider) -> None:
     # A hash written by another hash version is not compared (no mass replacement).
     old = claim_with(launched, {**annotations, HASH_VERSION_ANNOTATION: "v2"})
     assert provider.is_drifted(old, bigger_disk) is None
+    # Nor is one Karpenter Azure wrote (its v3 hash is computed from the Go struct).
+    karpenter = claim_with(
+        launched, {HASH_ANNOTATION: "12393960163388511505", HASH_VERSION_ANNOTATION: "v3"}
+    )
+    assert provider.is_drifted(karpenter, launched) is None
 
 
 def test_a_newly_published_image_drifts_the_node_after_the_refresh(
@@ -204,3 +209,16 @@ def test_a_newly_published_image_drifts_the_node_after_the_refresh(
     assert provider.is_drifted(claim, nc) == "ImageDrift"
     status = provider.node_class_status(nc).status
     assert status["images"][0]["id"] == ubuntu("2204gen2containerd", "202406.21.0")
+
+
+def test_launch_returns_the_drift_annotations_and_the_node_name(
+    provider: AzureProvider,
+) -> None:
+    nc = node_class(imageFamily="Ubuntu2204")
+    instance = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    assert instance.annotations == provider.drift_annotations(nc.spec)
+    assert instance.node_name == "aks-default-65f84"
+    # Launch again (a retry after a crash): the same VM, the same annotations.
+    again = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    assert again.provider_id == instance.provider_id
+    assert again.annotations == instance.annotations

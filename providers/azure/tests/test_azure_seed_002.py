@@ -1,10 +1,9 @@
 """Seed 002 (AKS Node Auto Provisioning) at the provider level: the launches its three NodePools
 lead to, against the fake ARM seeded with japaneast SKUs and prices.
 
-The core has no provider-agnostic simulated kubelet yet, so Azure VMs never become Nodes in
-``nodewright simulate``; pool weights and consolidation are the core's part and are not
-exercised here. What is checked: the instance type and labels each pool's NodeClaim gets, and
-that deleting the node's VM finishes.
+What is checked here: the instance type and labels each pool's NodeClaim gets, and that
+deleting the node's VM finishes. The whole seed (pool weights, Nodes, consolidation) runs in
+``nodewright simulate`` in ``test_azure_seed_002_simulate.py``.
 """
 
 from __future__ import annotations
