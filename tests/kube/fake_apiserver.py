@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import socket
 import ssl
 import threading
@@ -101,6 +102,8 @@ class FakeApiServer:
     faults: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        #: API groups this server does not serve (404 on discovery and on every request).
+        self.unserved_groups: set[str] = set()
         self.rv = 100
         self.history: list[tuple[int, str, tuple[str, str, str], dict[str, Any]]] = []
         self.compacted = 0
@@ -337,6 +340,19 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            parts = [p for p in url.path.split("/") if p]
+            group = parts[1] if len(parts) > 1 and parts[0] == "apis" else ""
+            if group in api.unserved_groups:
+                self._send(
+                    404,
+                    _status(404, "NotFound", "the server could not find the requested resource"),
+                )
+                return
+            if verb == "GET" and (
+                (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis")
+            ):
+                self._send(200, _discovery(parts))
+                return
             resource = _parse_path(url.path)
             if resource is None:
                 self._send(404, _status(404, "NotFound", f"no route {url.path}"))
@@ -488,6 +504,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     )
                 if r.namespace:
                     meta["namespace"] = r.namespace
+                _validate(r, body)
                 meta["uid"] = str(uuid.uuid4())
                 meta["creationTimestamp"] = _now()
                 meta["generation"] = 1
@@ -553,6 +570,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         "and try again",
                     ),
                 )
+            _validate(r, body)
             new = copy.deepcopy(current)
             if r.sub == "status":
                 new["status"] = body.get("status", {})
@@ -705,6 +723,60 @@ def _allowed(api: FakeApiServer, pdb: dict[str, Any], ns: str) -> int:
     if spec.get("minAvailable") is not None:
         return healthy - int(spec["minAvailable"])
     return healthy - len(pods)
+
+
+def _discovery(parts: list[str]) -> dict[str, Any]:
+    group_version = "/".join(parts[1:])
+    resources = []
+    if group_version == "events.k8s.io/v1":
+        resources.append(
+            {
+                "name": "events",
+                "namespaced": True,
+                "kind": "Event",
+                "verbs": ["create", "get", "list", "patch", "update", "delete", "watch"],
+            }
+        )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
+
+
+_MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def _validate(r: _Resource, body: dict[str, Any]) -> None:
+    """The API server's validation of events.k8s.io/v1 Events (the fields clients get wrong)."""
+    if (r.group, r.plural) != ("events.k8s.io", "events"):
+        return
+    problems = []
+    if not _MICRO_TIME.match(str(body.get("eventTime") or "")):
+        problems.append("eventTime: Required value (a MicroTime)")
+    for name in ("reportingController", "reportingInstance", "action", "reason"):
+        value = body.get(name)
+        if not value:
+            problems.append(f"{name}: Required value")
+        elif len(value) > 128:
+            problems.append(f"{name}: Too long: must have at most 128 bytes")
+    if len((body.get("note") or "").encode()) > 1024:
+        problems.append("note: Too long: must have at most 1024 bytes")
+    if body.get("type") not in ("Normal", "Warning"):
+        problems.append(f"type: Unsupported value: {body.get('type')!r}")
+    if not (body.get("regarding") or {}).get("kind"):
+        problems.append("regarding.kind: Required value")
+    series = body.get("series")
+    if series is not None and (
+        int(series.get("count") or 0) < 2
+        or not _MICRO_TIME.match(str(series.get("lastObservedTime") or ""))
+    ):
+        problems.append("series: count must be >= 2 with a lastObservedTime")
+    if problems:
+        raise _Reply(
+            422, _status(422, "Invalid", "Event.events.k8s.io is invalid: " + "; ".join(problems))
+        )
 
 
 def _unpointer(path: str) -> list[str]:

@@ -236,26 +236,3 @@ def test_caches_relist_every_resync_period(apiserver: FakeApiServer) -> None:
         _eventually(lambda: quick.informer_stats(Node)[0] >= 3)
     finally:
         quick.close()
-
-
-def test_events_are_written_live_and_deduplicated(
-    kube: KubeCluster, apiserver: FakeApiServer
-) -> None:
-    from datetime import timedelta
-
-    from nodewright.api.core import Event
-    from nodewright.clock import SimulatedClock
-    from nodewright.controllers.events import WARNING, EventRecorder
-
-    clock = SimulatedClock()
-    node = kube.create(Node(metadata=ObjectMeta(name="n1")))
-    recorder = EventRecorder(kube, clock)
-    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)
-    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)  # deduped
-    clock.advance(timedelta(minutes=6))
-    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)
-    events = kube.list(Event, namespace="default")
-    assert [(e.reason, e.type, e.count) for e in events] == [("DisruptionBlocked", "Warning", 2)]
-    assert events[0].involved_object.name == "n1"
-    assert apiserver.count("POST", "/api/v1/namespaces/default/events") == 1
-    assert apiserver.count("PUT", "/api/v1/namespaces/default/events/") == 1

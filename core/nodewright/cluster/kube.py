@@ -25,11 +25,14 @@ import builtins
 import contextlib
 import json
 import logging
+import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -423,6 +426,123 @@ def _spec_and_metadata(data: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+# --- events -------------------------------------------------------------------------------------
+
+EVENTS_V1 = "events.k8s.io/v1"
+#: What the Events API calls each of Karpenter's reasons' ``action`` (what was being done).
+EVENT_ACTIONS: dict[str, str] = {
+    "Nominated": "Nominate",
+    "FailedScheduling": "Schedule",
+    "NoCompatibleInstanceTypes": "Provision",
+    "InsufficientCapacityError": "Launch",
+    "NodeClassNotReady": "Launch",
+    "FailedValidation": "Validate",
+    "FailedConsistencyCheck": "CheckConsistency",
+    "NotReady": "Register",
+    "UnregisteredTaintMissing": "Register",
+    "Disrupted": "Disrupt",
+    "DisruptionBlocked": "Disrupt",
+    "DisruptionLaunching": "Disrupt",
+    "DisruptionTerminating": "Disrupt",
+    "DisruptionWaitingReadiness": "Disrupt",
+    "InvalidDoNotDisruptAnnotation": "Disrupt",
+    "Unconsolidatable": "Consolidate",
+    "ConsolidationRejected": "Consolidate",
+    "Evicted": "Evict",
+    "FailedDraining": "Drain",
+    "AwaitingVolumeDetachment": "Drain",
+    "TerminationGracePeriodExpiring": "Terminate",
+}
+#: The Events API's limits on ``note`` (bytes) and ``action``/``reason`` (characters).
+EVENT_NOTE_LIMIT = 1024
+EVENT_FIELD_LIMIT = 128
+
+
+def _micro_time(value: datetime | None) -> str | None:
+    """A MicroTime as the Events API writes it."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _truncated(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - 3].decode("utf-8", "ignore") + "..."
+
+
+def event_to_v1(event: Event, reporting_instance: str) -> dict[str, Any]:
+    """A core/v1 Event (what the recorder writes) as an events.k8s.io/v1 Event."""
+    first = event.first_timestamp or event.last_timestamp or datetime.now(UTC)
+    last = event.last_timestamp or first
+    reason = _truncated(event.reason or "Unknown", EVENT_FIELD_LIMIT)
+    body: dict[str, Any] = {
+        "apiVersion": EVENTS_V1,
+        "kind": "Event",
+        "metadata": {
+            k: v
+            for k, v in event.metadata.to_dict().items()
+            if k
+            in (
+                "name",
+                "generateName",
+                "namespace",
+                "labels",
+                "annotations",
+                "uid",
+                "resourceVersion",
+            )
+        },
+        "eventTime": _micro_time(first),
+        "reportingController": event.source.component or "karpenter",
+        "reportingInstance": _truncated(reporting_instance, EVENT_FIELD_LIMIT),
+        "action": _truncated(EVENT_ACTIONS.get(event.reason, reason), EVENT_FIELD_LIMIT),
+        "reason": reason,
+        "note": _truncated(event.message, EVENT_NOTE_LIMIT),
+        "type": event.type,
+        "regarding": event.involved_object.to_dict(),
+    }
+    if event.count > 1:
+        body["series"] = {"count": event.count, "lastObservedTime": _micro_time(last)}
+    return body
+
+
+def event_from_v1(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An events.k8s.io/v1 Event as a core/v1 Event dict (what the recorder reads)."""
+    series = data.get("series") or {}
+    first = data.get("eventTime") or data.get("deprecatedFirstTimestamp")
+    last = series.get("lastObservedTime") or data.get("deprecatedLastTimestamp") or first
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": data.get("metadata") or {},
+        "involvedObject": data.get("regarding") or {},
+        "reason": data.get("reason") or "",
+        "message": data.get("note") or "",
+        "type": data.get("type") or "Normal",
+        "count": int(series.get("count") or data.get("deprecatedCount") or 1),
+        "firstTimestamp": first,
+        "lastTimestamp": last,
+        "source": {
+            "component": data.get("reportingController"),
+            "host": data.get("reportingInstance"),
+        },
+    }
+
+
+def _events_v1_path(namespace: str | None, name: str | None = None) -> str:
+    path = f"/apis/{EVENTS_V1}"
+    if namespace:
+        path += f"/namespaces/{quote(namespace, safe='')}"
+    path += "/events"
+    if name is not None:
+        path += f"/{quote(name, safe='')}"
+    return path
+
+
 # --- the cache ----------------------------------------------------------------------------------
 
 
@@ -756,8 +876,14 @@ class KubeCluster:
         *,
         uncached: Iterable[type[KubeObject]] = (Event,),
         sleep: Callable[[float], None] = time.sleep,
+        reporting_instance: str | None = None,
     ) -> None:
         self._client = api_client
+        #: Who writes the Events (events.k8s.io ``reportingInstance``): the pod's name.
+        self.reporting_instance = (
+            reporting_instance or os.environ.get("POD_NAME") or socket.gethostname()
+        )
+        self._events_api: str | None = None
         self.settings = settings or ClientSettings()
         self._api = _Api(api_client, self.settings, sleep=sleep)
         self._uncached = frozenset(uncached)
@@ -916,6 +1042,70 @@ class KubeCluster:
                 self._changes.wait(max(0.0, timeout))
             return self._version
 
+    # -- events ----------------------------------------------------------------------------------
+
+    def events_api(self) -> str:
+        """``events.k8s.io/v1`` when the server serves it, else ``v1`` (asked once)."""
+        if self._events_api is None:
+            answer = self._api.call("GET", f"/apis/{EVENTS_V1}")
+            if answer.status == 404:
+                self._events_api = "v1"
+            elif 200 <= answer.status < 300:
+                served = {r.get("name") for r in answer.body.get("resources") or []}
+                self._events_api = EVENTS_V1 if "events" in served else "v1"
+            else:
+                raise ClusterError(
+                    f"discovery of {EVENTS_V1}: HTTP {answer.status} {answer.message}"
+                )
+            log.info("writing Events through %s", self._events_api)
+        return self._events_api
+
+    def _events_v1(self, kind: type[KubeObject]) -> bool:
+        return kind is Event and self.events_api() == EVENTS_V1
+
+    def _event_from(self, data: Mapping[str, Any]) -> Event:
+        return self._model(Event, event_from_v1(data))
+
+    def _read_event_v1(self, name: str, namespace: str) -> Event | None:
+        answer = self._api.call("GET", _events_v1_path(namespace or DEFAULT_NAMESPACE, name))
+        if answer.status == 404:
+            return None
+        _raise_for(answer, Event, name, namespace)
+        return self._event_from(answer.body)
+
+    def _list_events_v1(
+        self, namespace: str | None, labels: Mapping[str, str] | None
+    ) -> builtins.list[Event]:
+        query = {"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else {}
+        answer = self._api.call("GET", _events_v1_path(namespace), query)
+        _raise_for(answer, Event, "(list)", namespace or "")
+        found = [self._event_from(item) for item in answer.body.get("items") or []]
+        return sorted(found, key=lambda e: (e.namespace, e.name))
+
+    def _create_event_v1(self, event: Event) -> Event:
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        body = event_to_v1(event, self.reporting_instance)
+        body["metadata"]["namespace"] = namespace
+        for server_owned in ("uid", "resourceVersion"):
+            body["metadata"].pop(server_owned, None)
+        answer = self._api.call("POST", _events_v1_path(namespace), body=body)
+        _raise_for(answer, Event, event.name, namespace)
+        return self._event_from(answer.body)
+
+    def _update_event_v1(self, event: Event) -> Event:
+        """A repeat: a merge patch of the series (count and last time), as client-go does."""
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        body = event_to_v1(event, self.reporting_instance)
+        patch: dict[str, Any] = {"series": body.get("series"), "note": body["note"]}
+        answer = self._api.call(
+            "PATCH",
+            _events_v1_path(namespace, event.name),
+            body=patch,
+            content_type=MERGE_PATCH,
+        )
+        _raise_for(answer, Event, event.name, namespace)
+        return self._event_from(answer.body)
+
     # -- reads -----------------------------------------------------------------------------------
 
     @staticmethod
@@ -923,6 +1113,8 @@ class KubeCluster:
         return ((namespace or DEFAULT_NAMESPACE), name) if kind.NAMESPACED else ("", name)
 
     def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
+        if self._events_v1(kind):
+            return self._read_event_v1(name, namespace)  # type: ignore[return-value]
         if kind in self._uncached:
             return self.read(kind, name, namespace)
         stored = self._informer(kind).get(self._key(kind, name, namespace))
@@ -930,6 +1122,8 @@ class KubeCluster:
 
     def read(self, kind: type[T], name: str, namespace: str = "") -> T | None:
         """A live GET from the server, bypassing the cache."""
+        if self._events_v1(kind):
+            return self._read_event_v1(name, namespace)  # type: ignore[return-value]
         answer = self._api.call("GET", object_path(kind, name, namespace))
         if answer.status == 404:
             return None
@@ -942,6 +1136,8 @@ class KubeCluster:
         namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> builtins.list[T]:
+        if self._events_v1(kind):
+            return self._list_events_v1(namespace, labels)  # type: ignore[return-value]
         if kind in self._uncached:
             return self._list_live(kind, namespace, labels)
         found = self._informer(kind).peek(namespace, labels)
@@ -986,6 +1182,8 @@ class KubeCluster:
 
     def create(self, obj: T) -> T:
         kind = type(obj)
+        if isinstance(obj, Event) and self._events_v1(kind):
+            return self._create_event_v1(obj)  # type: ignore[return-value]
         body = obj.to_dict()
         meta = body.setdefault("metadata", {})
         namespace = (obj.metadata.namespace or DEFAULT_NAMESPACE) if kind.NAMESPACED else None
@@ -1054,6 +1252,8 @@ class KubeCluster:
         its resourceVersion (stale -> ConflictError), as before.
         """
         kind = type(obj)
+        if isinstance(obj, Event) and self._events_v1(kind):
+            return self._update_event_v1(obj)  # type: ignore[return-value]
         base = self._base_of(obj)
         if base is not None:
             ops, untestable = json_patch(
@@ -1103,9 +1303,12 @@ class KubeCluster:
         return self._taken_in(kind, answer.body)
 
     def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
+        path = object_path(kind, name, namespace)
+        if self._events_v1(kind):
+            path = _events_v1_path(namespace or DEFAULT_NAMESPACE, name)
         answer = self._api.call(
             "DELETE",
-            object_path(kind, name, namespace),
+            path,
             body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
         )
         if answer.status == 404:

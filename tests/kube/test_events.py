@@ -1,0 +1,123 @@
+"""Events: written through events.k8s.io/v1 when the server serves it (a series counts the
+repeats), through core/v1 when it does not; what lands is what ``kubectl events`` shows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodewright.api.core import Event, Node
+from nodewright.api.meta import ObjectMeta
+from nodewright.clock import SimulatedClock
+from nodewright.cluster.kube import EVENT_ACTIONS, KubeCluster
+from nodewright.controllers.events import WARNING, EventRecorder
+from tests.kube.conftest import FAST
+from tests.kube.fake_apiserver import FakeApiServer
+
+MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def _connect(server: FakeApiServer) -> KubeCluster:
+    return KubeCluster.connect(str(server.kubeconfig), settings=FAST)
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Iterator[tuple[FakeApiServer, KubeCluster]]:
+    server = FakeApiServer(tmp_path).start()
+    cluster = _connect(server)
+    cluster.reporting_instance = "nodewright-7d9f-abc12"
+    yield server, cluster
+    cluster.close()
+    server.stop()
+
+
+def _stored(server: FakeApiServer, group: str) -> list[dict[str, Any]]:
+    with server.lock:
+        return [
+            o
+            for (gvr, _, _), o in server.objects.items()
+            if gvr[:1] == (group,) and gvr[2] == "events"
+        ]
+
+
+def _publish_three_times(cluster: KubeCluster) -> Node:
+    clock = SimulatedClock()
+    node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
+    recorder = EventRecorder(cluster, clock)
+    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)
+    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)  # deduped
+    clock.advance(timedelta(minutes=6))
+    recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)
+    return node
+
+
+def test_events_go_through_events_k8s_io_with_a_series(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    node = _publish_three_times(cluster)
+    assert cluster.events_api() == "events.k8s.io/v1"
+    assert _stored(server, "") == []
+    [event] = _stored(server, "events.k8s.io")
+    assert event["reportingController"] == "karpenter"
+    assert event["reportingInstance"] == "nodewright-7d9f-abc12"
+    assert event["action"] == "Disrupt"
+    assert event["reason"] == "DisruptionBlocked"
+    assert event["note"] == "Node is not empty"
+    assert event["type"] == "Warning"
+    assert event["regarding"]["kind"] == "Node"
+    assert event["regarding"]["name"] == "n1"
+    assert event["regarding"]["uid"] == node.metadata.uid
+    assert MICRO_TIME.match(event["eventTime"])
+    assert event["series"]["count"] == 2
+    assert MICRO_TIME.match(event["series"]["lastObservedTime"])
+    assert event["series"]["lastObservedTime"] > event["eventTime"]
+    assert server.count("POST", "/apis/events.k8s.io/v1/namespaces/default/events") == 1
+    [patch] = [p for p in server.patches if p[1] == "events"]
+    assert patch[0] == "application/merge-patch+json"
+    assert server.count("GET", "/apis/events.k8s.io/v1") >= 1
+    # what the recorder reads back is the same event, as a core/v1 Event
+    [read] = cluster.list(Event, namespace="default")
+    assert (read.reason, read.type, read.count, read.involved_object.name) == (
+        "DisruptionBlocked",
+        "Warning",
+        2,
+        "n1",
+    )
+
+
+def test_events_fall_back_to_core_v1_when_events_k8s_io_is_not_served(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    server.unserved_groups.add("events.k8s.io")
+    _publish_three_times(cluster)
+    assert cluster.events_api() == "v1"
+    assert _stored(server, "events.k8s.io") == []
+    [event] = _stored(server, "")
+    assert event["reason"] == "DisruptionBlocked"
+    assert event["count"] == 2
+    assert event["source"]["component"] == "karpenter"
+    assert event["involvedObject"]["name"] == "n1"
+    assert server.count("POST", "/api/v1/namespaces/default/events") == 1
+    assert server.count("GET", "/apis/events.k8s.io/v1") == 1  # asked once
+
+
+def test_a_long_note_is_cut_to_the_api_limit(recorded: tuple[FakeApiServer, KubeCluster]) -> None:
+    server, cluster = recorded
+    node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
+    EventRecorder(cluster, SimulatedClock()).publish(node, "FailedScheduling", "é" * 2000)
+    [event] = _stored(server, "events.k8s.io")
+    assert len(event["note"].encode()) <= 1024
+    assert event["note"].endswith("...")
+    assert event["action"] == "Schedule"
+
+
+def test_every_karpenter_reason_has_a_short_action() -> None:
+    assert all(0 < len(action) <= 128 for action in EVENT_ACTIONS.values())
+    assert {"Nominated", "DisruptionBlocked", "FailedScheduling", "Evicted"} <= set(EVENT_ACTIONS)
