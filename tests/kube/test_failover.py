@@ -256,3 +256,48 @@ def test_a_leader_that_cannot_renew_steps_down_and_exits(
         apiserver.faults.clear()
         replica.service.request_stop()
         replica.thread.join(10)
+
+
+def test_a_new_leader_with_its_own_ledger_adopts_and_deletes_the_old_leaders_instances(
+    apiserver: FakeApiServer, user: KubeCluster
+) -> None:
+    """Two processes do not share a fake cloud: the new leader finds the old leader's
+    instances through their Nodes, and terminates them when their NodeClaims go."""
+    first = _start(apiserver, KWOKProvider(), "replica-a")
+    _eventually(lambda: _holder(user) == "replica-a", what="replica-a leads")
+    _pending_pods(user, 4)
+
+    def registered() -> bool:
+        claims = user.list(NodeClaim)
+        nodes = {n.spec.provider_id for n in user.list(Node)}
+        return bool(claims) and all(
+            c.status.provider_id and c.status.provider_id in nodes for c in claims
+        )
+
+    _eventually(registered, what="replica-a launched and registered its nodes")
+    launched = sorted(c.status.provider_id or "" for c in user.list(NodeClaim))
+    first.service.request_stop()
+    first.thread.join(10)
+    assert first.outcome == [0]
+
+    successor = KWOKProvider()  # a new process: an empty ledger
+    second = _start(apiserver, successor, "replica-b")
+    try:
+        _eventually(lambda: _holder(user) == "replica-b", what="replica-b takes over")
+        _eventually(lambda: second.service.passes > 0, what="replica-b runs")
+        assert sorted(i.provider_id for i in successor.list_instances()) == launched
+        time.sleep(0.5)  # a few passes: nothing is launched again
+        assert sorted(c.status.provider_id or "" for c in user.list(NodeClaim)) == launched
+        assert len(user.list(Node)) == len(launched)
+
+        for pod in user.list(Pod):  # the workload goes (nothing binds pods here) ...
+            user.delete(Pod, pod.name, pod.namespace)
+        for claim in user.list(NodeClaim):  # ... and so do its nodes
+            user.delete(NodeClaim, claim.name)
+        _eventually(lambda: not user.list(NodeClaim), what="NodeClaims terminated")
+        _eventually(lambda: not user.list(Node), what="their Nodes deleted by replica-b")
+        assert successor.list_instances() == []
+    finally:
+        second.service.request_stop()
+        second.thread.join(10)
+    assert second.outcome == [0]

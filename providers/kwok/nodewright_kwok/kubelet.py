@@ -12,7 +12,7 @@ from nodewright.api.core import Node, NodeCondition, NodeSpec, NodeStatus, Pod, 
 from nodewright.api.labels import UNREGISTERED_TAINT_KEY
 from nodewright.api.meta import ObjectMeta
 from nodewright.scheduling.resources import format_resources
-from nodewright_kwok.labels import KWOK_NODE_KEY, KWOK_NODE_VALUE
+from nodewright_kwok.labels import KWOK_NODE_KEY, KWOK_NODE_VALUE, LAUNCH_KEY_ANNOTATION
 from nodewright_kwok.ledger import LedgerEntry
 
 #: Conditions a started pod reports, in the order kubelets add them.
@@ -32,7 +32,11 @@ def build_node(
         metadata=ObjectMeta(
             name=entry.node_name,
             labels={**entry.node_labels, **extra_labels, **instance.labels},
-            annotations={**entry.node_annotations, KWOK_NODE_KEY: KWOK_NODE_VALUE},
+            annotations={
+                **entry.node_annotations,
+                KWOK_NODE_KEY: KWOK_NODE_VALUE,
+                LAUNCH_KEY_ANNOTATION: entry.idempotency_key,
+            },
         ),
         spec=NodeSpec(
             provider_id=instance.provider_id,

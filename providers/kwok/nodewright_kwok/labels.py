@@ -24,3 +24,7 @@ KWOK_NODE_VALUE = "fake"
 
 #: Provider IDs of KWOK instances start with this.
 PROVIDER_ID_PREFIX = "kwok://"
+
+#: On the Nodes this provider registers: the launch's idempotency key (the NodeClaim's uid),
+#: so that another process (a new leader) can adopt the instance from the Node alone.
+LAUNCH_KEY_ANNOTATION = f"{GROUP}/launch-key"

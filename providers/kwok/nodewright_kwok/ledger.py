@@ -3,6 +3,12 @@
 A real cloud knows its machines whether or not a Node exists for them; keeping that record
 separate is what lets tests see leaked instances (no NodeClaim), doubles (two instances for
 one NodeClaim) and Nodes the cloud never launched.
+
+The record lives in one process. On a real cluster a new leader's ledger starts empty, so
+the provider adopts the instances other processes launched from the Nodes they registered
+(``KWOKProvider.adopt``): a registered KWOK instance *is* its Node, as in Karpenter's KWOK
+provider. An instance launched but not yet registered when its process died is lost with
+that process (its Node never appears; the NodeClaim's launch is repeated).
 """
 
 from __future__ import annotations
@@ -48,12 +54,15 @@ class Ledger:
 
     def __init__(self) -> None:
         self._entries: list[LedgerEntry] = []
+        self._provider_ids: set[str] = set()
 
     def clear(self) -> None:
         self._entries.clear()
+        self._provider_ids.clear()
 
     def record(self, entry: LedgerEntry) -> None:
         self._entries.append(entry)
+        self._provider_ids.add(entry.instance.provider_id)
 
     def entries(self, *, include_terminated: bool = False) -> list[LedgerEntry]:
         return [e for e in self._entries if include_terminated or e.state != TERMINATED]
@@ -68,6 +77,10 @@ class Ledger:
             if entry.instance.provider_id == provider_id and entry.state != TERMINATED:
                 return entry
         return None
+
+    def knows(self, provider_id: str) -> bool:
+        """Whether this ledger has an entry for ``provider_id`` (terminated ones too)."""
+        return provider_id in self._provider_ids
 
     def by_idempotency_key(self, key: str) -> LedgerEntry | None:
         """The live instance launched for this key."""

@@ -16,7 +16,14 @@ from typing import TypeVar
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.api.labels import NODEPOOL_LABEL, node_class_label
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+    node_class_label,
+)
 from nodewright.api.meta import find_condition
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -43,6 +50,9 @@ from nodewright_kwok.faults import Faults
 from nodewright_kwok.labels import (
     GROUP,
     INSTANCE_LABELS,
+    KWOK_NODE_KEY,
+    KWOK_NODE_VALUE,
+    LAUNCH_KEY_ANNOTATION,
     PROVIDER_ID_PREFIX,
     RESERVATION_ID_LABEL,
 )
@@ -123,6 +133,89 @@ class KWOKProvider:
             self.ledger.clear()
         self._cluster = context.cluster
         self._clock = context.clock
+        self.adopt()
+
+    def adopt(self) -> int:
+        """Take into the ledger the instances other processes launched: every KWOK Node
+        (``kwok://`` providerID, the ``kwok.x-k8s.io/node`` annotation) the ledger has never
+        seen is a running instance. Returns how many were adopted.
+
+        One process's ledger is not the cluster's: after a leader change the new leader
+        must still find, and be able to delete, what the old one launched.
+        """
+        try:
+            nodes = self._read(Node)
+        except Exception as error:  # the ledger still answers; the next miss tries again
+            log.warning("kwok: cannot read Nodes to adopt instances: %s", error)
+            return 0
+        adopted = 0
+        for node in nodes:
+            pid = node.spec.provider_id or ""
+            if (
+                not pid.startswith(PROVIDER_ID_PREFIX)
+                or node.metadata.annotations.get(KWOK_NODE_KEY) != KWOK_NODE_VALUE
+                or self.ledger.knows(pid)
+            ):
+                continue
+            self.ledger.record(self._entry_of(node, pid))
+            adopted += 1
+            log.info("kwok: adopted %s from Node %s", pid, node.name)
+        return adopted
+
+    def _entry_of(self, node: Node, pid: str) -> LedgerEntry:
+        """A running instance, rebuilt from the Node it registered."""
+        labels = node.metadata.labels
+        instance_type = self.catalog.get(labels.get(INSTANCE_TYPE_LABEL, ""))
+        zone = labels.get(ZONE_LABEL, "")
+        capacity_type = labels.get(CAPACITY_TYPE_LABEL, "")
+        reservation = labels.get(RESERVATION_ID_LABEL)
+        offering = None
+        if instance_type is not None:
+            offering = next(
+                (
+                    o
+                    for o in instance_type.offerings
+                    if o.zone == zone
+                    and o.capacity_type == capacity_type
+                    and (o.reservation.id if o.reservation is not None else None) == reservation
+                ),
+                None,
+            )
+        keys = set(INSTANCE_LABELS) | {
+            RESERVATION_ID_LABEL,
+            ZONE_LABEL,
+            CAPACITY_TYPE_LABEL,
+            HOSTNAME_LABEL,
+            KWOK_NODE_KEY,
+            INSTANCE_TYPE_LABEL,
+        }
+        if instance_type is not None:
+            keys |= set(instance_type.requirements.keys())
+        if offering is not None:
+            keys |= set(offering.labels)
+        created = node.metadata.creation_timestamp or self.clock.now()
+        instance = Instance(
+            provider_id=pid,
+            node_claim=node.name,
+            node_pool=labels.get(NODEPOOL_LABEL, ""),
+            node_class=labels.get(node_class_label(GROUP, KWOKNodeClass.KIND), ""),
+            instance_type=labels.get(INSTANCE_TYPE_LABEL, ""),
+            zone=zone,
+            capacity_type=capacity_type,
+            price=offering.price if offering is not None else 0.0,
+            created_at=created,
+            labels={k: v for k, v in labels.items() if k in keys},
+            capacity=dict(instance_type.capacity) if instance_type is not None else {},
+            allocatable=instance_type.allocatable() if instance_type is not None else {},
+            state=RUNNING,
+        )
+        return LedgerEntry(
+            instance=instance,
+            idempotency_key=node.metadata.annotations.get(LAUNCH_KEY_ANNOTATION, ""),
+            registers_at=created,
+            node_labels=dict(labels),
+            node_annotations=dict(node.metadata.annotations),
+        )
 
     @property
     def cluster(self) -> ProviderCluster:
@@ -190,6 +283,8 @@ class KWOKProvider:
         self.faults.check_api("launch")
         self.faults.crash_point("launch.before")
         existing = self.ledger.by_idempotency_key(request.idempotency_key)
+        if existing is None and self.adopt():
+            existing = self.ledger.by_idempotency_key(request.idempotency_key)
         if existing is not None:
             return existing.instance
         ready = find_condition(request.node_class.status.conditions, "Ready")
@@ -257,19 +352,20 @@ class KWOKProvider:
 
     def get(self, provider_id: str) -> Instance:
         self.faults.check_api("get")
-        entry = self.ledger.by_provider_id(provider_id)
+        entry = self._live(provider_id)
         if entry is None:
             raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
         return entry.instance
 
     def list_instances(self) -> Sequence[Instance]:
         self.faults.check_api("list")
+        self.adopt()
         return self.ledger.instances()
 
     def delete(self, provider_id: str) -> None:
         """Terminate at once: remove the Node and mark the instance terminated."""
         self.faults.check_api("delete")
-        entry = self.ledger.by_provider_id(provider_id)
+        entry = self._live(provider_id)
         if entry is None:
             raise InstanceNotFoundError(f"kwok: no instance {provider_id!r}")
         self.faults.crash_point("delete.before")
@@ -282,11 +378,18 @@ class KWOKProvider:
         log.info("kwok: terminated %s", provider_id)
         self.faults.crash_point("delete.after")
 
+    def _live(self, provider_id: str) -> LedgerEntry | None:
+        """The live instance, adopting it from its Node when another process launched it."""
+        entry = self.ledger.by_provider_id(provider_id)
+        if entry is None and not self.ledger.knows(provider_id) and self.adopt():
+            entry = self.ledger.by_provider_id(provider_id)
+        return entry
+
     # -- labels and drift -----------------------------------------------------------------------
 
     def node_labels(self, node_claim: NodeClaim, instance: Instance) -> Mapping[str, str] | None:
         """The ``karpenter.kwok.sh/*`` labels, for this provider's instances only."""
-        if self.ledger.by_provider_id(instance.provider_id) is None:
+        if self._live(instance.provider_id) is None:
             return None
         return {k: v for k, v in instance.labels.items() if k in INSTANCE_LABELS}
 
