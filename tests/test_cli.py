@@ -57,7 +57,35 @@ def test_a_missing_node_class_names_the_reference(simulate: Simulate) -> None:
     (error,) = _errors(result.stderr)
     assert 'NodePool "default"' in error
     assert "spec.template.spec.nodeClassRef.name" in error
-    assert 'KWOKNodeClass "default" does not exist' in error
+    assert 'KWOKNodeClass "default" is neither in the given manifests' in error
+
+
+def test_a_node_pool_applied_later_may_name_a_node_class_applied_earlier(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    (tmp_path / "later.yaml").write_text(
+        node_pool(
+            "later",
+            requirements='[{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["8"]}]',
+            weight=10,
+        )
+        + deployment("web", 1)
+    )
+    result = simulate(KWOK_CLASS, "- apply: later.yaml\n")
+    assert result.exit_code == 0, result.stderr
+    (node,) = result.nodes()
+    assert node["nodePool"] == "later"
+
+
+def test_a_node_pool_applied_later_naming_a_missing_node_class_is_an_input_error(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    (tmp_path / "later.yaml").write_text(node_pool("later"))
+    result = simulate(deployment("web", 1), "- apply: later.yaml\n")
+    assert result.exit_code == 2
+    (error,) = _errors(result.stderr)
+    assert 'NodePool "later"' in error
+    assert 'KWOKNodeClass "default" is neither in the given manifests nor applied earlier' in error
 
 
 def test_a_bad_scenario_step_is_an_input_error(simulate: Simulate) -> None:

@@ -141,9 +141,15 @@ def _missing_providers(
     return sorted(set(problems))
 
 
-def _validate(objects: Sequence[KubeObject], host: PluginHost) -> list[str]:
+def _validate(
+    objects: Sequence[KubeObject],
+    host: PluginHost,
+    existing: Sequence[KubeObject] = (),
+) -> list[str]:
+    """Problems with the manifests; ``existing`` objects (applied by an earlier step) count
+    as present when a NodePool names its NodeClass."""
     problems: list[str] = []
-    node_classes = {(o.api_version.split("/", 1)[0], o.kind, o.name) for o in objects}
+    node_classes = {(o.api_version.split("/", 1)[0], o.kind, o.name) for o in [*existing, *objects]}
     for obj in objects:
         if not isinstance(obj, NodePool):
             continue
@@ -167,12 +173,14 @@ def _validate(objects: Sequence[KubeObject], host: PluginHost) -> list[str]:
         if (ref.group, ref.kind, ref.name) not in node_classes:
             problems.append(
                 f'NodePool "{obj.name}": spec.template.spec.nodeClassRef.name: '
-                f'{ref.kind} "{ref.name}" does not exist in the given manifests'
+                f'{ref.kind} "{ref.name}" is neither in the given manifests nor applied earlier'
             )
     return problems
 
 
-def _load(paths: Sequence[Path], host: PluginHost) -> list[KubeObject]:
+def _load(
+    paths: Sequence[Path], host: PluginHost, existing: Sequence[KubeObject] = ()
+) -> list[KubeObject]:
     registry = _registry(host)
     try:
         objects = load_paths(paths, registry)
@@ -180,7 +188,7 @@ def _load(paths: Sequence[Path], host: PluginHost) -> list[KubeObject]:
         # A NodeClass kind nobody serves is best explained as a provider to install.
         missing = _missing_providers(paths, registry, host)
         raise InputError(missing or [str(e) for e in errors.errors]) from None
-    problems = _validate(objects, host)
+    problems = _validate(objects, host, existing)
     if problems:
         raise InputError(problems)
     return objects
@@ -188,7 +196,12 @@ def _load(paths: Sequence[Path], host: PluginHost) -> list[KubeObject]:
 
 def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
     if step.action == "apply":
-        simulation.apply(_load(step.paths, host))
+        applied = [
+            node_class
+            for kind in host.node_class_kinds()
+            for node_class in simulation.cluster.list(kind.model)
+        ]
+        simulation.apply(_load(step.paths, host, applied))
         simulation.settle()
     elif step.action == "advance":
         assert step.duration is not None
