@@ -78,40 +78,11 @@ def tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
 
 
-def user_data(node_class: EC2NodeClass, cluster: str, max_pods: int) -> str:
-    """Bootstrap user data: nodeadm NodeConfig for AL2023 (MIME), the user's own otherwise.
-
-    Simplified: the cluster endpoint and CA are left for nodeadm to discover.
-    """
-    family = node_class.spec.effective_ami_family()
-    custom = node_class.spec.user_data or ""
-    if family == "AL2023":
-        config = (
-            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n"
-            f"  cluster:\n    name: {cluster}\n"
-            f"  kubelet:\n    config:\n      maxPods: {max_pods}\n"
-        )
-        boundary = "//"
-        parts = [custom] if custom else []
-        parts.append(f"Content-Type: application/node.eks.aws\n\n{config}")
-        body = "".join(f"--{boundary}\n{p}\n" for p in parts)
-        return (
-            f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
-            f"{body}--{boundary}--\n"
-        )
-    if family == "Bottlerocket":
-        return (
-            f'{custom}\n[settings.kubernetes]\ncluster-name = "{cluster}"\nmax-pods = {max_pods}\n'
-        )
-    return custom
-
-
 def launch_template_data(
     node_class: EC2NodeClass,
     *,
     image_id: str,
-    cluster: str,
-    max_pods: int,
+    user_data: str,
     security_groups: Sequence[str],
     instance_profile: str | None,
     tags: Mapping[str, str],
@@ -122,7 +93,7 @@ def launch_template_data(
         interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
     data: dict[str, Any] = {
         "ImageId": image_id,
-        "UserData": base64.b64encode(user_data(node_class, cluster, max_pods).encode()).decode(),
+        "UserData": base64.b64encode(user_data.encode()).decode(),
         "MetadataOptions": {
             "HttpEndpoint": spec.metadata_options.http_endpoint,
             "HttpProtocolIpv6": spec.metadata_options.http_protocol_ipv6,

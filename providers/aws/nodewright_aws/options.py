@@ -19,7 +19,13 @@ INSTANCE_TYPES = "instance-types"
 VM_MEMORY_OVERHEAD_PERCENT = "vm-memory-overhead-percent"
 RESERVED_ENIS = "reserved-enis"
 DEFAULT_INSTANCE_PROFILE = "default-instance-profile"
+CLUSTER_ENDPOINT = "cluster-endpoint"
+CLUSTER_CA_BUNDLE = "cluster-ca-bundle"
+CLUSTER_CIDR = "cluster-cidr"
 OPTIONS = (
+    CLUSTER_ENDPOINT,
+    CLUSTER_CA_BUNDLE,
+    CLUSTER_CIDR,
     DEFAULT_INSTANCE_PROFILE,
     REGION,
     ENDPOINT_URL,
@@ -53,6 +59,12 @@ class Settings:
     #: Instance profile for EC2NodeClasses that set neither role nor instanceProfile
     #: (v1alpha5's ``aws.defaultInstanceProfile``, for converted manifests).
     default_instance_profile: str | None = None
+    #: API server endpoint written into user data; unset asks EKS DescribeCluster.
+    cluster_endpoint: str | None = None
+    #: Base64 cluster CA written into user data; unset asks EKS DescribeCluster.
+    cluster_ca_bundle: str | None = None
+    #: Service CIDR for nodeadm (AL2023); unset asks EKS DescribeCluster.
+    cluster_cidr: str | None = None
 
 
 def parse_settings(options: Mapping[str, str]) -> Settings:
@@ -89,6 +101,9 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
         vm_memory_overhead_percent=overhead_value,
         reserved_enis=int(enis),
         default_instance_profile=text(DEFAULT_INSTANCE_PROFILE),
+        cluster_endpoint=text(CLUSTER_ENDPOINT),
+        cluster_ca_bundle=text(CLUSTER_CA_BUNDLE),
+        cluster_cidr=text(CLUSTER_CIDR),
     )
 
 

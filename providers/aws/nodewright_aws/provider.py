@@ -76,6 +76,8 @@ from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.options import Settings, parse_settings
 from nodewright_aws.pricing import PriceBook, fetch_on_demand, fetch_spot
 from nodewright_aws.resolve import AMI, Resolution, resolve
+from nodewright_aws.userdata import BootstrapOptions, UserDataError, claim_taints
+from nodewright_aws.userdata import generate as generate_user_data
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +139,7 @@ class AWSProvider:
         self.templates: dict[str, datetime] = {}
         self.templates_loaded = False
         self.interruptions: list[Interruption] = []
-        self._k8s_version: str | None = None
+        self._eks: dict[str, Any] | None = None
         self._queue_url: str | None = None
         self._next_pricing: datetime | None = None
 
@@ -159,16 +161,51 @@ class AWSProvider:
 
     # -- node classes --------------------------------------------------------------------
 
+    def _eks_cluster(self) -> Mapping[str, Any]:
+        """EKS DescribeCluster, once; empty when the cluster is not EKS (or not reachable)."""
+        if self._eks is None:
+            try:
+                self._eks = dict(
+                    self.clients.eks.describe_cluster(name=self.cluster_name)["cluster"]
+                )
+            except botocore.exceptions.ClientError as error:
+                log.info("EKS DescribeCluster %s: %s", self.cluster_name, error_text(error))
+                if error_code(error) == "ResourceNotFoundException":
+                    self._eks = {}  # not an EKS cluster: the options are the only source
+                return {}
+        return self._eks
+
     def kubernetes_version(self) -> str | None:
         if self.settings.kubernetes_version:
             return self.settings.kubernetes_version
-        if self._k8s_version is None:
-            try:
-                cluster = self.clients.eks.describe_cluster(name=self.cluster_name)["cluster"]
-                self._k8s_version = str(cluster.get("version") or "") or None
-            except botocore.exceptions.ClientError:
-                return None
-        return self._k8s_version
+        return str(self._eks_cluster().get("version") or "") or None
+
+    def bootstrap_options(
+        self, request: LaunchRequest, node_class: EC2NodeClass, capacity_type: str, max_pods: int
+    ) -> BootstrapOptions:
+        """Cluster endpoint/CA/CIDR (options, else EKS), the class's kubelet settings, the
+        NodeClaim's labels (with its capacity type) and taints, the class's user data."""
+        settings = self.settings
+        needs_eks = not (
+            settings.cluster_endpoint and settings.cluster_ca_bundle and settings.cluster_cidr
+        )
+        eks = self._eks_cluster() if needs_eks else {}
+        network = eks.get("kubernetesNetworkConfig") or {}
+        claim = request.node_claim
+        return BootstrapOptions(
+            cluster_name=self.cluster_name,
+            cluster_endpoint=settings.cluster_endpoint or str(eks.get("endpoint") or ""),
+            ca_bundle=settings.cluster_ca_bundle
+            or str((eks.get("certificateAuthority") or {}).get("data") or ""),
+            cluster_cidr=settings.cluster_cidr
+            or str(network.get("serviceIpv4Cidr") or network.get("serviceIpv6Cidr") or ""),
+            max_pods=max_pods,
+            kubelet=node_class.spec.kubelet,
+            labels={**claim.metadata.labels, CAPACITY_TYPE_LABEL: capacity_type},
+            taints=claim_taints(claim.spec.taints, claim.spec.startup_taints),
+            custom=node_class.spec.user_data or "",
+            instance_store_policy=node_class.spec.instance_store_policy,
+        )
 
     def resolution(self, node_class: EC2NodeClass) -> Resolution:
         key = (node_class.name, node_class.metadata.generation or 0)
@@ -532,11 +569,19 @@ class AWSProvider:
             if ami is None:
                 continue
             pods = option.capacity.get("pods", 0) // 1000
+            try:
+                text = generate_user_data(
+                    node_class.spec.effective_ami_family(),
+                    self.bootstrap_options(request, node_class, capacity_type, pods),
+                )
+            except UserDataError as error:
+                raise LaunchError(
+                    "InvalidUserData", f"EC2NodeClass {node_class.name!r}: {error}"
+                ) from None
             data = launch_template_data(
                 node_class,
                 image_id=ami.id,
-                cluster=self.cluster_name,
-                max_pods=pods,
+                user_data=text,
                 security_groups=[g["id"] for g in resolution.security_groups],
                 instance_profile=resolution.instance_profile,
                 tags=template_tags,
