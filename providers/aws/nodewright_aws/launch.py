@@ -70,7 +70,10 @@ def instance_tags(
         L.EC2NODECLASS_TAG: node_class.name,
         L.NODECLAIM_TAG: node_claim,
         L.IDEMPOTENCY_TAG: uid,
+        # Kept on the instance so an adopted instance (nodewright restarted) gives its
+        # NodeClaim the hash annotations again (Instance.annotations).
         L.NODECLASS_HASH_ANNOTATION: static_hash(node_class),
+        L.NODECLASS_HASH_VERSION_ANNOTATION: L.NODECLASS_HASH_VERSION,
     }
 
 

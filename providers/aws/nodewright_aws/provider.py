@@ -105,6 +105,18 @@ def provider_info() -> ProviderInfo:
     )
 
 
+def static_fields_drifted(node_claim: NodeClaim, node_class: EC2NodeClass) -> bool:
+    """Karpenter's static drift: the NodeClaim's ``ec2nodeclass-hash`` annotation differs
+    from the class's hash. A missing annotation, or one written under another hash version
+    (the hashing changed, not the class), is not drift."""
+    annotations = node_claim.metadata.annotations
+    stored = annotations.get(L.NODECLASS_HASH_ANNOTATION)
+    version = annotations.get(L.NODECLASS_HASH_VERSION_ANNOTATION)
+    if not stored or version != L.NODECLASS_HASH_VERSION:
+        return False
+    return stored != static_hash(node_class)
+
+
 def parse_provider_id(provider_id: str) -> str:
     """The instance ID of ``aws:///<zone>/<id>``; InstanceNotFoundError if malformed."""
     if not provider_id.startswith(L.PROVIDER_ID_PREFIX):
@@ -275,17 +287,15 @@ class AWSProvider:
                 for info in page.get("InstanceTypes", []):
                     if usable(info) and self._wanted(info["InstanceType"]):
                         infos[info["InstanceType"]] = dict(info)
-            offering_filters: list[dict[str, Any]] = []
-            if self.settings.instance_types:
-                offering_filters.append(
-                    {"Name": "instance-type", "Values": list(self.settings.instance_types)}
-                )
+            # All offerings, narrowed here: not every EC2 implementation (moto) honours
+            # wildcards in the instance-type filter of this call.
             for page in ec2.get_paginator("describe_instance_type_offerings").paginate(
                 LocationType="availability-zone",
-                Filters=offering_filters,
                 PaginationConfig={"PageSize": 1000},
             ):
                 for offering in page.get("InstanceTypeOfferings", []):
+                    if offering["InstanceType"] not in infos:
+                        continue
                     zones.setdefault(offering["InstanceType"], set()).add(offering["Location"])
         self.discovery = Discovery(infos, {k: frozenset(v) for k, v in zones.items()}, now)
         return self.discovery
@@ -774,6 +784,12 @@ class AWSProvider:
             capacity=instance_type.capacity if instance_type is not None else {},
             allocatable=instance_type.allocatable() if instance_type is not None else {},
             image_id=description.get("ImageId", ""),
+            node_name=description.get("PrivateDnsName") or "",
+            annotations={
+                key: tags[key]
+                for key in (L.NODECLASS_HASH_ANNOTATION, L.NODECLASS_HASH_VERSION_ANNOTATION)
+                if tags.get(key)
+            },
             state={
                 "pending": "pending",
                 "running": "running",
@@ -843,6 +859,8 @@ class AWSProvider:
         provider_id = node_claim.status.provider_id
         if not provider_id:
             return None
+        if static_fields_drifted(node_claim, node_class):  # first: it needs no AWS call
+            return "NodeClassDrift"
         try:
             resolution = self.resolution(node_class)
             description = self._describe(parse_provider_id(provider_id))
@@ -850,10 +868,6 @@ class AWSProvider:
             return None
         if description is None or not resolution.ready:
             return None
-        tags = {t["Key"]: t["Value"] for t in description.get("Tags", [])}
-        stored = tags.get(L.NODECLASS_HASH_ANNOTATION)
-        if stored is not None and stored != static_hash(node_class):
-            return "NodeClassDrift"
         image = node_claim.status.image_id or description.get("ImageId", "")
         if image and image not in {a.id for a in resolution.amis}:
             return "AMIDrift"

@@ -41,9 +41,9 @@ class World:
         return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
 
 
-def seed_ssm(name: str, value: str) -> None:
+def seed_ssm(name: str, value: str, region: str = REGION) -> None:
     """moto refuses put_parameter under /aws/: write the parameter into its backend."""
-    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][region]
     backend._parameters[name].append(
         Parameter(
             account_id=DEFAULT_ACCOUNT_ID,

@@ -30,6 +30,7 @@ from nodewright_aws.interruption import (
     STATE_CHANGE,
     parse_message,
 )
+from nodewright_aws.launch import static_hash
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.provider import AWSProvider
 
@@ -43,7 +44,10 @@ def launched_claim(provider: AWSProvider, nc: EC2NodeClass, world: World) -> Nod
     world.client("ec2").modify_instance_attribute(
         InstanceId=instance_id, Groups=[world.security_group]
     )
-    claim = NodeClaim(metadata=ObjectMeta(name="claim-drift"))
+    # The core writes Instance.annotations onto the NodeClaim when the launch returns.
+    claim = NodeClaim(
+        metadata=ObjectMeta(name="claim-drift", annotations=dict(instance.annotations))
+    )
     claim.status.provider_id = instance.provider_id
     claim.status.image_id = instance.image_id
     return claim
@@ -70,6 +74,24 @@ def test_static_field_change_is_node_class_drift(world: World) -> None:
     # Selector terms are not hashed: changing them alone is not NodeClassDrift.
     same = bumped(nc, subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "test-cluster"}}])
     assert provider.is_drifted(claim, same) is None
+
+
+def test_the_hash_annotations_decide_static_drift(world: World) -> None:
+    provider = configured_provider(world)
+    nc = node_class()
+    claim = launched_claim(provider, nc, world)
+    assert claim.metadata.annotations == {
+        "karpenter.k8s.aws/ec2nodeclass-hash": static_hash(nc),
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6",
+    }
+    changed = bumped(nc, tags={"team": "payments"})
+    assert provider.is_drifted(claim, changed) == "NodeClassDrift"
+    # Another hash version means the hashing changed, not the class: not drift (Karpenter).
+    claim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] = "v5"
+    assert provider.is_drifted(claim, changed) is None
+    # No annotation (a NodeClaim from before hashing): not static drift either.
+    claim.metadata.annotations.clear()
+    assert provider.is_drifted(claim, changed) is None
 
 
 def test_new_ami_release_is_ami_drift(world: World) -> None:

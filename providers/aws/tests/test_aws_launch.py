@@ -4,6 +4,7 @@ insufficient capacity (injected with botocore event hooks), idempotency, get/lis
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -137,6 +138,12 @@ def test_on_demand_launch_shape_tags_and_provider_id(
     assert tags["karpenter.k8s.aws/ec2nodeclass"] == "default"
     assert tags["team"] == "payments"
     assert instance.allocatable["memory"] > 0
+    # The kubelet registers under the private DNS name EC2 reports (moto writes the
+    # us-east-1 form, ip-<a-b-c-d>.ec2.internal, for every region).
+    description = describe(world, instance_id(instance.provider_id))
+    assert instance.node_name == description["PrivateDnsName"]
+    ip = description["PrivateIpAddress"].replace(".", "-")
+    assert re.fullmatch(rf"ip-{ip}\.(ec2|us-west-2\.compute)\.internal", instance.node_name)
 
 
 def test_spot_uses_price_capacity_optimized(provider: AWSProvider, spy: FleetSpy) -> None:
