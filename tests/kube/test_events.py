@@ -105,6 +105,8 @@ def test_events_fall_back_to_core_v1_when_events_k8s_io_is_not_served(
     assert event["source"]["component"] == "karpenter"
     assert event["involvedObject"]["name"] == "n1"
     assert server.count("POST", "/api/v1/namespaces/default/events") == 1
+    assert server.count("PUT", "/events/") == 0  # the repeat is a patch (RBAC grants patch)
+    assert [(p[0], p[1]) for p in server.patches] == [("application/merge-patch+json", "events")]
     assert server.count("GET", "/apis/events.k8s.io/v1") == 1  # asked once
 
 

@@ -80,10 +80,6 @@ def rule(expression: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"rule": expression, "message": message, **extra}
 
 
-def _domain(var: str) -> str:
-    return f'{var}.find("^([^/]+)")'
-
-
 def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]:
     """Karpenter's label-domain restrictions, for one key (``self``) or every map key."""
 
@@ -91,22 +87,28 @@ def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]
         return f"self.all(x, {expression})" if quantified else expression
 
     allowed = ", ".join(f'"{key}"' for key in _ALLOWED_KUBERNETES_IO)
-    d = _domain(var)
+
+    def within(*domains: str) -> str:
+        # the key's prefix is one of ``domains`` or a subdomain of one ("example-kubernetes.io"
+        # is not in "kubernetes.io"); one regular expression keeps the rule's cost low
+        alternatives = "|".join(d.replace(".", r"\\.") for d in domains)
+        return f'{var}.matches("^([^/]*\\\\.)?({alternatives})/")'
+
     return [
         rule(
             wrap(
-                f'{var} in [{allowed}] || {d}.endsWith("node.kubernetes.io") || '
-                f'{d}.endsWith("node-restriction.kubernetes.io") || '
-                f'!{d}.endsWith("kubernetes.io")'
+                f"{var} in [{allowed}] || "
+                f"{within('node.kubernetes.io', 'node-restriction.kubernetes.io')} || "
+                f"!{within('kubernetes.io')}"
             ),
             'label domain "kubernetes.io" is restricted',
         ),
         rule(
-            wrap(f'{d}.endsWith("kops.k8s.io") || !{d}.endsWith("k8s.io")'),
+            wrap(f"{within('kops.k8s.io')} || !{within('k8s.io')}"),
             'label domain "k8s.io" is restricted',
         ),
         rule(
-            wrap(f'{var} in ["karpenter.sh/capacity-type"] || !{d}.endsWith("karpenter.sh")'),
+            wrap(f'{var} in ["karpenter.sh/capacity-type"] || !{within("karpenter.sh")}'),
             'label domain "karpenter.sh" is restricted',
         ),
         rule(

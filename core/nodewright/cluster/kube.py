@@ -1106,6 +1106,18 @@ class KubeCluster:
         _raise_for(answer, Event, event.name, namespace)
         return self._event_from(answer.body)
 
+    def _update_event_core(self, event: Event) -> Event:
+        """A repeat on core/v1: a merge patch of the count and last time (the chart grants
+        ``patch`` on events, not ``update``)."""
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        data = event.to_dict()
+        patch = {k: data.get(k) for k in ("count", "lastTimestamp", "message")}
+        answer = self._api.call(
+            "PATCH", object_path(Event, event.name, namespace), body=patch, content_type=MERGE_PATCH
+        )
+        _raise_for(answer, Event, event.name, namespace)
+        return self._model(Event, answer.body)
+
     # -- reads -----------------------------------------------------------------------------------
 
     @staticmethod
@@ -1252,8 +1264,10 @@ class KubeCluster:
         its resourceVersion (stale -> ConflictError), as before.
         """
         kind = type(obj)
-        if isinstance(obj, Event) and self._events_v1(kind):
-            return self._update_event_v1(obj)  # type: ignore[return-value]
+        if isinstance(obj, Event):
+            if self._events_v1(kind):
+                return self._update_event_v1(obj)  # type: ignore[return-value]
+            return self._update_event_core(obj)  # type: ignore[return-value]
         base = self._base_of(obj)
         if base is not None:
             ops, untestable = json_patch(
