@@ -143,7 +143,7 @@ class EBS(_Open):
     throughput: int | None = None
     volume_initialization_rate: int | None = None
     volume_size: str | None = None
-    volume_type: str | None = None
+    volume_type: Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"] | None = None
 
     @field_validator("volume_size", mode="before")
     @classmethod

@@ -53,6 +53,7 @@ from nodewright_aws.clients import (
     error_code,
     error_text,
 )
+from nodewright_aws.crd import ec2_node_class_crd
 from nodewright_aws.instancetypes import (
     CapacitySettings,
     build_instance_type,
@@ -98,7 +99,11 @@ INTERRUPTION_PERIOD = timedelta(seconds=10)
 def provider_info() -> ProviderInfo:
     return ProviderInfo(
         name=NAME,
-        node_classes=(NodeClassKind(group=L.GROUP, kind=EC2NodeClass.KIND, model=EC2NodeClass),),
+        node_classes=(
+            NodeClassKind(
+                group=L.GROUP, kind=EC2NodeClass.KIND, model=EC2NodeClass, crd=ec2_node_class_crd
+            ),
+        ),
         restricted_label_domains=frozenset({L.GROUP}),
         well_known_labels=L.WELL_KNOWN_LABELS,
         install_hint=INSTALL_HINT,
