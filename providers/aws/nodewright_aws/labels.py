@@ -81,7 +81,13 @@ RESTRICTED_TAGS = frozenset({EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NODECLAIM_TAG, 
 # Annotations
 NODECLASS_HASH_ANNOTATION = f"{GROUP}/ec2nodeclass-hash"
 NODECLASS_HASH_VERSION_ANNOTATION = f"{GROUP}/ec2nodeclass-hash-version"
-NODECLASS_HASH_VERSION = "v6"
+#: Karpenter's current hash version (its hashstructure value of the spec).
+KARPENTER_NODECLASS_HASH_VERSION = "v6"
+#: The version nodewright writes: its hash is computed differently from Karpenter's, so it
+#: must not claim Karpenter's version. A different version is "not drifted" on both sides
+#: (Karpenter re-stamps NodeClaims whose version differs from its own), so NodeClaims move
+#: between Karpenter and nodewright without being replaced.
+NODECLASS_HASH_VERSION = "nodewright-v1"
 
 PROVIDER_ID_PREFIX = "aws:///"
 LAUNCH_TEMPLATE_PREFIX = f"{GROUP}/"

@@ -82,12 +82,13 @@ def test_the_hash_annotations_decide_static_drift(world: World) -> None:
     claim = launched_claim(provider, nc, world)
     assert claim.metadata.annotations == {
         "karpenter.k8s.aws/ec2nodeclass-hash": static_hash(nc),
-        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6",
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "nodewright-v1",
     }
     changed = bumped(nc, tags={"team": "payments"})
     assert provider.is_drifted(claim, changed) == "NodeClassDrift"
-    # Another hash version means the hashing changed, not the class: not drift (Karpenter).
-    claim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] = "v5"
+    # Another hash version means the hashing changed, not the class: not drift (Karpenter's
+    # rule). A NodeClaim Karpenter launched (v6, its own hash) is therefore not replaced.
+    claim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] = "v6"
     assert provider.is_drifted(claim, changed) is None
     # No annotation (a NodeClaim from before hashing): not static drift either.
     claim.metadata.annotations.clear()

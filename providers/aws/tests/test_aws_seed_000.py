@@ -244,7 +244,10 @@ def assert_seed_labels(sim: Simulation, endpoint: str) -> None:
         assert instance_tags[f"kubernetes.io/cluster/{sim.options.cluster_name}"] == "owned"
         claim = claims[node.spec.provider_id]
         assert instance_tags["karpenter.sh/nodeclaim"] == claim.name
-        assert claim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+        assert (
+            claim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"]
+            == "nodewright-v1"
+        )
 
 
 def test_seed_000_pod_affinity_lands_in_one_zone_on_labelled_spot_nodes(
