@@ -4,6 +4,8 @@ rejects what Karpenter's schema rejects, and that ``nodewright crds`` prints."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,21 @@ from nodewright_aws.crd import ec2_node_class_crd
 from nodewright_aws.nodeclass import EC2NodeClass
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def _load_cel() -> Any:
+    """The core's CEL test helper (tests/crds/cel.py, cel-python), loaded by path: this
+    directory is not part of the ``tests`` package."""
+    spec = importlib.util.spec_from_file_location("nodewright_crds_cel", ROOT / "tests/crds/cel.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+cel_violations = _load_cel().validate
 K8S_VERSION = "1.30.0"
 BASE = {
     "apiVersion": "karpenter.k8s.aws/v1",
@@ -279,13 +296,47 @@ def test_the_schema_and_the_model_reject_the_same_values(
 def test_cel_rules_are_declared_and_the_model_enforces_them(
     crd: dict[str, Any], spec: dict[str, Any], message: str, expression: str
 ) -> None:
-    """No CEL evaluator runs here: the rule is in the CRD (the API server enforces it) with
-    Karpenter's message, and nodewright's model rejects the same manifest."""
+    """The rule is in the CRD with Karpenter's message, cel-python evaluates it to exactly
+    that violation (as the API server would), and nodewright's model rejects the manifest."""
     rules = _rules(crd)
     assert message in rules
     assert expression in rules[message]
+    assert [b.message for b in cel_violations(crd, _with(**spec))] == [message]
     with pytest.raises(ValidationError):
         EC2NodeClass.model_validate(_with(**spec))
+
+
+def test_valid_classes_break_no_cel_rule(crd: dict[str, Any]) -> None:
+    for spec in (
+        {},
+        {"amiFamily": "Custom"},
+        {"amiFamily": "AL2023"},
+        {"amiSelectorTerms": [{"id": "ami-1"}, {"name": "n", "owner": "self"}], "amiFamily": "AL2"},
+        {"amiSelectorTerms": [{"alias": "windows2022@latest"}]},
+        {"amiSelectorTerms": [{"alias": "bottlerocket@v1.20.0"}]},
+        {
+            "kubelet": {
+                "evictionSoft": {"memory.available": "5%"},
+                "evictionSoftGracePeriod": {"memory.available": "1m"},
+                "kubeReserved": {"cpu": "100m"},
+            }
+        },
+        {"tags": {"team": "a", "karpenter.sh/discovery": "c"}},
+        {"blockDeviceMappings": [{"rootVolume": True, "ebs": {"volumeSize": "20Gi"}}]},
+    ):
+        assert cel_violations(crd, _with(**spec)) == [], spec
+
+
+def test_role_change_and_switch_to_role_are_refused_on_update(crd: dict[str, Any]) -> None:
+    old = _with()
+    assert cel_violations(crd, _with(role="OtherRole"), old=old)[0].message == (
+        "immutable field changed"
+    )
+    with_profile = {**BASE, "spec": {k: v for k, v in BASE["spec"].items() if k != "role"}}
+    with_profile["spec"]["instanceProfile"] = "p"
+    messages = [b.message for b in cel_violations(crd, _with(), old=with_profile)]
+    assert any(m.startswith("changing from 'instanceProfile' to 'role'") for m in messages)
+    assert cel_violations(crd, _with(), old=old) == []
 
 
 def test_role_is_immutable_and_profile_role_switch_is_refused(crd: dict[str, Any]) -> None:
