@@ -35,6 +35,10 @@ SSH_PUBLIC_KEY = "ssh-public-key"
 ADMIN_USERNAME = "admin-username"
 KUBERNETES_VERSION = "kubernetes-version"
 NIC_GC_GRACE = "nic-gc-grace"
+CLUSTER_ENDPOINT = "cluster-endpoint"
+CLUSTER_CA_FILE = "cluster-ca-file"
+BOOTSTRAP_TOKEN_FILE = "bootstrap-token-file"
+DNS_SERVICE_IP = "dns-service-ip"
 
 OPTIONS = (
     SUBSCRIPTION_ID,
@@ -62,6 +66,10 @@ OPTIONS = (
     ADMIN_USERNAME,
     KUBERNETES_VERSION,
     NIC_GC_GRACE,
+    CLUSTER_ENDPOINT,
+    CLUSTER_CA_FILE,
+    BOOTSTRAP_TOKEN_FILE,
+    DNS_SERVICE_IP,
 )
 
 AUTH_MODES = ("default", "workload-identity", "client-secret", "managed-identity")
@@ -105,6 +113,12 @@ class Settings:
     kubernetes_version: str = ""
     #: How long a NIC without a VM is left alone before garbage collection deletes it.
     nic_gc_grace: float = 180.0
+    #: Node bootstrap: the API server nodes join, its CA (PEM file), the TLS bootstrap token
+    #: (file; never on the command line, never logged) and the cluster DNS service IP.
+    cluster_endpoint: str = ""
+    cluster_ca_file: str = ""
+    bootstrap_token_file: str = field(default="", repr=False)
+    dns_service_ip: str = "10.0.0.10"
 
     @property
     def default_max_pods(self) -> int:
@@ -175,6 +189,10 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         admin_username=values.get(ADMIN_USERNAME) or "azureuser",
         kubernetes_version=_kubernetes_version(values.get(KUBERNETES_VERSION, "")),
         nic_gc_grace=_seconds(values, NIC_GC_GRACE, 180.0),
+        cluster_endpoint=values.get(CLUSTER_ENDPOINT, ""),
+        cluster_ca_file=values.get(CLUSTER_CA_FILE, ""),
+        bootstrap_token_file=values.get(BOOTSTRAP_TOKEN_FILE, ""),
+        dns_service_ip=values.get(DNS_SERVICE_IP) or "10.0.0.10",
     )
 
 

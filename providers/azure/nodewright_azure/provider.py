@@ -33,6 +33,7 @@ from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_SPOT,
+    INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     REGION_LABEL,
     ZONE_LABEL,
@@ -56,7 +57,7 @@ from nodewright.plugin.model import (
     ProviderContext,
     ProviderInfo,
 )
-from nodewright_azure import auth, images, skus
+from nodewright_azure import auth, bootstrap, images, skus
 from nodewright_azure import labels as L
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.errors import Attempt, classify
@@ -431,6 +432,15 @@ class AzureProvider:
         subnet = spec.vnet_subnet_id or self.settings.vnet_subnet_id
         sku = self._sku(instance_type.name)
         accelerated = bool(sku and sku.flag("AcceleratedNetworkingEnabled"))
+        # Built before anything is created: a bootstrap that cannot be built leaves nothing.
+        custom_data = self._custom_data(
+            name,
+            request=request,
+            spec=spec,
+            instance_type=instance_type,
+            offering=offering,
+            sku=sku,
+        )
         try:
             nic = network.network_interfaces.begin_create_or_update(
                 self.settings.resource_group,
@@ -457,6 +467,7 @@ class AzureProvider:
             ).result()
             vm_body = self._vm_body(
                 name,
+                custom_data=custom_data,
                 nic_id=nic.id or "",
                 instance_type=instance_type,
                 offering=offering,
@@ -541,6 +552,7 @@ class AzureProvider:
         tags: Mapping[str, str],
         sku: skus.Sku | None,
         image: NodeImage,
+        custom_data: str,
     ) -> dict[str, Any]:
         os_disk: dict[str, Any] = {
             "name": name,
@@ -566,6 +578,7 @@ class AzureProvider:
             "osProfile": {
                 "computerName": name,
                 "adminUsername": self.settings.admin_username,
+                "customData": custom_data,
                 "linuxConfiguration": {
                     "disablePasswordAuthentication": True,
                     "ssh": {
@@ -601,6 +614,73 @@ class AzureProvider:
         if offering.zone != L.REGIONAL_ZONE:
             body["zones"] = [offering.zone.rsplit("-", 1)[1]]
         return body
+
+    def _read_option_file(self, path: str, option: str) -> str:
+        if not path:
+            return ""
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read().strip()
+        except OSError as error:
+            raise NodeClassNotReadyError(
+                f"azure.{option}: cannot read {path}: {error.strerror}"
+            ) from None
+
+    def _custom_data(
+        self,
+        name: str,
+        *,
+        request: LaunchRequest,
+        spec: AKSNodeClassSpec,
+        instance_type: InstanceType,
+        offering: Offering,
+        sku: skus.Sku | None,
+    ) -> str:
+        """The node bootstrap (base64) for this VM: cluster settings from the options, kubelet
+        flags from the NodeClass, the NodeClaim's labels and taints."""
+        settings = self.settings
+        cluster = bootstrap.ClusterBootstrap(
+            cluster_name=settings.cluster_name,
+            endpoint=settings.cluster_endpoint,
+            ca_pem=self._read_option_file(settings.cluster_ca_file, "cluster-ca-file"),
+            bootstrap_token=self._read_option_file(
+                settings.bootstrap_token_file, "bootstrap-token-file"
+            ),
+            kubernetes_version=settings.kubernetes_version,
+            network_plugin=settings.network_plugin,
+            dns_service_ip=settings.dns_service_ip,
+            subscription_id=settings.subscription_id,
+            resource_group=settings.resource_group,
+            location=settings.location,
+            tenant_id=settings.tenant_id,
+            subnet_id=spec.vnet_subnet_id or settings.vnet_subnet_id,
+        )
+        claim = request.node_claim
+        labels: dict[str, str] = {}
+        if sku is not None:
+            labels.update(skus.sku_labels(sku, spec))
+        labels.update(
+            {
+                INSTANCE_TYPE_LABEL: instance_type.name,
+                ZONE_LABEL: offering.zone,
+                CAPACITY_TYPE_LABEL: offering.capacity_type,
+                REGION_LABEL: settings.location,
+                L.AKS_MODE: "user",
+                L.AKS_ROLE: "agent",
+            }
+        )
+        labels.update(claim.metadata.labels)
+        node = bootstrap.NodeBootstrap(
+            node_name=name,
+            labels=labels,
+            taints=bootstrap.register_taints(claim.spec.taints, claim.spec.startup_taints),
+            max_pods=spec.max_pods or settings.default_max_pods,
+            kube_reserved_cpu_millis=skus.kube_reserved_cpu_millis(sku.cpus) if sku else 0,
+            kube_reserved_memory_mib=skus.kube_reserved_memory_mib(sku.memory_gib) if sku else 0,
+            kubelet=spec.kubelet,
+            arch=skus.arch(sku) if sku else "amd64",
+        )
+        return bootstrap.custom_data(cluster, node)
 
     def _classify(
         self, error: HttpResponseError, attempt: Attempt, request: LaunchRequest

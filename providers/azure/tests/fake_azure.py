@@ -10,6 +10,9 @@ on throttling, and error bodies shaped ``{"error": {"code", "message"}}``. TLS c
 
 from __future__ import annotations
 
+import base64
+import binascii
+import copy
 import itertools
 import json
 import re
@@ -86,6 +89,8 @@ class FakeAzure:
         #: Status reads an operation stays InProgress for.
         self.lro_polls = 1
         self.vms: dict[str, JSON] = {}
+        #: The last PUT body of each VM, as received (the stored VM drops customData).
+        self.vm_bodies: dict[str, JSON] = {}
         self.nics: dict[str, JSON] = {}
         #: (public gallery name, image definition) -> its versions, as the Community Gallery
         #: image-versions API lists them (name, publishedDate).
@@ -566,6 +571,22 @@ class FakeAzure:
                     "NotFound",
                     f"Resource {nic_ref['id']} not found.",
                 )
+        custom_data = (props.get("osProfile") or {}).get("customData")
+        if custom_data is not None:
+            try:
+                base64.b64decode(custom_data, validate=True)
+                valid = len(custom_data) <= 87380
+            except (binascii.Error, ValueError):
+                valid = False
+            if not valid:
+                return _error(
+                    400,
+                    "InvalidParameter",
+                    "Custom data in OSProfile must be in Base64 encoding and with a maximum "
+                    "length of 87380 characters.",
+                )
+        # What the client sent (customData included); ARM never returns customData.
+        self.vm_bodies[key] = copy.deepcopy(payload)
         vm: JSON = {
             "name": name,
             "id": path,
