@@ -28,6 +28,7 @@ from azure.mgmt.compute.models import VirtualMachine
 from azure.mgmt.network import NetworkManagementClient
 from azure.mgmt.network.models import NetworkInterface
 
+from nodewright.api.core import Node
 from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
@@ -54,6 +55,7 @@ from nodewright.plugin.model import (
     NodeClassKind,
     NodeClassReadiness,
     Offering,
+    ProviderCluster,
     ProviderContext,
     ProviderInfo,
 )
@@ -144,6 +146,7 @@ class AzureProvider:
         self._credential_factory = credential_factory or auth.credential
         self.settings = Settings()
         self._clock: ClockLike | None = None
+        self._cluster: ProviderCluster | None = None
         self._compute: ComputeManagementClient | None = None
         self._network: NetworkManagementClient | None = None
         self._skus: list[skus.Sku] | None = None
@@ -163,6 +166,7 @@ class AzureProvider:
         """Parse options; no Azure call and no credential is touched here."""
         self.settings = parse_settings(context.options, context.cluster_name)
         self._clock = context.clock
+        self._cluster = context.cluster
         self._compute = self._network = None
         self._skus = self._skus_at = None
         self._pricing = None
@@ -853,8 +857,9 @@ class AzureProvider:
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         """Karpenter Azure's drift checks: the NodeClass spec changed since launch (the hash
-        annotation, same hash version), or the node's image is not one the NodeClass resolves
-        to now (a newer node image was published)."""
+        annotation, same hash version), the node's image is not one the NodeClass resolves to
+        now (a newer node image was published), or the Node's kubelet runs another Kubernetes
+        version than the cluster's (``azure.kubernetes-version``)."""
         spec = _spec(node_class)
         annotations = node_claim.metadata.annotations
         launched_hash = annotations.get(HASH_ANNOTATION)
@@ -872,7 +877,23 @@ class AzureProvider:
                 return None
             if current and image.lower() not in {i.id.lower() for i in current}:
                 return IMAGE_DRIFT
+        wanted = self.settings.kubernetes_version
+        running = self._kubelet_version(node_claim)
+        if wanted and running and _release(running) != _release(wanted):
+            return K8S_VERSION_DRIFT
         return None
+
+    def _kubelet_version(self, node_claim: NodeClaim) -> str | None:
+        """The kubelet version the claim's Node reports (``status.nodeInfo``), if known."""
+        name = node_claim.status.node_name
+        if self._cluster is None or not name:
+            return None
+        node = self._cluster.get(Node, name)
+        if node is None:
+            return None
+        info = (node.status.model_extra or {}).get("nodeInfo") or {}
+        version = info.get("kubeletVersion") if isinstance(info, dict) else None
+        return version if isinstance(version, str) and version else None
 
     def drift_annotations(self, spec: AKSNodeClassSpec) -> dict[str, str]:
         """The annotations written on a NodeClaim at launch, that drift compares against."""
@@ -960,6 +981,15 @@ def _spec(node_class: NodeClass) -> AKSNodeClassSpec:
             f"NodeClass {node_class.name!r} is a {node_class.kind}, not an AKSNodeClass"
         )
     return spec
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``v1.30.3`` / ``1.30.3-hotfix.1`` / ``v1.30.3+aks`` as (1, 30, 3)."""
+    core = version.strip().removeprefix("v").split("+")[0].split("-")[0]
+    try:
+        return tuple(int(part) for part in core.split("."))
+    except ValueError:
+        return ()
 
 
 def _published(version: Any) -> datetime:

@@ -7,12 +7,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from azure_helpers import RESOURCE_GROUP, node_class
+from azure_helpers import RESOURCE_GROUP, FakeTokenCredential, fake_options, node_class
 from fake_azure import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeAzure
 from test_azure_instances import D2_ZONE_2, request_for
 
+from nodewright.api.core import Node
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.clock import SimulatedClock
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.plugin.model import ProviderContext
 from nodewright.testing import make_node_claim
 from nodewright_azure.images import HYPERV_GENERATION
 from nodewright_azure.nodeclass import (
@@ -222,3 +225,36 @@ def test_launch_returns_the_drift_annotations_and_the_node_name(
     again = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
     assert again.provider_id == instance.provider_id
     assert again.annotations == instance.annotations
+
+
+def test_a_kubelet_of_another_kubernetes_version_drifts(
+    fake: FakeAzure, clock: SimulatedClock
+) -> None:
+    cluster = MemoryCluster(clock)
+    credential = FakeTokenCredential(fake)
+    provider = AzureProvider(credential_factory=lambda _settings: credential)  # type: ignore[arg-type,return-value]
+    provider.configure(
+        ProviderContext(
+            cluster=cluster,
+            clock=clock,
+            options=fake_options(fake, kubernetes_version="1.30.3"),
+        )
+    )
+    nc = node_class(imageFamily="Ubuntu2204")
+    claim = claim_with(nc, provider.drift_annotations(nc.spec))
+    claim.status.node_name = "aks-default-65f84"
+    assert provider.is_drifted(claim, nc) is None  # no Node yet
+    node = Node.model_validate(
+        {
+            "metadata": {"name": "aks-default-65f84"},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.30.3"}},
+        }
+    )
+    cluster.create(node)
+    assert provider.is_drifted(claim, nc) is None
+    node = cluster.get(Node, "aks-default-65f84")
+    assert node is not None
+    node.status.model_extra["nodeInfo"]["kubeletVersion"] = "v1.29.9"  # type: ignore[index]
+    cluster.update_status(node)  # as a kubelet writes it
+    assert provider.is_drifted(claim, nc) == "K8sVersionDrift"
+    provider.close()

@@ -195,7 +195,6 @@ def test_seed_002_pools_weights_labels_and_consolidation(
     _apply(
         sim,
         SEED / "nodepool-my-node.yaml",
-        SEED / "manifests" / "aksnodeclass.yaml",
         SEED / "pod-test.yaml",
     )
     node = _only_node(sim)
@@ -211,7 +210,6 @@ def test_seed_002_pools_weights_labels_and_consolidation(
     _apply(
         sim,
         SEED / "nodepool-my-node-comp.yaml",
-        SEED / "manifests" / "aksnodeclass.yaml",
         SEED / "pod-test-comp.yaml",
     )
     node = _only_node(sim)
