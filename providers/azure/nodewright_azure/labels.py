@@ -29,6 +29,11 @@ AKS_MODE = f"{AKS_GROUP}/mode"
 AKS_ROLE = f"{AKS_GROUP}/role"
 AKS_CLUSTER = f"{AKS_GROUP}/cluster"
 AKS_SCALESET_PRIORITY = f"{AKS_GROUP}/scalesetpriority"
+AKS_PODNETWORK_TYPE = f"{AKS_GROUP}/podnetwork-type"
+AKS_CNI_OVERLAY = f"{AKS_GROUP}/azure-cni-overlay"
+AKS_NETWORK_SUBNET = f"{AKS_GROUP}/network-subnet"
+AKS_NETWORK_NAME = f"{AKS_GROUP}/network-name"
+AKS_NETWORK_SUBSCRIPTION = f"{AKS_GROUP}/network-subscription"
 
 #: The labels every Azure instance type defines; pods and NodePools may select on them.
 SKU_LABELS = frozenset(
@@ -67,3 +72,27 @@ RESOURCE_NAME_PREFIX = "aks-"
 
 #: Regional (non-zonal) placement's zone value, as AKS labels regional nodes.
 REGIONAL_ZONE = "0"
+
+
+def label_value(text: str) -> str:
+    """``text`` as a label value: at most 63 characters of ``[A-Za-z0-9._-]``, alphanumeric at
+    both ends (how AKS writes the node resource group into ``kubernetes.azure.com/cluster``)."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)[:63]
+    return cleaned.strip("._-")
+
+
+def aks_node_labels(
+    resource_group: str, network_plugin: str, subnet_id: str = ""
+) -> dict[str, str]:
+    """Labels AKS's bootstrap gives every node through the kubelet (not schedulable): the
+    cluster (node resource group), the pod network type, and the node subnet's names."""
+    labels = {AKS_CLUSTER: label_value(resource_group), AKS_MODE: "user", AKS_ROLE: "agent"}
+    if network_plugin == "azure-overlay":
+        labels[AKS_PODNETWORK_TYPE] = "overlay"
+        labels[AKS_CNI_OVERLAY] = "true"
+    parts = subnet_id.split("/")
+    if len(parts) == 11 and parts[1].lower() == "subscriptions":
+        labels[AKS_NETWORK_SUBSCRIPTION] = label_value(parts[2])
+        labels[AKS_NETWORK_NAME] = label_value(parts[8])
+        labels[AKS_NETWORK_SUBNET] = label_value(parts[10])
+    return labels

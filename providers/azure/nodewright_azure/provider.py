@@ -669,8 +669,11 @@ class AzureProvider:
                 ZONE_LABEL: offering.zone,
                 CAPACITY_TYPE_LABEL: offering.capacity_type,
                 REGION_LABEL: settings.location,
-                L.AKS_MODE: "user",
-                L.AKS_ROLE: "agent",
+                **L.aks_node_labels(
+                    settings.resource_group,
+                    settings.network_plugin,
+                    spec.vnet_subnet_id or settings.vnet_subnet_id,
+                ),
             }
         )
         labels.update(claim.metadata.labels)
@@ -760,8 +763,8 @@ class AzureProvider:
             REGION_LABEL: self.settings.location,
             L.PLACEMENT_SCOPE: "regional" if zone == L.REGIONAL_ZONE else "zonal",
             L.AKS_SCALESET_PRIORITY: "spot" if capacity_type == CAPACITY_TYPE_SPOT else "regular",
-            L.AKS_MODE: "user",
-            L.AKS_ROLE: "agent",
+            # The subnet is the NodeClass's, unknown here: network labels come with the bootstrap.
+            **L.aks_node_labels(self.settings.resource_group, self.settings.network_plugin),
         }
         capacity: dict[str, int] = {}
         allocatable: dict[str, int] = {}

@@ -107,6 +107,11 @@ def test_the_vm_carries_the_cluster_bootstrap_and_kubelet_flags(
     assert labels["topology.kubernetes.io/zone"] == "japaneast-2"
     assert labels["karpenter.sh/capacity-type"] == "on-demand"
     assert labels["kubernetes.azure.com/role"] == "agent"
+    assert labels["kubernetes.azure.com/cluster"] == RESOURCE_GROUP
+    assert labels["kubernetes.azure.com/podnetwork-type"] == "overlay"
+    assert labels["kubernetes.azure.com/network-name"] == "aks-vnet-1"
+    assert labels["kubernetes.azure.com/network-subnet"] == "aks-subnet"
+    assert labels["kubernetes.azure.com/network-subscription"] == fake.subscription
     assert "kubernetes.io/hostname" not in labels
     assert kubelet["register-with-taints"].split(",") == [
         "dedicated=web:NoSchedule",

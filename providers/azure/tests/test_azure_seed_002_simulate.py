@@ -172,6 +172,9 @@ def test_seed_002_pools_weights_labels_and_consolidation(
         "topology.kubernetes.io/region": "japaneast",
     }
     assert "karpenter.azure.com/zone" not in labels  # removed from Karpenter Azure
+    # What AKS's bootstrap adds (the seed's node shows the node resource group and overlay).
+    assert labels["kubernetes.azure.com/cluster"] == RESOURCE_GROUP
+    assert labels["kubernetes.azure.com/podnetwork-type"] == "overlay"
     assert node.status.capacity["cpu"] == "2"
     # The NodeClaim carries the drift hash and the image the VM boots.
     assert claim.metadata.annotations[HASH_VERSION_ANNOTATION] == HASH_VERSION
