@@ -4,8 +4,12 @@ rejects what the CRD rejects."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
@@ -20,6 +24,21 @@ from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.nodeclass import AKSNodeClass
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def _load_cel_evaluator() -> ModuleType:
+    """The repository's CEL evaluator for CRD rules (``tests/crds/cel.py``, cel-python), by
+    path: provider test directories are not packages of the root ``tests``."""
+    spec = importlib.util.spec_from_file_location("_crd_cel", ROOT / "tests" / "crds" / "cel.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+broken_rules = _load_cel_evaluator().validate
 K8S_VERSION = "1.30.0"
 SEED_002_CLASS = {
     "apiVersion": "karpenter.azure.com/v1alpha2",
@@ -188,28 +207,73 @@ def _rule_messages(crd: Mapping[str, Any]) -> set[str]:
         ({"tags": {"k": "v" * 300}}, "tags values must be less than 256 characters"),
     ],
 )
-def test_cel_rules_are_declared_and_the_model_enforces_them(
+def test_cel_rules_reject_and_the_model_agrees(
     crd: dict[str, Any], spec: dict[str, Any], message: str
 ) -> None:
-    """No CEL evaluator runs here: the rule is in the CRD (the API server enforces it), and
-    nodewright's model rejects the same manifest (simulate and run enforce it)."""
-    assert message in _rule_messages(crd)
+    """The CRD's rule (evaluated with cel-python, as the API server would) rejects the manifest
+    with its message, and nodewright's model rejects it too (simulate and run enforce it)."""
+    document = {**SEED_002_CLASS, "spec": spec}
+    assert message in {broken.message for broken in broken_rules(crd, document)}
     with pytest.raises(ValidationError):
-        AKSNodeClass.model_validate({**SEED_002_CLASS, "spec": spec})
+        AKSNodeClass.model_validate(document)
 
 
-def test_fips_on_ubuntu2204_with_trusted_launch_is_accepted() -> None:
-    node_class = AKSNodeClass.model_validate(
-        {
-            **SEED_002_CLASS,
-            "spec": {
-                "fipsMode": "FIPS",
-                "imageFamily": "Ubuntu2204",
-                "security": {"trustedLaunch": {"secureBoot": True}},
+def test_fips_on_ubuntu2204_with_trusted_launch_is_accepted(crd: dict[str, Any]) -> None:
+    document = {
+        **SEED_002_CLASS,
+        "spec": {
+            "fipsMode": "FIPS",
+            "imageFamily": "Ubuntu2204",
+            "security": {"trustedLaunch": {"secureBoot": True}},
+        },
+    }
+    assert broken_rules(crd, document) == []
+    assert AKSNodeClass.model_validate(document).spec.fips_mode == "FIPS"
+
+
+def test_valid_manifests_break_no_rule(crd: dict[str, Any]) -> None:
+    assert broken_rules(crd, SEED_002_CLASS) == []
+    full = {
+        **SEED_002_CLASS,
+        "spec": {
+            "imageFamily": "AzureLinux",
+            "tags": {"team": "web", "cost-center": "42"},
+            "kubelet": {"imageGCHighThresholdPercent": 85, "imageGCLowThresholdPercent": 80},
+            "linuxOSConfig": {"swapFileSize": "1500Mi"},
+            "localDNS": {
+                "mode": "Preferred",
+                "vnetDNSOverrides": [_dns_zone(".", "VnetDNS"), _dns_zone("cluster.local")],
+                "kubeDNSOverrides": [_dns_zone("."), _dns_zone("cluster.local")],
             },
-        }
-    )
-    assert node_class.spec.fips_mode == "FIPS"
+        },
+    }
+    full["spec"]["kubelet"]["failSwapOn"] = False  # type: ignore[index]
+    assert broken_rules(crd, full) == []
+    # Swap without failSwapOn: false breaks the rule.
+    no_fail_swap = {**full, "spec": {**full["spec"], "kubelet": {}}}  # type: ignore[dict-item]
+    assert [b.message for b in broken_rules(crd, no_fail_swap)] == [
+        "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize is specified"
+    ]
+    # The local DNS overrides must name both required zones.
+    one_zone = copy.deepcopy(full)
+    one_zone["spec"]["localDNS"]["kubeDNSOverrides"] = [_dns_zone(".")]  # type: ignore[index]
+    assert "must contain required zones '.' and 'cluster.local'" in {
+        b.message for b in broken_rules(crd, one_zone)
+    }
+
+
+def _dns_zone(zone: str, destination: str = "ClusterCoreDNS") -> dict[str, Any]:
+    return {
+        "zone": zone,
+        "queryLogging": "Error",
+        "protocol": "PreferUDP",
+        "forwardDestination": destination,
+        "forwardPolicy": "Sequential",
+        "maxConcurrent": 1000,
+        "cacheDuration": "1h",
+        "serveStaleDuration": "1h",
+        "serveStale": "Verify",
+    }
 
 
 def test_swap_rule_is_declared(crd: dict[str, Any]) -> None:
