@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nodewright.api.core import Node, NodeSpec, Taint
-from nodewright.api.karpenter import NodeClaim, NodeClaimStatus
+from nodewright.api.karpenter import NodeClaim, NodeClaimStatus, NodePool
 from nodewright.api.meta import Condition, ObjectMeta
 from nodewright.cluster import ConflictError
 from nodewright.cluster.kube import KubeCluster, json_patch
@@ -234,3 +234,35 @@ def test_the_fake_server_serves_merge_patches(kube: KubeCluster, apiserver: Fake
         "a": {"c": 2, "d": 3},
         "l": [2],
     }
+
+
+def test_first_writes_to_empty_parts_are_single_patches(
+    kube: KubeCluster, apiserver: FakeApiServer
+) -> None:
+    """A new custom object has no status on the server and a new Node no labels: the patch
+    adds the whole part (guarded by the resourceVersion) instead of failing on a missing
+    path and falling back to a replace."""
+    kube.create(NodePool(metadata=ObjectMeta(name="default")))
+    kube.create(Node(metadata=ObjectMeta(name="n1")))
+    pool = kube.get(NodePool, "default")
+    node = kube.get(Node, "n1")
+    assert pool is not None
+    assert node is not None
+    pool.status.conditions = [
+        Condition(
+            type="Ready", status="True", last_transition_time=datetime(2025, 1, 1, tzinfo=UTC)
+        )
+    ]
+    kube.update_status(pool)
+    node.metadata.labels["a"] = "1"
+    kube.update(node)
+    assert kube.patch_fallbacks == 0
+    stored_pool = apiserver.stored("nodepools", "default")
+    stored_node = apiserver.stored("nodes", "n1")
+    assert stored_pool is not None
+    assert stored_node is not None
+    assert stored_pool["status"]["conditions"][0]["type"] == "Ready"
+    assert stored_pool["metadata"]["name"] == "default"
+    assert stored_node["metadata"]["labels"] == {"a": "1"}
+    assert stored_node["metadata"]["name"] == "n1"
+    assert stored_node["metadata"]["uid"] == node.metadata.uid

@@ -361,9 +361,12 @@ def _pointer(parts: Iterable[str]) -> str:
 
 
 def _ambiguous(value: Any) -> bool:
-    """Empty and zero values: the server may store them or leave the field out, so a
-    ``test`` against them could fail for no reason."""
-    return value is None or value is False or value in ("", 0, [], {})
+    """Empty and zero values (and maps of nothing else): the server may store them or leave
+    the field out, so a ``test`` against them, or a path through them, could fail for no
+    reason."""
+    if isinstance(value, dict):
+        return all(_ambiguous(v) for v in value.values())
+    return value is None or value is False or value in ("", 0, [])
 
 
 def json_patch(
@@ -377,27 +380,35 @@ def json_patch(
     tested: the caller then adds a whole-object resourceVersion precondition.
     """
     ops: list[dict[str, Any]] = []
-    untestable = _diff(old, new, prefix, ops)
+    untestable = _diff(dict(old), dict(new), prefix, ops, whole=True)
     return ops, untestable
 
 
-def _diff(old: Any, new: Any, path: tuple[str, ...], ops: builtins.list[dict[str, Any]]) -> bool:
+def _diff(
+    old: Any,
+    new: Any,
+    path: tuple[str, ...],
+    ops: builtins.list[dict[str, Any]],
+    *,
+    whole: bool = False,
+) -> bool:
     if old == new:
         return False
-    if isinstance(old, dict) and isinstance(new, dict) and old:
+    if isinstance(old, dict) and isinstance(new, dict) and (whole or not _ambiguous(old)):
         untestable = False
         for key in sorted(set(old) | set(new)):
             where = (*path, key)
             if key not in new:
                 if _ambiguous(old[key]):
-                    untestable = True
-                else:
-                    ops.append({"op": "test", "path": _pointer(where), "value": old[key]})
+                    continue  # empty before, gone now: nothing a reader could tell apart
+                ops.append({"op": "test", "path": _pointer(where), "value": old[key]})
                 ops.append({"op": "remove", "path": _pointer(where)})
             elif key not in old:
                 ops.append({"op": "add", "path": _pointer(where), "value": new[key]})
             else:
-                untestable |= _diff(old[key], new[key], where, ops)
+                # metadata always exists on the server, however empty our copy looks
+                inner = whole and key == "metadata"
+                untestable |= _diff(old[key], new[key], where, ops, whole=inner)
         return untestable
     if _ambiguous(old):
         # "add" sets a member whether or not the server has it.
