@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pluggy
 
+from nodewright.cluster import ClusterError, ConflictError
 from nodewright.plugin.delegate import Provider, ProviderPlugin
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -54,6 +55,8 @@ hookimpl = pluggy.HookimplMarker(NAME)
 __all__ = [
     "ENTRY_POINT_GROUP",
     "NAME",
+    "ClusterError",
+    "ConflictError",
     "Instance",
     "InstanceNotFoundError",
     "InstanceType",

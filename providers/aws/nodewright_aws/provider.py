@@ -23,6 +23,7 @@ from nodewright.api.labels import (
     REGION_LABEL,
     ZONE_LABEL,
 )
+from nodewright.plugin import ConflictError
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -898,6 +899,7 @@ class AWSProvider:
                 self.cleanup_launch_templates()
             if self.settings.interruption_queue:
                 self.handle_interruptions(self.poll_interruptions())
+            self.restamp_hashes()
         except (
             ProviderError,
             botocore.exceptions.BotoCoreError,
@@ -928,6 +930,50 @@ class AWSProvider:
             found.extend(parse_message(message.get("Body", "")))
             sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"])
         return found
+
+    def restamp_hashes(self) -> list[str]:
+        """Stamp the class's current hash on NodeClaims stamped under another hash version;
+        return their names.
+
+        A hash from another version (Karpenter's ``v6``, an older nodewright) cannot be
+        compared, so such claims are never static drift. Re-stamping them, as Karpenter's
+        hash controller does when the hashing changes, makes later changes to the class
+        drift them. Claims not launched yet are stamped by their launch.
+        """
+        if self.context is None:
+            return []
+        cluster = self.context.cluster
+        restamped: list[str] = []
+        for claim in cluster.list(NodeClaim):
+            ref = claim.spec.node_class_ref
+            annotations = claim.metadata.annotations
+            if (
+                ref.group != L.GROUP
+                or ref.kind != EC2NodeClass.KIND
+                or claim.metadata.deletion_timestamp is not None
+                or not claim.status.provider_id
+                or annotations.get(L.NODECLASS_HASH_VERSION_ANNOTATION) == L.NODECLASS_HASH_VERSION
+            ):
+                continue
+            node_class = cluster.get(EC2NodeClass, ref.name)
+            if node_class is None:
+                continue
+            claim.metadata.annotations = {
+                **annotations,
+                L.NODECLASS_HASH_ANNOTATION: static_hash(node_class),
+                L.NODECLASS_HASH_VERSION_ANNOTATION: L.NODECLASS_HASH_VERSION,
+            }
+            try:
+                cluster.update(claim)
+            except ConflictError:
+                continue  # written meanwhile; the next pass reads it again
+            restamped.append(claim.name)
+            log.info(
+                "NodeClaim %s: ec2nodeclass hash re-stamped under version %s",
+                claim.name,
+                L.NODECLASS_HASH_VERSION,
+            )
+        return restamped
 
     def handle_interruptions(self, interruptions: Sequence[Interruption]) -> list[str]:
         """Act on interruptions; return the names of the NodeClaims deleted.

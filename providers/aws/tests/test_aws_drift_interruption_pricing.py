@@ -23,6 +23,7 @@ from nodewright.api.labels import INSTANCE_TYPE_LABEL
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.testing import make_node_claim
 from nodewright_aws.interruption import (
     REBALANCE,
     SCHEDULED_CHANGE,
@@ -282,3 +283,38 @@ def test_a_zone_without_a_spot_record_has_an_unavailable_spot_offering(world: Wo
     assert not spot["us-west-2b"].available
     assert spot["us-west-2a"].available
     assert spot["us-west-2a"].price == pytest.approx(0.00001)  # moto's spot price
+
+
+def test_nodeclaims_stamped_under_another_hash_version_are_restamped_then_drift(
+    world: World,
+) -> None:
+    clock = SimulatedClock()
+    cluster = MemoryCluster(clock)
+    provider = configured_provider(world, clock=clock, cluster=cluster)
+    nc = cluster.create(node_class())
+    launched = launched_claim(provider, nc, world)
+    # Taken over from Karpenter: its own hash under its own version.
+    claim = make_node_claim("claim-drift", nc)
+    claim.metadata.annotations = {
+        "karpenter.k8s.aws/ec2nodeclass-hash": "1234567890",
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6",
+    }
+    claim = cluster.create(claim)
+    claim.status.provider_id = launched.status.provider_id
+    claim = cluster.update_status(claim)
+    unlaunched = cluster.create(make_node_claim("claim-pending", nc))
+
+    assert provider.restamp_hashes() == ["claim-drift"]
+    current = cluster.get(NodeClaim, "claim-drift")
+    assert current is not None
+    assert current.metadata.annotations == {
+        "karpenter.k8s.aws/ec2nodeclass-hash": static_hash(nc),
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "nodewright-v1",
+    }
+    assert provider.is_drifted(current, nc) is None
+    assert provider.is_drifted(current, bumped(nc, tags={"team": "payments"})) == "NodeClassDrift"
+    # A claim not launched yet is left to its launch; a second pass changes nothing.
+    pending = cluster.get(NodeClaim, unlaunched.name)
+    assert pending is not None
+    assert "karpenter.k8s.aws/ec2nodeclass-hash" not in pending.metadata.annotations
+    assert provider.restamp_hashes() == []
