@@ -940,9 +940,9 @@ class AWSProvider:
         hash controller does when the hashing changes, makes later changes to the class
         drift them. Claims not launched yet are stamped by their launch.
         """
-        if self.context is None:
+        cluster = self.context.cluster if self.context is not None else None
+        if cluster is None:  # configured without a cluster (provider-level tests)
             return []
-        cluster = self.context.cluster
         restamped: list[str] = []
         for claim in cluster.list(NodeClaim):
             ref = claim.spec.node_class_ref
