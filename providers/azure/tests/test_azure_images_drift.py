@@ -258,3 +258,34 @@ def test_a_kubelet_of_another_kubernetes_version_drifts(
     cluster.update_status(node)  # as a kubelet writes it
     assert provider.is_drifted(claim, nc) == "K8sVersionDrift"
     provider.close()
+
+
+def test_claims_hashed_by_karpenter_azure_are_restamped_and_then_drift(
+    fake: FakeAzure, clock: SimulatedClock
+) -> None:
+    cluster = MemoryCluster(clock)
+    credential = FakeTokenCredential(fake)
+    provider = AzureProvider(credential_factory=lambda _settings: credential)  # type: ignore[arg-type,return-value]
+    provider.configure(ProviderContext(cluster=cluster, clock=clock, options=fake_options(fake)))
+    nc = cluster.create(node_class(imageFamily="Ubuntu2204", osDiskSizeGB=128))
+    karpenter = claim_with(
+        nc, {HASH_ANNOTATION: "12393960163388511505", HASH_VERSION_ANNOTATION: "v3"}
+    )
+    karpenter.status.provider_id = "azure:///subscriptions/s/resourceGroups/g/providers/x/vm-1"
+    created = cluster.create(karpenter)
+    created.status.provider_id = karpenter.status.provider_id
+    cluster.update_status(created)
+    cluster.create(make_node_claim("not-launched", nc, []))
+
+    assert provider.restamp_hashes() == ["default-65f84"]
+    current = cluster.get(type(created), "default-65f84")
+    assert current is not None
+    assert current.metadata.annotations == provider.drift_annotations(nc.spec)
+    assert provider.is_drifted(current, nc) is None
+    bigger_disk = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=256)
+    assert provider.is_drifted(current, bigger_disk) == "NodeClassDrift"
+    pending = cluster.get(type(created), "not-launched")
+    assert pending is not None
+    assert HASH_ANNOTATION not in pending.metadata.annotations
+    assert provider.restamp_hashes() == []
+    provider.close()
