@@ -13,6 +13,7 @@ from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.plugin import TemporaryProviderError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright.testing import FakeProvider
@@ -129,3 +130,17 @@ def test_scale_to_zero_removes_the_node_and_deletes_the_instance() -> None:
     assert simulation.cluster.list(NodeClaim) == []
     assert provider.instances == {}
     assert len(provider.delete_calls) >= 1
+
+
+def test_a_provider_that_fails_to_answer_delays_registration_without_crashing() -> None:
+    provider = FakeProvider()
+    simulation = _simulation(provider)
+    simulation.advance(timedelta(seconds=29))
+    assert simulation.cluster.list(Node) == []
+    provider.next_error("get", TemporaryProviderError("throttled"))
+    provider.next_error("get", RuntimeError("provider bug"))
+    simulation.settle()
+    (node,) = simulation.cluster.list(Node)
+    (claim,) = simulation.cluster.list(NodeClaim)
+    assert node.spec.provider_id == claim.status.provider_id
+    assert len(provider.get_calls) >= 3

@@ -19,7 +19,12 @@ from nodewright.api.meta import ObjectMeta, find_condition
 from nodewright.clock import Clock
 from nodewright.cluster import AlreadyExistsError
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
+from nodewright.plugin.errors import (
+    InstanceNotFoundError,
+    PluginError,
+    ProviderError,
+    UnknownNodeClassError,
+)
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import Instance
 from nodewright.scheduling.resources import format_resources
@@ -94,7 +99,8 @@ class SimulatedKubelets:
             log.info("Instance %s of nodeclaim %s is gone; no node", provider_id, claim.name)
             self._done.add(provider_id)
             return
-        except PluginError as error:
+        except (PluginError, ProviderError) as error:
+            # Throttled, or a provider bug: the machine boots anyway; ask again next pass.
             log.warning("Cannot register nodeclaim %s yet: %s", claim.name, error)
             return
         if instance.state in _GONE_STATES:
