@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.api.crds import QUANTITY_PATTERN, conditions, crd, obj, rule, string
+from nodewright.api.crds import (
+    QUANTITY_PATTERN,
+    conditions,
+    crd,
+    obj,
+    resolved_requirement,
+    rule,
+    string,
+)
 from nodewright_aws.labels import API_VERSION, GROUP, RESTRICTED_TAGS
 from nodewright_aws.nodeclass import ALIAS_FAMILIES, AMI_FAMILIES
 
@@ -391,14 +399,7 @@ def spec_schema() -> Schema:
 
 
 def status_schema() -> Schema:
-    requirement = obj(
-        {
-            "key": string(),
-            "operator": string(),
-            "values": {"type": "array", "items": string(), "x-kubernetes-list-type": "atomic"},
-        },
-        required=["key", "operator"],
-    )
+    requirement = resolved_requirement()
     return obj(
         {
             "amis": {

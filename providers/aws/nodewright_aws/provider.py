@@ -23,7 +23,6 @@ from nodewright.api.labels import (
     REGION_LABEL,
     ZONE_LABEL,
 )
-from nodewright.plugin import ConflictError
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -32,6 +31,7 @@ from nodewright.plugin.errors import (
     ProviderError,
     TemporaryProviderError,
 )
+from nodewright.plugin.hashes import restamp_hashes
 from nodewright.plugin.model import (
     ClockLike,
     Instance,
@@ -932,48 +932,21 @@ class AWSProvider:
         return found
 
     def restamp_hashes(self) -> list[str]:
-        """Stamp the class's current hash on NodeClaims stamped under another hash version;
-        return their names.
-
-        A hash from another version (Karpenter's ``v6``, an older nodewright) cannot be
-        compared, so such claims are never static drift. Re-stamping them, as Karpenter's
-        hash controller does when the hashing changes, makes later changes to the class
-        drift them. Claims not launched yet are stamped by their launch.
-        """
+        """Re-stamp NodeClaims hashed under another version (Karpenter's ``v6`` on takeover)
+        with the class's current hash, so later class changes drift them."""
         cluster = self.context.cluster if self.context is not None else None
         if cluster is None:  # configured without a cluster (provider-level tests)
             return []
-        restamped: list[str] = []
-        for claim in cluster.list(NodeClaim):
-            ref = claim.spec.node_class_ref
-            annotations = claim.metadata.annotations
-            if (
-                ref.group != L.GROUP
-                or ref.kind != EC2NodeClass.KIND
-                or claim.metadata.deletion_timestamp is not None
-                or not claim.status.provider_id
-                or annotations.get(L.NODECLASS_HASH_VERSION_ANNOTATION) == L.NODECLASS_HASH_VERSION
-            ):
-                continue
-            node_class = cluster.get(EC2NodeClass, ref.name)
-            if node_class is None:
-                continue
-            claim.metadata.annotations = {
-                **annotations,
+        return restamp_hashes(
+            cluster,
+            EC2NodeClass,
+            L.NODECLASS_HASH_VERSION_ANNOTATION,
+            L.NODECLASS_HASH_VERSION,
+            lambda node_class: {
                 L.NODECLASS_HASH_ANNOTATION: static_hash(node_class),
                 L.NODECLASS_HASH_VERSION_ANNOTATION: L.NODECLASS_HASH_VERSION,
-            }
-            try:
-                cluster.update(claim)
-            except ConflictError:
-                continue  # written meanwhile; the next pass reads it again
-            restamped.append(claim.name)
-            log.info(
-                "NodeClaim %s: ec2nodeclass hash re-stamped under version %s",
-                claim.name,
-                L.NODECLASS_HASH_VERSION,
-            )
-        return restamped
+            },
+        )
 
     def handle_interruptions(self, interruptions: Sequence[Interruption]) -> list[str]:
         """Act on interruptions; return the names of the NodeClaims deleted.

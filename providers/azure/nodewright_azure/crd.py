@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.api.crds import conditions, obj, rule, string
+from nodewright.api.crds import conditions, obj, resolved_requirement, rule, string
 from nodewright_azure.labels import GROUP
 from nodewright_azure.nodeclass import (
     API_VERSION,
@@ -244,14 +244,7 @@ def spec_schema() -> Schema:
 
 
 def status_schema() -> Schema:
-    requirement = obj(
-        {
-            "key": string(),
-            "operator": string(),
-            "values": {"type": "array", "items": string(), "x-kubernetes-list-type": "atomic"},
-        },
-        required=["key", "operator"],
-    )
+    requirement = resolved_requirement()
     return obj(
         {
             "conditions": conditions(),

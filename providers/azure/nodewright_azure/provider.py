@@ -39,7 +39,6 @@ from nodewright.api.labels import (
     REGION_LABEL,
     ZONE_LABEL,
 )
-from nodewright.plugin import ConflictError
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -48,6 +47,7 @@ from nodewright.plugin.errors import (
     ProviderError,
     TemporaryProviderError,
 )
+from nodewright.plugin.hashes import restamp_hashes
 from nodewright.plugin.model import (
     ClockLike,
     Instance,
@@ -900,42 +900,17 @@ class AzureProvider:
         return version if isinstance(version, str) and version else None
 
     def restamp_hashes(self) -> list[str]:
-        """Stamp the class's current hash on launched NodeClaims stamped under another hash
-        version (Karpenter Azure's ``v3`` on takeover); return their names.
-
-        Hashes of different versions are never compared, so without this such claims would
-        never show NodeClassDrift. Karpenter Azure's hash controller does the same on a
-        version change. Claims not launched yet are stamped by their launch.
-        """
-        cluster = self._cluster
-        if cluster is None:
+        """Re-stamp NodeClaims hashed under another version (Karpenter Azure's ``v3`` on
+        takeover) with the class's current hash, so later class changes drift them."""
+        if self._cluster is None:
             return []
-        restamped: list[str] = []
-        for claim in cluster.list(NodeClaim):
-            ref = claim.spec.node_class_ref
-            annotations = claim.metadata.annotations
-            if (
-                ref.group != L.GROUP
-                or ref.kind != AKSNodeClass.KIND
-                or claim.metadata.deletion_timestamp is not None
-                or not claim.status.provider_id
-                or annotations.get(HASH_VERSION_ANNOTATION) == HASH_VERSION
-            ):
-                continue
-            node_class = cluster.get(AKSNodeClass, ref.name)
-            if not isinstance(node_class, AKSNodeClass):
-                continue
-            claim.metadata.annotations = {
-                **annotations,
-                **self.drift_annotations(node_class.spec),
-            }
-            try:
-                cluster.update(claim)
-            except ConflictError:
-                continue  # written meanwhile; the next pass reads it again
-            restamped.append(claim.name)
-            log.info("azure: NodeClaim %s: hash re-stamped as %s", claim.name, HASH_VERSION)
-        return restamped
+        return restamp_hashes(
+            self._cluster,
+            AKSNodeClass,
+            HASH_VERSION_ANNOTATION,
+            HASH_VERSION,
+            lambda node_class: self.drift_annotations(node_class.spec),
+        )
 
     def drift_annotations(self, spec: AKSNodeClassSpec) -> dict[str, str]:
         """The annotations written on a NodeClaim at launch, that drift compares against."""
