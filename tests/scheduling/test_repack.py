@@ -13,7 +13,8 @@ from nodewright.scheduling.repack import claim_price
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.scheduler import solve
-from nodewright.scheduling.topology import SPREAD, LabelSelector, TopologyTerm
+from nodewright.scheduling.selectors import LabelSelector
+from nodewright.scheduling.topology import SPREAD, TopologyTerm
 
 KARPENTER_ORDER = SolverOptions(repack=False)
 

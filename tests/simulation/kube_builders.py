@@ -8,7 +8,7 @@ from typing import Any
 from nodewright.api.apps import Deployment
 from nodewright.api.core import Node, Pod
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.simulation.kube import EmbeddedKubernetes
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"

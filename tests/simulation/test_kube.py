@@ -17,8 +17,8 @@ from nodewright.api.core import (
 )
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.cluster.selectors import node_selector_matches
-from nodewright.simulation.kube import EmbeddedKubernetes
+from nodewright.scheduling.selectors import node_selector_matches
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
 ZONE = "topology.kubernetes.io/zone"
 

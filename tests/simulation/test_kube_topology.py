@@ -8,7 +8,7 @@ import pytest
 from nodewright.api.core import Namespace
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.simulation.kube import EmbeddedKubernetes
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests.simulation.kube_builders import (
     HOSTNAME,
     ZONE,

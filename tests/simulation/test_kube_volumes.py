@@ -11,7 +11,7 @@ from nodewright.api.core import Node, PersistentVolume, PersistentVolumeClaim, P
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.scheduling.volumes import BIND_COMPLETED_ANNOTATION, pod_volumes
-from nodewright.simulation.kube import EmbeddedKubernetes
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests.simulation.kube_builders import (
     NAMESPACE,
     ZONE,

@@ -27,6 +27,7 @@ from nodewright.scheduling.requirements import (
     Requirements,
 )
 from nodewright.scheduling.resources import PODS, ResourceList, parse_resources
+from nodewright.scheduling.selectors import LabelSelector
 from nodewright.scheduling.taints import Taint, Toleration, tolerates_all
 from nodewright.scheduling.topology import (
     AFFINITY,
@@ -34,7 +35,6 @@ from nodewright.scheduling.topology import (
     HONOR,
     IGNORE,
     SPREAD,
-    LabelSelector,
     NodeFilter,
     TopologyTerm,
 )
@@ -176,15 +176,6 @@ def pod_preferred_terms(pod: api.Pod) -> tuple[tuple[int, Requirements], ...]:
 # -- topology --------------------------------------------------------------------------------
 
 
-def label_selector(selector: api.LabelSelector | None) -> LabelSelector:
-    if selector is None:
-        return LabelSelector.of(None)
-    return LabelSelector.of(
-        selector.match_labels,
-        ((e.key, e.operator, e.values) for e in selector.match_expressions),
-    )
-
-
 def _namespaces(
     pod: api.Pod,
     term: api.PodAffinityTerm,
@@ -195,7 +186,7 @@ def _namespaces(
         return frozenset((pod.namespace,))
     found = set(term.namespaces)
     if term.namespace_selector is not None and namespaces is not None:
-        selector = label_selector(term.namespace_selector)
+        selector = LabelSelector.from_api(term.namespace_selector)
         found.update(name for name, labels in namespaces.items() if selector.matches(labels))
     return frozenset(found)
 
@@ -220,7 +211,7 @@ def _affinity_term(
     return TopologyTerm(
         kind=kind,
         key=normalize_label(term.topology_key),
-        selector=label_selector(selector),
+        selector=LabelSelector.from_api(selector),
         namespaces=_namespaces(pod, term, namespaces),
     )
 
@@ -247,7 +238,7 @@ def _spread_term(pod: api.Pod, constraint: api.TopologySpreadConstraint) -> Topo
     return TopologyTerm(
         kind=SPREAD,
         key=normalize_label(constraint.topology_key),
-        selector=label_selector(selector),
+        selector=LabelSelector.from_api(selector),
         namespaces=frozenset((pod.namespace,)),
         max_skew=constraint.max_skew,
         min_domains=constraint.min_domains,

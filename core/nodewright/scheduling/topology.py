@@ -26,14 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api.labels import HOSTNAME_LABEL
-from nodewright.scheduling.requirements import (
-    DOES_NOT_EXIST,
-    EXISTS,
-    IN,
-    NOT_IN,
-    Requirement,
-    Requirements,
-)
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.selectors import LabelSelector
 from nodewright.scheduling.taints import Taint, Toleration
 
 SPREAD = "topology spread"
@@ -43,62 +37,6 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 #: The skew Karpenter gives affinity terms (they have none).
 UNBOUNDED_SKEW = 2**31 - 1
-
-_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A compiled ``metav1.LabelSelector``.
-
-    ``nothing`` marks a selector that selects no pod: an absent selector, or one with an
-    operator Kubernetes does not know (``LabelSelectorAsSelector`` fails, Karpenter then
-    matches nothing).
-    """
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
-    nothing: bool = False
-
-    @classmethod
-    def of(
-        cls,
-        match_labels: Mapping[str, str] | None,
-        expressions: Iterable[tuple[str, str, Iterable[str]]] = (),
-    ) -> LabelSelector:
-        if match_labels is None:
-            return cls(nothing=True)
-        compiled = tuple(sorted((k, op, frozenset(v)) for k, op, v in expressions))
-        if any(op not in _SELECTOR_OPERATORS for _, op, _ in compiled):
-            return cls(nothing=True)
-        return cls(tuple(sorted(match_labels.items())), compiled)
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.nothing:
-            return False
-        for key, value in self.match_labels:
-            if labels.get(key) != value:
-                return False
-        for key, operator, values in self.expressions:
-            present = key in labels
-            if operator == IN:
-                ok = present and labels[key] in values
-            elif operator == NOT_IN:
-                ok = not present or labels[key] not in values
-            elif operator == EXISTS:
-                ok = present
-            else:
-                ok = not present
-            if not ok:
-                return False
-        return True
-
-    def __str__(self) -> str:
-        if self.nothing:
-            return "<nothing>"
-        parts = [f"{k}={v}" for k, v in self.match_labels]
-        parts += [f"{k} {op} [{' '.join(sorted(v))}]" for k, op, v in self.expressions]
-        return ",".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

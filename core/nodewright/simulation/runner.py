@@ -21,8 +21,8 @@ from nodewright.controllers.options import Options
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
-from nodewright.simulation.kube import EmbeddedKubernetes
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
 log = logging.getLogger("nodewright.simulation")
 binder_log = logging.getLogger("nodewright.kube-scheduler")

@@ -11,12 +11,13 @@ from nodewright.api.core import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
 )
-from nodewright.cluster.selectors import (
+from nodewright.scheduling.selectors import (
     InvalidSelectorError,
     label_selector_matches,
     node_selector_matches,
     node_selector_term_matches,
 )
+from nodewright.scheduling.selectors import LabelSelector as CompiledLabelSelector
 
 LABELS = {"app": "web", "tier": "front", "cpu": "8"}
 
@@ -109,3 +110,37 @@ def test_unknown_operator_is_an_error() -> None:
         node_selector_term_matches(term(("app", "Like", ["w*"])), LABELS)
     with pytest.raises(InvalidSelectorError):
         node_selector_term_matches(term(("cpu", "Gt", ["x"])), LABELS)
+
+
+SELECTORS = [
+    LabelSelector(),
+    LabelSelector(match_labels={"app": "web"}),
+    LabelSelector(match_labels={"app": "db"}),
+    expressions(("app", "In", ["web", "db"])),
+    expressions(("app", "NotIn", ["web"])),
+    expressions(("missing", "NotIn", ["web"])),
+    expressions(("tier", "Exists", []), ("missing", "DoesNotExist", [])),
+    expressions(("tier", "DoesNotExist", [])),
+    LabelSelector(
+        match_labels={"app": "web"},
+        match_expressions=[LabelSelectorRequirement(key="tier", operator="In", values=["back"])],
+    ),
+]
+LABEL_SETS = [LABELS, {}, {"app": "db"}, {"app": "web", "tier": "back"}]
+
+
+@pytest.mark.parametrize("selector", SELECTORS)
+def test_the_solvers_compiled_selector_selects_what_the_api_selector_selects(
+    selector: LabelSelector,
+) -> None:
+    compiled = CompiledLabelSelector.from_api(selector)
+    for labels in LABEL_SETS:
+        assert compiled.matches(labels) is label_selector_matches(selector, labels)
+
+
+def test_a_compiled_selector_with_an_unknown_operator_selects_nothing() -> None:
+    """Where the API-model matcher raises, the solver matches nothing, as Karpenter does."""
+    assert not CompiledLabelSelector.from_api(None).matches(LABELS)
+    compiled = CompiledLabelSelector.from_api(expressions(("cpu", "Gt", ["4"])))
+    assert compiled.nothing
+    assert not compiled.matches(LABELS)

@@ -25,10 +25,10 @@ from nodewright.api.core import (
     PodAffinityTerm,
     TopologySpreadConstraint,
 )
-from nodewright.cluster.selectors import label_selector_matches
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.pods import taints_from_api
 from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.selectors import label_selector_matches
 from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, tolerates_all
 
 # kube-scheduler's reasons, as its FailedScheduling message counts them.

@@ -1,0 +1,72 @@
+"""The Deployment controller: one ReplicaSet per pod template, the current one scaled."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from nodewright.api.apps import Deployment, ReplicaSet
+from nodewright.api.core import PodTemplateSpec
+from nodewright.api.meta import ObjectMeta
+from nodewright.cluster.memory import MemoryCluster, copy_object
+from nodewright.simulation.kubernetes.ownership import (
+    by_controller,
+    controller_ref,
+    create_unless_taken,
+)
+
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+
+
+class DeploymentController:
+    """Keeps each Deployment's ReplicaSets: the current template's gets the replicas, older
+    ones 0 (no rolling update: the switch is immediate)."""
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.cluster = cluster
+
+    def reconcile(self) -> None:
+        """One ReplicaSet per pod template; the current one gets the replicas, older ones 0."""
+        replica_sets = by_controller(self.cluster.peek(ReplicaSet))
+        for deployment in list(self.cluster.peek(Deployment)):
+            if deployment.deleting:
+                continue
+            template_hash = _template_hash(deployment.spec.template)
+            name = f"{deployment.name}-{template_hash}"
+            owned = replica_sets.get(deployment.metadata.uid or "", [])
+            current = next((rs for rs in owned if rs.name == name), None)
+            if current is None:
+                create_unless_taken(self.cluster, _replica_set(deployment, name, template_hash))
+            elif current.spec.replicas != deployment.spec.replicas:
+                scaled = copy_object(current)
+                scaled.spec.replicas = deployment.spec.replicas
+                self.cluster.update(scaled)
+            for old in owned:
+                if old.name != name and old.spec.replicas != 0 and not old.deleting:
+                    retired = copy_object(old)
+                    retired.spec.replicas = 0
+                    self.cluster.update(retired)
+
+
+def _template_hash(template: PodTemplateSpec) -> str:
+    """A stable name suffix for a pod template: a change to the template changes it."""
+    text = json.dumps(template.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _replica_set(deployment: Deployment, name: str, template_hash: str) -> ReplicaSet:
+    template = deployment.spec.template.model_copy(deep=True)
+    template.metadata.labels[POD_TEMPLATE_HASH_LABEL] = template_hash
+    selector = deployment.spec.selector.model_copy(deep=True)
+    selector.match_labels[POD_TEMPLATE_HASH_LABEL] = template_hash
+    return ReplicaSet(
+        metadata=ObjectMeta(
+            name=name,
+            namespace=deployment.namespace,
+            labels=dict(template.metadata.labels),
+            owner_references=[controller_ref(deployment)],
+        ),
+        spec=deployment.spec.model_copy(
+            update={"selector": selector, "template": template}, deep=True
+        ),
+    )

@@ -1,0 +1,60 @@
+"""The embedded Kubernetes: every controller and the scheduler, run in a fixed order."""
+
+from __future__ import annotations
+
+from nodewright.clock import Clock
+from nodewright.cluster.memory import MemoryCluster, collector_paused
+from nodewright.simulation.kubernetes.daemonsets import DaemonSetController
+from nodewright.simulation.kubernetes.deployments import DeploymentController
+from nodewright.simulation.kubernetes.jobs import JobController
+from nodewright.simulation.kubernetes.podgc import PodGarbageCollector
+from nodewright.simulation.kubernetes.replicasets import ReplicaSetController
+from nodewright.simulation.kubernetes.scheduler import KubeScheduler
+from nodewright.simulation.kubernetes.statefulsets import StatefulSetController
+from nodewright.simulation.kubernetes.statickubelets import StaticKubelets
+from nodewright.simulation.kubernetes.volumes import VolumeControllers
+from nodewright.simulation.kubernetes.workloadstatus import WorkloadStatuses
+
+
+class EmbeddedKubernetes:
+    """Kubernetes' own controllers and scheduler for a simulated cluster.
+
+    :meth:`reconcile` runs one pass of every controller in a fixed order: pod garbage
+    collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, generic ephemeral volume
+    claims, immediate volume binding, the scheduler (which provisions WaitForFirstConsumer
+    volumes as it binds), the kubelet of static nodes, WaitForFirstConsumer binding for pods
+    that reached a node without the scheduler, and last the workloads' status counts. Pods
+    created by a controller get their first scheduling attempt in the same pass.
+    """
+
+    def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.pod_gc = PodGarbageCollector(cluster)
+        self.deployments = DeploymentController(cluster)
+        self.replica_sets = ReplicaSetController(cluster)
+        self.stateful_sets = StatefulSetController(cluster)
+        self.jobs = JobController(cluster)
+        self.daemon_sets = DaemonSetController(cluster, clock)
+        self.volumes = VolumeControllers(cluster)
+        self.scheduler = KubeScheduler(cluster, clock, self.volumes)
+        self.static_kubelets = StaticKubelets(cluster, clock)
+        self.workload_statuses = WorkloadStatuses(cluster)
+
+    def reconcile(self) -> bool:
+        """Run one pass; True when it wrote anything."""
+        before = self.cluster.resource_version()
+        with collector_paused():  # thousands of short-lived copies, no reference cycles
+            self.pod_gc.reconcile()
+            self.deployments.reconcile()
+            self.replica_sets.reconcile()
+            self.stateful_sets.reconcile()
+            self.jobs.reconcile()
+            self.daemon_sets.reconcile()
+            self.volumes.create_ephemeral_claims()
+            self.volumes.bind_immediate_volumes()
+            self.scheduler.reconcile()
+            self.static_kubelets.reconcile()
+            self.volumes.bind_waiting_volumes()
+            self.workload_statuses.reconcile()
+        return self.cluster.resource_version() != before

@@ -1,0 +1,97 @@
+"""The StatefulSet controller: pods ``<name>-<ordinal>``, each with its own claims."""
+
+from __future__ import annotations
+
+from nodewright.api.apps import StatefulSet
+from nodewright.api.core import (
+    PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource,
+    Pod,
+    Volume,
+)
+from nodewright.api.meta import ObjectMeta
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.simulation.kubernetes.ownership import (
+    by_controller,
+    create_unless_taken,
+    pod_from_template,
+)
+
+
+class StatefulSetController:
+    """Keeps ordinals ``0..replicas-1`` of each StatefulSet, and their claims."""
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.cluster = cluster
+
+    def reconcile(self) -> None:
+        """Pods ``<name>-<ordinal>`` with one claim per volumeClaimTemplate and ordinal.
+
+        Claims outlive the pods (the default ``Retain`` policy), so a pod that comes back
+        finds its volume. All ordinals start at once (``Parallel`` pod management).
+        """
+        stateful_sets = list(self.cluster.peek(StatefulSet))
+        if not stateful_sets:
+            return
+        owned = by_controller(self.cluster.peek(Pod))
+        for sts in stateful_sets:
+            if sts.deleting:
+                continue
+            pods = {pod.name: pod for pod in owned.get(sts.metadata.uid or "", [])}
+            for ordinal in range(sts.spec.replicas):
+                name = f"{sts.name}-{ordinal}"
+                claims = self._ensure_claims(sts, ordinal)
+                if name in pods:
+                    continue
+                pod = pod_from_template(
+                    sts.spec.template,
+                    sts,
+                    name=name,
+                    labels={
+                        "statefulset.kubernetes.io/pod-name": name,
+                        "apps.kubernetes.io/pod-index": str(ordinal),
+                    },
+                )
+                pod.spec.volumes = [
+                    v for v in pod.spec.volumes if v.name not in {c for c, _ in claims}
+                ] + [
+                    Volume(
+                        name=volume,
+                        persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name=claim),
+                    )
+                    for volume, claim in claims
+                ]
+                create_unless_taken(self.cluster, pod)
+            extra = sorted(
+                (pod for pod in pods.values() if _ordinal(pod.name, sts.name) >= sts.spec.replicas),
+                key=lambda pod: -_ordinal(pod.name, sts.name),
+            )
+            for pod in extra:
+                if not pod.deleting:
+                    self.cluster.delete(Pod, pod.name, pod.namespace)
+
+    def _ensure_claims(self, sts: StatefulSet, ordinal: int) -> list[tuple[str, str]]:
+        """Create missing claims for one ordinal; returns ``(volume name, claim name)`` pairs."""
+        pairs: list[tuple[str, str]] = []
+        for template in sts.spec.volume_claim_templates:
+            claim = f"{template.name}-{sts.name}-{ordinal}"
+            pairs.append((template.name, claim))
+            if self.cluster.get(PersistentVolumeClaim, claim, sts.namespace) is not None:
+                continue
+            self.cluster.create(
+                PersistentVolumeClaim(
+                    metadata=ObjectMeta(
+                        name=claim,
+                        namespace=sts.namespace,
+                        labels={**sts.spec.selector.match_labels, **template.metadata.labels},
+                        annotations=dict(template.metadata.annotations),
+                    ),
+                    spec=template.spec.model_copy(deep=True),
+                )
+            )
+        return pairs
+
+
+def _ordinal(pod_name: str, set_name: str) -> int:
+    suffix = pod_name[len(set_name) + 1 :]
+    return int(suffix) if suffix.isdigit() else -1
