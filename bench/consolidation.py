@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from nodewright.api.apps import Deployment
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodePool
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.disruption.history import NodeRecord
 from nodewright.controllers.options import Options
 from nodewright.controllers.state import is_terminal
@@ -204,8 +205,9 @@ def run(pods: int, keep: float, count: int, budget: str, seed: int) -> Outcome:
 
     remaining = 0
     for deployment in workloads:
-        current = sim.cluster.get(Deployment, deployment.name, "default")
-        assert current is not None
+        stored = sim.cluster.get(Deployment, deployment.name, "default")
+        assert stored is not None
+        current = mutable(stored)
         current.spec.replicas = round(current.spec.replicas * keep)
         remaining += current.spec.replicas
         sim.cluster.update(current)

@@ -23,12 +23,14 @@ from nodewright.api.manifests import KindRegistry, ManifestErrors, load_paths, p
 from nodewright.api.meta import KubeObject
 from nodewright.api.validation import validate_node_pool
 from nodewright.clock import Clock
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.convert_cli import run_convert
 from nodewright.crds_cli import run_crds
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
+from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.scenario import Scenario, ScenarioError, Step, load_scenario
@@ -68,8 +70,12 @@ class _ClockFormatter(logging.Formatter):
         return line
 
 
-def _configure_logging(clock: Clock, verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stdout)
+def _configure_logging(clock: Clock, verbose: bool, progress: ProgressLine | None = None) -> None:
+    handler = (
+        logging.StreamHandler(sys.stdout)
+        if progress is None
+        else ProgressAwareHandler(sys.stdout, progress)
+    )
     handler.setFormatter(_ClockFormatter(clock, verbose))
     root = logging.getLogger("nodewright")
     root.handlers[:] = [handler]
@@ -225,6 +231,7 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
         if workload is None:
             raise InputError([f"{step.where}.scale: {step.kind} {step.name!r} does not exist"])
         assert isinstance(workload, Deployment | ReplicaSet | StatefulSet)
+        workload = mutable(workload)
         workload.spec.replicas = step.replicas
         simulation.cluster.update(workload)
         logging.getLogger("nodewright.simulation").info(
@@ -319,11 +326,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         simulation = Simulation(
             host, options, provider_options, seed=args.seed, node_registration_delay=registration
         )
-        _configure_logging(simulation.clock, args.verbose)
-        simulation.apply(objects)
-        simulation.settle()
-        for step in scenario.steps:
-            _run_step(simulation, step, host)
+        # A status line while it runs, on a terminal only.
+        progress = ProgressLine(simulation, sys.stderr) if sys.stderr.isatty() else None
+        _configure_logging(simulation.clock, args.verbose, progress)
+        if progress is not None:
+            simulation.on_step = progress.update
+        try:
+            simulation.apply(objects)
+            simulation.settle()
+            for step in scenario.steps:
+                _run_step(simulation, step, host)
+        finally:
+            if progress is not None:
+                progress.finish()
     except (InputError, ScenarioError) as error:
         lines = error.lines if isinstance(error, InputError) else [str(error)]
         for line in lines:

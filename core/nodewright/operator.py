@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.clock import Clock
-from nodewright.cluster import Cluster
+from nodewright.cluster import Cluster, ReadOnlyViolation
 from nodewright.controllers import Controller
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption import DisruptionController
@@ -67,11 +67,14 @@ class Operator:
         A controller that raises is logged and retried after a short delay: one broken
         object or plugin must never stop the others.
         """
+        self.cluster.sync()
         for controller in self.controllers:
             now = self.clock.now()
             try:
                 with metrics.controller_scope(controller.name):
                     after = controller.reconcile()
+            except ReadOnlyViolation:
+                raise  # a programming error: retrying would hide it
             except Exception:
                 log.exception("controller %s failed; retrying in 5s", controller.name)
                 after = timedelta(seconds=5)

@@ -27,8 +27,10 @@ from nodewright.cluster import (
     EvictionBlockedError,
     InvalidError,
     NotFoundError,
+    ReadOnlyViolation,
 )
 from nodewright.cluster.memory import MemoryCluster, WatchExpiredError
+from nodewright.cluster.objects import mutable
 
 
 @pytest.fixture
@@ -115,16 +117,39 @@ def test_create_rejects_duplicates_and_nameless_objects(cluster: MemoryCluster) 
         cluster.create(Pod())
 
 
-def test_returned_objects_are_copies(cluster: MemoryCluster) -> None:
+def test_writes_keep_private_copies_and_reads_share_one_object(cluster: MemoryCluster) -> None:
     original = pod("web", {"app": "web"})
     created = cluster.create(original)
-    original.metadata.labels["app"] = "changed"
+    original.metadata.labels["app"] = "changed"  # the caller's objects stay the caller's
     created.metadata.labels["app"] = "changed"
     fetched = cluster.get(Pod, "web")
     assert fetched is not None
     assert fetched.metadata.labels == {"app": "web"}
-    fetched.spec.node_name = "somewhere"
-    assert cluster.list(Pod)[0].spec.node_name is None
+    assert cluster.list(Pod)[0] is fetched  # reads share the stored object, no copy
+
+
+def test_a_reader_changing_a_shared_object_is_caught(clock: SimulatedClock) -> None:
+    cluster = MemoryCluster(clock, check_read_only=True)
+    cluster.create(pod("web", {"app": "web"}))
+    fetched = cluster.get(Pod, "web")
+    assert fetched is not None
+    fetched.metadata.labels["app"] = "changed"
+    with pytest.raises(ReadOnlyViolation, match="Pod default/web was changed in place"):
+        cluster.verify_read_only()
+    with pytest.raises(ReadOnlyViolation):  # and any write to it says so too
+        cluster.update(mutable(fetched))
+
+
+def test_writing_back_the_shared_object_itself_is_refused(cluster: MemoryCluster) -> None:
+    cluster.create(pod("web"))
+    fetched = cluster.get(Pod, "web")
+    assert fetched is not None
+    with pytest.raises(ReadOnlyViolation, match="take a mutable"):
+        cluster.update(fetched)
+    changed = mutable(fetched)
+    changed.metadata.labels["app"] = "web"
+    assert cluster.update(changed).metadata.labels == {"app": "web"}
+    assert fetched.metadata.labels == {}  # what was read before the write never changes
 
 
 # --- update -------------------------------------------------------------------------------------
@@ -156,8 +181,9 @@ def test_update_keeps_status_and_bumps_generation_on_spec_change(cluster: Memory
     assert updated.metadata.generation == 1  # metadata-only changes keep the generation
     updated.metadata.labels["team"] = "a"
     assert cluster.update(updated).metadata.generation == 1
-    current = cluster.get(Deployment, "web")
-    assert current is not None
+    stored = cluster.get(Deployment, "web")
+    assert stored is not None
+    current = mutable(stored)
     current.spec.replicas = 3
     assert cluster.update(current).metadata.generation == 2
 
@@ -207,9 +233,11 @@ def test_finalizers_hold_the_object_until_removed(
     assert again is not None
     assert again.metadata.deletion_timestamp == marked.metadata.deletion_timestamp
     assert cluster.resource_version() == version
+    again = mutable(again)
     again.metadata.finalizers.append("another")
     with pytest.raises(InvalidError):
         cluster.update(again)
+    marked = mutable(marked)
     marked.metadata.finalizers = []
     cluster.update(marked)
     assert cluster.get(NodeClaim, "nc") is None

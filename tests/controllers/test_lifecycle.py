@@ -9,6 +9,7 @@ from datetime import timedelta
 from nodewright.api.core import Event, Node, NodeCondition, NodeSpec, NodeStatus, Taint
 from nodewright.api.karpenter import NodeClaim, NodeClaimResources
 from nodewright.api.meta import ObjectMeta, find_condition
+from nodewright.cluster.objects import mutable
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright.testing import FakeProvider, fake_node_class, make_node_claim
@@ -97,7 +98,7 @@ def test_initialization_waits_for_readiness_startup_taints_and_extended_resource
     world.sim.advance(timedelta(seconds=1))
     assert world.condition(claim, "Initialized") == ("Unknown", "NodeNotReady")
 
-    node = world.cluster.get(Node, node.name)  # type: ignore[assignment]
+    node = mutable(world.cluster.get(Node, node.name))  # type: ignore[type-var]
     node.spec.taints.append(
         Taint(key="node.cloudprovider.kubernetes.io/uninitialized", effect="NoSchedule")
     )

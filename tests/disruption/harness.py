@@ -23,6 +23,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.api.meta import KubeObject, OwnerReference
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.controllers.templates import nodepool_hash
 from nodewright.plugin.host import PluginHost
@@ -290,7 +291,7 @@ class Harness:
             )
             current = self.cluster.create(rs)
         else:
-            current = self.cluster.get(ReplicaSet, owner, "default") or current
+            current = mutable(self.cluster.get(ReplicaSet, owner, "default") or current)
             current.spec.replicas += more
             current = self.cluster.update(current)
         self._rs[owner] = current

@@ -259,8 +259,10 @@ def _types(claim: NodeClaim) -> set[str]:
 
 def _annotated(harness: Harness, node: str) -> Any:
     from nodewright.api.core import Node
+    from nodewright.cluster.objects import mutable
 
-    current = harness.cluster.get(Node, node)
-    assert current is not None
+    stored = harness.cluster.get(Node, node)
+    assert stored is not None
+    current = mutable(stored)
     current.metadata.annotations["karpenter.sh/do-not-disrupt"] = "true"
     return current

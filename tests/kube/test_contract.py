@@ -23,6 +23,7 @@ from nodewright.cluster import (
 )
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer
 
@@ -71,7 +72,7 @@ def test_reads_see_writes_sorted_and_filtered(cluster: Cluster) -> None:
     assert cluster.get(Pod, "missing", "default") is None
     got = cluster.get(Pod, "a", "default")
     assert got is not None
-    got.metadata.labels["changed"] = "locally"
+    mutable(got).metadata.labels["changed"] = "locally"  # a private copy: nothing shared
     again = cluster.get(Pod, "a", "default")
     assert again is not None
     assert "changed" not in again.metadata.labels
@@ -134,14 +135,16 @@ def test_no_op_update_keeps_the_resource_version(cluster: Cluster) -> None:
 def test_finalizers_hold_deletion(cluster: Cluster) -> None:
     cluster.create(Node(metadata=ObjectMeta(name="n1", finalizers=["karpenter.sh/termination"])))
     cluster.delete(Node, "n1")
-    marked = cluster.get(Node, "n1")
-    assert marked is not None
-    assert marked.deleting
+    stored = cluster.get(Node, "n1")
+    assert stored is not None
+    assert stored.deleting
+    marked = mutable(stored)
     marked.metadata.finalizers.append("extra/finalizer")
     with pytest.raises(InvalidError):
         cluster.update(marked)
-    marked = cluster.get(Node, "n1")
-    assert marked is not None
+    stored = cluster.get(Node, "n1")
+    assert stored is not None
+    marked = mutable(stored)
     marked.metadata.finalizers = []
     cluster.update(marked)
     assert cluster.get(Node, "n1") is None

@@ -23,6 +23,7 @@ from nodewright.cluster.kube import (
     object_path,
     plural_of,
 )
+from nodewright.cluster.objects import mutable
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import TOKEN, FakeApiServer, Fault
 
@@ -59,7 +60,7 @@ def test_cache_follows_changes_made_by_others(kube: KubeCluster, apiserver: Fake
     try:
         other.create(Node(metadata=ObjectMeta(name="n1")))
         _eventually(lambda: kube.get(Node, "n1") is not None)
-        node = other.get(Node, "n1")
+        node = mutable(other.get(Node, "n1"))  # type: ignore[type-var]
         assert node is not None
         node.metadata.labels["zone"] = "a"
         other.update(node)
@@ -123,8 +124,8 @@ def test_concurrent_writers_conflict(kube: KubeCluster, apiserver: FakeApiServer
     kube.create(Node(metadata=ObjectMeta(name="n1")))
     other = _other(apiserver)
     try:
-        mine = kube.get(Node, "n1")
-        theirs = other.get(Node, "n1")
+        mine = mutable(kube.get(Node, "n1"))  # type: ignore[type-var]
+        theirs = mutable(other.get(Node, "n1"))  # type: ignore[type-var]
         assert mine is not None
         assert theirs is not None
         theirs.metadata.labels["by"] = "them"
@@ -134,7 +135,7 @@ def test_concurrent_writers_conflict(kube: KubeCluster, apiserver: FakeApiServer
             kube.update(mine)
         # the caller's retry: read again (the cache catches up) and write
         _eventually(lambda: (kube.get(Node, "n1") or mine).metadata.labels.get("by") == "them")
-        fresh = kube.get(Node, "n1")
+        fresh = mutable(kube.get(Node, "n1"))  # type: ignore[type-var]
         assert fresh is not None
         fresh.metadata.labels["by"] = "me"
         assert kube.update(fresh).metadata.labels["by"] == "me"

@@ -16,6 +16,7 @@ from nodewright.api.karpenter import NodeClaim, NodeClaimStatus, NodePool
 from nodewright.api.meta import Condition, ObjectMeta
 from nodewright.cluster import ConflictError
 from nodewright.cluster.kube import KubeCluster, json_patch
+from nodewright.cluster.objects import mutable
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer, apply_json_patch, apply_merge_patch
 
@@ -54,7 +55,7 @@ def _claim(kube: KubeCluster) -> NodeClaim:
     )
     mine = kube.get(NodeClaim, "c1")  # through the cache: the version we diff against
     assert mine is not None
-    return mine
+    return mutable(mine)
 
 
 def _label_by_someone_else(other: KubeCluster, name: str = "c1") -> None:
@@ -170,7 +171,7 @@ def test_taints_are_patched_and_tested(
             spec=NodeSpec(taints=[Taint(key="x", effect="NoSchedule")]),
         )
     )
-    mine = kube.get(Node, "n1")
+    mine = mutable(kube.get(Node, "n1"))  # type: ignore[type-var]
     assert mine is not None
     theirs = other.read(Node, "n1")
     assert theirs is not None
@@ -244,8 +245,8 @@ def test_first_writes_to_empty_parts_are_single_patches(
     path and falling back to a replace."""
     kube.create(NodePool(metadata=ObjectMeta(name="default")))
     kube.create(Node(metadata=ObjectMeta(name="n1")))
-    pool = kube.get(NodePool, "default")
-    node = kube.get(Node, "n1")
+    pool = mutable(kube.get(NodePool, "default"))  # type: ignore[type-var]
+    node = mutable(kube.get(Node, "n1"))  # type: ignore[type-var]
     assert pool is not None
     assert node is not None
     pool.status.conditions = [

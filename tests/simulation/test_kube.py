@@ -17,6 +17,7 @@ from nodewright.api.core import (
 )
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
@@ -106,7 +107,7 @@ def pods_of(cluster: MemoryCluster, app: str) -> list[Pod]:
 
 
 def scale(cluster: MemoryCluster, name: str, replicas: int) -> None:
-    current = cluster.get(Deployment, name)
+    current = mutable(cluster.get(Deployment, name))  # type: ignore[type-var]
     assert current is not None
     current.spec.replicas = replicas
     cluster.update(current)
@@ -193,7 +194,7 @@ def test_template_change_rolls_to_a_new_replica_set(
     cluster.create(deployment("web", 2))
     settle(kube)
     (old,) = cluster.list(ReplicaSet)
-    web = cluster.get(Deployment, "web")
+    web = mutable(cluster.get(Deployment, "web"))  # type: ignore[type-var]
     assert web is not None
     web.spec.template.spec.containers[0].image = "web:v2"
     cluster.update(web)
@@ -447,7 +448,7 @@ def test_daemon_set_runs_one_pod_per_eligible_node(
         "linux-1",
     ]
 
-    unregistered = cluster.get(Node, "unregistered")
+    unregistered = mutable(cluster.get(Node, "unregistered"))  # type: ignore[type-var]
     assert unregistered is not None
     unregistered.spec.taints = []
     cluster.update(unregistered)
@@ -566,7 +567,7 @@ def test_stateful_set_scale_down_keeps_claims(
     cluster.create(storage_class("gp3", "WaitForFirstConsumer"))
     cluster.create(stateful_set("db", 3, "gp3"))
     settle(kube)
-    db = cluster.get(StatefulSet, "db")
+    db = mutable(cluster.get(StatefulSet, "db"))  # type: ignore[type-var]
     assert db is not None
     db.spec.replicas = 1
     cluster.update(db)

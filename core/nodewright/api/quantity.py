@@ -8,6 +8,7 @@ API server does for requests.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -36,12 +37,21 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: str | int | float) -> int:
     """Parse ``value`` into milli-units, rounding any remainder up."""
+    if type(value) is str:
+        return _parse_text(value)
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
         return value * 1000
     if isinstance(value, float):
         value = repr(value)
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
+    """Quantities repeat (every pod of a Deployment asks for the same ``"500m"``): each text
+    is parsed once."""
     text = value.strip()
     match = _PATTERN.match(text)
     if match is None:

@@ -8,17 +8,26 @@ Semantics follow the API server: every write bumps a cluster-wide ``resourceVers
 ``update`` with a stale ``resourceVersion`` raises :class:`ConflictError`; ``delete`` of an
 object with finalizers only sets ``deletionTimestamp``, and the object disappears when its
 last finalizer is removed; ``create`` fills ``uid``, ``creationTimestamp`` and, from
-``generateName``, ``name``. Objects returned are copies: mutating them changes nothing until
-they are written back.
+``generateName``, ``name``.
+
+Reads never copy: ``get`` and ``list`` return the objects the adapter's
+:class:`~nodewright.cluster.state.ClusterState` holds, shared by every reader, so they must be
+treated as read-only. To change an object, take a :func:`~nodewright.cluster.objects.mutable`
+copy, change that and write it back; what a write returns is the caller's own copy. Controllers
+that need more than a lookup read the state's indexes and drain change feeds from it instead of
+listing whole kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from nodewright.api.meta import KubeObject
+
+if TYPE_CHECKING:
+    from nodewright.cluster.state import ClusterState
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -43,6 +52,10 @@ class InvalidError(ClusterError):
     """The API server rejected the object."""
 
 
+class ReadOnlyViolation(RuntimeError):
+    """A reader changed a shared object in place (a programming error, never an API answer)."""
+
+
 class EvictionBlockedError(ClusterError):
     """An eviction would violate a PodDisruptionBudget (HTTP 429 from the Eviction API)."""
 
@@ -59,8 +72,11 @@ class WatchEvent:
 class Cluster(Protocol):
     """Reads and writes Kubernetes objects. See the module docstring for semantics."""
 
+    #: Every object the adapter holds, indexed, with change feeds (shared, read-only).
+    state: ClusterState
+
     def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
-        """The object, or None when it does not exist."""
+        """The object (shared, read-only), or None when it does not exist."""
         ...
 
     def list(
@@ -70,7 +86,7 @@ class Cluster(Protocol):
         labels: Mapping[str, str] | None = None,
     ) -> list[T]:
         """Objects of ``kind`` (in ``namespace`` if given) whose labels include ``labels``,
-        sorted by namespace and name."""
+        sorted by namespace and name (shared, read-only)."""
         ...
 
     def create(self, obj: T) -> T:
@@ -99,4 +115,12 @@ class Cluster(Protocol):
 
     def resource_version(self) -> int:
         """The latest resourceVersion written (a change counter for quiescence checks)."""
+        ...
+
+    def sync(self) -> None:
+        """Bring :attr:`state` up to date with what the adapter received from elsewhere.
+
+        The operator calls it before each pass. An adapter that applies every change as it
+        happens (the in-memory store) has nothing to do.
+        """
         ...

@@ -7,9 +7,13 @@ Binding and Eviction subresources, watch order) and nothing else: no admission, 
 defaulting beyond what the rules need, no validation of specs. Everything random (UIDs,
 generated names) comes from one seeded generator, so a simulation replays exactly.
 
-Objects are stored as private copies and every write replaces the stored object instead of
-mutating it, so a snapshot handed to the watch history never changes afterwards. The store is
-single-threaded, like the simulation loop that drives it.
+Objects live in a :class:`~nodewright.cluster.state.ClusterState` and are read without copying:
+what ``get`` and ``list`` return is shared and read-only. Every write stores a private copy of
+what it was given and replaces the stored object instead of mutating it, so an object read once
+never changes afterwards. With ``check_read_only`` (the test suite turns it on) the store keeps a
+pristine copy of every stored object and raises :class:`~nodewright.cluster.ReadOnlyViolation`
+when a reader changed one in place. The store is single-threaded, like the simulation loop that
+drives it.
 
 For crash-consistency tests a :class:`FaultPoint` armed with :meth:`MemoryCluster.crash_at`
 raises :class:`Crash` just before or just after a matching write, stopping the writer there
@@ -19,25 +23,20 @@ as if its process had died (the store itself stays consistent).
 from __future__ import annotations
 
 import builtins
-import contextlib
-import copy
-import gc
 import itertools
 import math
+import os
 import random
 import string
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import LabelSelector, Pod, PodCondition
-from nodewright.api.meta import KubeObject
+from nodewright.api.meta import KubeObject, shallow_copy
 from nodewright.clock import Clock
 from nodewright.cluster import (
     AlreadyExistsError,
@@ -46,16 +45,25 @@ from nodewright.cluster import (
     EvictionBlockedError,
     InvalidError,
     NotFoundError,
+    ReadOnlyViolation,
     WatchEvent,
 )
+from nodewright.cluster.objects import collector_paused, mutable
 from nodewright.cluster.selectors import label_selector_matches
+from nodewright.cluster.state import ClusterState
 
 T = TypeVar("T", bound=KubeObject)
-M = TypeVar("M", bound=BaseModel)
+
+#: Set (to "1") to make every MemoryCluster check that readers never change shared objects.
+CHECK_READ_ONLY_ENV = "NODEWRIGHT_CHECK_READ_ONLY"
+#: The old name of :func:`~nodewright.cluster.objects.mutable`, still used by some callers.
+copy_object = mutable
+__all__ = ["collector_paused", "copy_object"]
 
 DEFAULT_NAMESPACE = "default"
 #: How many watch events the store remembers; older resourceVersions are "gone" (HTTP 410).
-WATCH_HISTORY = 100_000
+#: Each event keeps the object version it wrote alive, so this bounds the memory it holds.
+WATCH_HISTORY = 10_000
 _NAME_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
 _NAME_SUFFIX_LENGTH = 5
 _MAX_NAME_ATTEMPTS = 64
@@ -113,79 +121,24 @@ class FaultPoint:
         )
 
 
-# --- copying ------------------------------------------------------------------------------------
-
-_IMMUTABLE: frozenset[type] = frozenset({str, int, float, bool, type(None), datetime})
-_new_instance = object.__new__
-_set_attribute = object.__setattr__
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy specialised for API models: about 3x faster than ``model_copy(deep=True)``.
-
-    Reads dominate a simulation (every controller lists every pod each pass), so this is the
-    store's hottest path. It rebuilds pydantic models field by field without validation and
-    falls back to :func:`copy.deepcopy` for anything it does not know.
-    """
-    kind = type(value)
-    if kind in _IMMUTABLE:
-        return value
-    if kind is dict:
-        return {k: (v if type(v) in _IMMUTABLE else _copy(v)) for k, v in value.items()}
-    if kind is list:
-        return [v if type(v) in _IMMUTABLE else _copy(v) for v in value]
-    if isinstance(value, BaseModel):
-        clone = _new_instance(kind)
-        _set_attribute(
-            clone,
-            "__dict__",
-            {k: (v if type(v) in _IMMUTABLE else _copy(v)) for k, v in value.__dict__.items()},
-        )
-        _set_attribute(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
-        extra = value.__pydantic_extra__
-        _set_attribute(clone, "__pydantic_extra__", None if extra is None else _copy(extra))
-        private = value.__pydantic_private__
-        _set_attribute(clone, "__pydantic_private__", None if private is None else _copy(private))
-        return clone
-    return copy.deepcopy(value)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while copying many objects.
-
-    Copies create tens of thousands of small containers and no cycles; with a large store,
-    every collection the allocations trigger walks the whole heap, which triples the cost of
-    ``list(Pod)``.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def copy_object(obj: M) -> M:
-    """A deep copy of an API object (or any part of one), as the store hands them out."""
-    copied: M = _copy(obj)
-    return copied
-
-
 # --- the store ----------------------------------------------------------------------------------
 
 
 class MemoryCluster:
     """Kubernetes objects in memory, with API-server semantics (see the module docstring)."""
 
-    def __init__(self, clock: Clock, seed: int = 0) -> None:
+    def __init__(self, clock: Clock, seed: int = 0, *, check_read_only: bool | None = None) -> None:
         self._clock = clock
         self._rng = random.Random(seed)
         self._resource_version = 0
-        self._objects: dict[type[KubeObject], dict[_Key, KubeObject]] = {}
-        self._sorted_keys: dict[type[KubeObject], list[_Key]] = {}
+        self.state = ClusterState()
+        self._objects = self.state._objects
+        if check_read_only is None:
+            check_read_only = os.environ.get(CHECK_READ_ONLY_ENV) == "1"
+        #: (kind, key) -> a private copy of the stored object, when checking readers.
+        self._pristine: dict[tuple[type[KubeObject], _Key], KubeObject] | None = (
+            {} if check_read_only else None
+        )
         self._by_uid: dict[str, tuple[type[KubeObject], _Key]] = {}
         #: owner uid -> dependents that name it in ownerReferences
         self._dependents: dict[str, set[tuple[type[KubeObject], _Key]]] = {}
@@ -218,8 +171,7 @@ class MemoryCluster:
     # -- reads -----------------------------------------------------------------------------------
 
     def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
-        stored = self._objects.get(kind, {}).get(self._key(kind, name, namespace))
-        return None if stored is None else copy_object(stored)  # type: ignore[return-value]
+        return self.state.get(kind, self._key(kind, name, namespace))
 
     def list(
         self,
@@ -227,19 +179,17 @@ class MemoryCluster:
         namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> builtins.list[T]:
-        with collector_paused():
-            return [copy_object(obj) for obj in self.peek(kind, namespace, labels)]
+        return builtins.list(self.peek(kind, namespace, labels))
 
     def select(
         self, kind: type[T], selector: LabelSelector, namespace: str | None = None
     ) -> builtins.list[T]:
         """Objects whose labels satisfy a full label selector, sorted by namespace and name."""
-        with collector_paused():
-            return [
-                copy_object(obj)
-                for obj in self.peek(kind, namespace)
-                if label_selector_matches(selector, obj.metadata.labels)
-            ]
+        return [
+            obj
+            for obj in self.peek(kind, namespace)
+            if label_selector_matches(selector, obj.metadata.labels)
+        ]
 
     def peek(
         self,
@@ -247,31 +197,21 @@ class MemoryCluster:
         namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> Iterator[T]:
-        """The stored objects themselves, without copying, sorted by namespace and name.
-
-        For the embedded controllers that read thousands of objects each pass: callers must
-        treat them as read-only (copy with :func:`copy_object` before changing one).
-        """
-        objects = self._objects.get(kind)
-        if not objects:
+        """The stored objects, sorted by namespace and name, as a lazy iterator (read-only)."""
+        if not labels:
+            yield from self.state.sorted(kind, namespace)
             return
-        keys = self._sorted_keys.get(kind)
-        if keys is None:
-            keys = sorted(objects)
-            self._sorted_keys[kind] = keys
-        wanted = list(labels.items()) if labels else []
-        for key in keys:
-            if namespace is not None and key[0] != namespace:
-                continue
-            obj = objects[key]
-            if wanted:
-                own = obj.metadata.labels
-                if any(own.get(k) != v for k, v in wanted):
-                    continue
-            yield obj  # type: ignore[misc]
+        wanted = builtins.list(labels.items())
+        for obj in self.state.sorted(kind, namespace):
+            own = obj.metadata.labels
+            if all(own.get(k) == v for k, v in wanted):
+                yield obj
 
     def resource_version(self) -> int:
         return self._resource_version
+
+    def sync(self) -> None:
+        """Nothing to do: every write reaches the state as it happens."""
 
     def watch(self, since: int) -> builtins.list[WatchEvent]:
         """Every change after resourceVersion ``since``, oldest first.
@@ -287,17 +227,45 @@ class MemoryCluster:
                 f"resourceVersion {since} is too old; the watch history starts after {oldest - 1}"
             )
         start = since + 1 - self._history[0].resource_version
-        with collector_paused():
-            return [
-                WatchEvent(event.type, copy_object(event.object), event.resource_version)
-                for event in itertools.islice(self._history, start, None)
-            ]
+        return builtins.list(itertools.islice(self._history, start, None))
+
+    # -- read-only checking ---------------------------------------------------------------------
+
+    def verify_read_only(self) -> None:
+        """Raise :class:`ReadOnlyViolation` if a reader changed a stored object in place.
+
+        Only when the store was made with ``check_read_only``; otherwise it does nothing.
+        """
+        if self._pristine is None:
+            return
+        for (kind, key), pristine in self._pristine.items():
+            self._verify(kind, key, pristine)
+
+    def _verify(self, kind: type[KubeObject], key: _Key, pristine: KubeObject | None) -> None:
+        stored = self._objects.get(kind, {}).get(key)
+        if stored is not None and pristine is not None and stored != pristine:
+            where = f"{key[0]}/" if key[0] else ""
+            raise ReadOnlyViolation(
+                f"{kind.KIND} {where}{key[1]} was changed in place by a reader; "
+                "take a mutable() copy, change that and write it back"
+            )
+
+    def _check_before_write(self, kind: type[KubeObject], key: _Key, given: object) -> None:
+        stored = self._objects.get(kind, {}).get(key)
+        if given is not None and given is stored:
+            where = f"{key[0]}/" if key[0] else ""
+            raise ReadOnlyViolation(
+                f"{kind.KIND} {where}{key[1]}: the object written is the shared one that was "
+                "read; take a mutable() copy, change that and write it back"
+            )
+        if self._pristine is not None:
+            self._verify(kind, key, self._pristine.get((kind, key)))
 
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, obj: T) -> T:
         kind = type(obj)
-        new = copy_object(obj)
+        new = mutable(obj)
         meta = new.metadata
         if kind.NAMESPACED:
             meta.namespace = meta.namespace or DEFAULT_NAMESPACE
@@ -323,12 +291,12 @@ class MemoryCluster:
         self._store(kind, key, new, None, "ADDED")
         if self._fault_points:
             self._fault("create", kind, False, None, new)
-        return copy_object(new)
+        return mutable(new)
 
     def update(self, obj: T) -> T:
         kind = type(obj)
         key, current = self._current(obj)
-        new = copy_object(obj)
+        new = mutable(obj)
         meta, old_meta = new.metadata, current.metadata
         if old_meta.deletion_timestamp is not None and set(meta.finalizers) - set(
             old_meta.finalizers
@@ -348,7 +316,7 @@ class MemoryCluster:
         if _spec_of(new) != _spec_of(current):
             meta.generation = (old_meta.generation or 0) + 1
         if new == current:
-            return copy_object(current)
+            return mutable(current)
         if self._fault_points:
             self._fault("update", kind, True, current, new)
         if meta.deletion_timestamp is not None and not meta.finalizers:
@@ -357,23 +325,22 @@ class MemoryCluster:
             self._store(kind, key, new, current, "MODIFIED")
         if self._fault_points:
             self._fault("update", kind, False, current, new)
-        return copy_object(new)
+        return mutable(new)
 
     def update_status(self, obj: T) -> T:
         kind = type(obj)
         if "status" not in kind.model_fields:
             raise InvalidError(f"{kind.KIND} has no status subresource")
         key, current = self._current(obj)
-        new = copy_object(current)
-        new.__dict__["status"] = _copy(getattr(obj, "status"))  # noqa: B009
+        new = _with_status(current, mutable(getattr(obj, "status")))  # noqa: B009
         if new == current:
-            return copy_object(current)
+            return mutable(current)
         if self._fault_points:
             self._fault("update_status", kind, True, current, new)
         self._store(kind, key, new, current, "MODIFIED")
         if self._fault_points:
             self._fault("update_status", kind, False, current, new)
-        return copy_object(new)
+        return mutable(new)
 
     def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
         key = self._key(kind, name, namespace)
@@ -397,7 +364,9 @@ class MemoryCluster:
             )
         if current.deleting:
             raise InvalidError(f"pod {current.key} is being deleted")
-        pod = copy_object(current)
+        if self._pristine is not None:
+            self._check_before_write(Pod, key, None)
+        pod = mutable(current)
         pod.spec.node_name = node_name
         now = self._clock.now()
         scheduled = pod.condition("PodScheduled")
@@ -509,6 +478,7 @@ class MemoryCluster:
         if current is None:
             where = f' in namespace "{key[0]}"' if key[0] else ""
             raise NotFoundError(f'{kind.KIND} "{obj.name}" not found{where}')
+        self._check_before_write(kind, key, obj)
         given = obj.metadata.resource_version
         if given and given != current.metadata.resource_version:
             raise ConflictError(
@@ -539,10 +509,9 @@ class MemoryCluster:
     ) -> None:
         version = self._next_version()
         new.metadata.resource_version = str(version)
-        objects = self._objects.setdefault(kind, {})
-        if key not in objects:
-            self._sorted_keys.pop(kind, None)
-        objects[key] = new
+        self.state.apply(kind, key, old, new)
+        if self._pristine is not None:
+            self._pristine[(kind, key)] = mutable(new)
         uid = new.metadata.uid or ""
         self._by_uid[uid] = (kind, key)
         old_owners = {ref.uid for ref in old.metadata.owner_references} if old else set()
@@ -556,7 +525,7 @@ class MemoryCluster:
     def _delete_stored(self, kind: type[KubeObject], key: _Key, current: KubeObject) -> None:
         if current.metadata.finalizers:
             if current.metadata.deletion_timestamp is None:
-                marked = copy_object(current)
+                marked = mutable(current)
                 marked.metadata.deletion_timestamp = self._clock.now()
                 self._store(kind, key, marked, current, "MODIFIED")
             return
@@ -564,14 +533,14 @@ class MemoryCluster:
 
     def _remove(self, kind: type[KubeObject], key: _Key, final: KubeObject) -> None:
         """Drop an object, record its DELETED event, and collect its dependents."""
-        objects = self._objects[kind]
-        del objects[key]
-        self._sorted_keys.pop(kind, None)
+        self.state.apply(kind, key, final, None)
+        if self._pristine is not None:
+            self._pristine.pop((kind, key), None)
         uid = final.metadata.uid or ""
         self._by_uid.pop(uid, None)
         for ref in final.metadata.owner_references:
             self._dependents.get(ref.uid, set()).discard((kind, key))
-        gone = copy_object(final)
+        gone = mutable(final)
         version = self._next_version()
         gone.metadata.resource_version = str(version)
         self._history.append(WatchEvent(type="DELETED", object=gone, resource_version=version))
@@ -586,11 +555,20 @@ class MemoryCluster:
                 continue
             refs = current.metadata.owner_references
             if any(ref.uid != owner_uid and ref.uid in self._by_uid for ref in refs):
-                orphaned = copy_object(current)
+                orphaned = mutable(current)
                 orphaned.metadata.owner_references = [r for r in refs if r.uid != owner_uid]
                 self._store(kind, key, orphaned, current, "MODIFIED")
                 continue
             self._delete_stored(kind, key, current)
+
+
+def _with_status(obj: T, status: Any) -> T:
+    """A new version of ``obj`` with ``status``: it shares the (never mutated) spec with the
+    old one and gets its own metadata, which the store stamps."""
+    clone = shallow_copy(obj)
+    clone.__dict__["status"] = status
+    clone.__dict__["metadata"] = shallow_copy(obj.metadata)
+    return clone
 
 
 def _spec_of(obj: KubeObject) -> dict[str, Any]:

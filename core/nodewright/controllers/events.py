@@ -14,6 +14,7 @@ from nodewright.api.core import Event, EventSource
 from nodewright.api.meta import KubeObject, ObjectMeta
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
+from nodewright.cluster.objects import mutable
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -45,8 +46,9 @@ class EventRecorder:
         name = f"{obj.name}.{digest}"
         namespace = obj.metadata.namespace or "default"
         try:
-            existing = self._cluster.get(Event, name, namespace)
-            if existing is not None:
+            stored = self._cluster.get(Event, name, namespace)
+            if stored is not None:
+                existing = mutable(stored)
                 last = existing.last_timestamp or existing.first_timestamp
                 if last is not None and now - last < window:
                     return

@@ -40,6 +40,7 @@ from nodewright.api.meta import OwnerReference, find_condition, is_true, set_con
 from nodewright.api.quantity import format_quantity
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import requirements_from_api
@@ -108,7 +109,7 @@ class NodeClaimLifecycle:
         claims = self._cluster.list(NodeClaim)
         for claim in claims:
             try:
-                after = self._reconcile(claim, nodes)
+                after = self._reconcile(mutable(claim), nodes)
             except (ConflictError, NotFoundError):
                 after = timedelta(0)  # someone else wrote it first; look again next pass
             if after is not None and (wake is None or after < wake):
@@ -329,6 +330,7 @@ class NodeClaimLifecycle:
                 "race conditions on Karpenter-managed nodes",
                 WARNING,
             )
+        node = mutable(node)
         labels = dict(node.metadata.labels)
         labels.update(claim.metadata.labels)
         labels.update(self._provider_labels(claim))
@@ -388,6 +390,7 @@ class NodeClaimLifecycle:
                 self._cluster.update_status(claim)
             return None
         if node.metadata.labels.get(INITIALIZED_LABEL) != "true":
+            node = mutable(node)
             node.metadata.labels[INITIALIZED_LABEL] = "true"
             self._cluster.update(node)
         set_condition(claim.status.conditions, CONDITION_INITIALIZED, "True", now)

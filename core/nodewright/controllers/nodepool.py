@@ -29,6 +29,7 @@ from nodewright.api.meta import find_condition, is_true, set_condition
 from nodewright.api.validation import validate_node_pool
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import nodepool_hash
@@ -65,7 +66,7 @@ class NodePoolStatusController:
             if pool.deleting:
                 continue
             try:
-                self._reconcile(pool, nodes)
+                self._reconcile(mutable(pool), nodes)
             except (ConflictError, NotFoundError):
                 return timedelta(0)
         return None
@@ -214,7 +215,7 @@ class NodeClassStatusController:
                     continue
                 self._checked[key] = (node_class.metadata.generation, now)
                 try:
-                    self._reconcile(node_class)
+                    self._reconcile(mutable(node_class))
                 except (ConflictError, NotFoundError):
                     return timedelta(0)
         return NODECLASS_RESYNC

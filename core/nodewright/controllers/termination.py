@@ -34,6 +34,7 @@ from nodewright.api.labels import (
 from nodewright.api.meta import find_condition, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, EvictionBlockedError, NotFoundError
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.lifecycle import parse_timestamp
@@ -99,10 +100,11 @@ class NodeTermination:
         attachments = self._cluster.list(VolumeAttachment)
         for node in terminating:
             try:
+                claim = claims.get(node.spec.provider_id) if node.spec.provider_id else None
                 after = self._terminate(
-                    node,
+                    mutable(node),
                     [p for p in pods if p.spec.node_name == node.name],
-                    claims.get(node.spec.provider_id) if node.spec.provider_id else None,
+                    None if claim is None else mutable(claim),
                     [a for a in attachments if a.spec.node_name == node.name],
                 )
             except (ConflictError, NotFoundError):
@@ -120,7 +122,8 @@ class NodeTermination:
     ) -> timedelta | None:
         if claim is not None and not claim.deleting:
             self._cluster.delete(NodeClaim, claim.name)
-            claim = self._cluster.get(NodeClaim, claim.name)
+            deleting = self._cluster.get(NodeClaim, claim.name)
+            claim = None if deleting is None else mutable(deleting)
         if not node.ready and claim is not None and self._instance_gone(claim):
             log.info("Instance of node %s is gone; releasing the node", node.name)
             self._release(node)

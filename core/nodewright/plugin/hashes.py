@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.cluster import ConflictError
+from nodewright.cluster.objects import mutable
 from nodewright.plugin.model import ProviderCluster
 
 log = logging.getLogger("nodewright.plugin.hashes")
@@ -51,9 +52,10 @@ def restamp_hashes(
         node_class = cluster.get(model, ref.name)
         if not isinstance(node_class, model):
             continue
-        claim.metadata.annotations = {**annotations, **annotations_for(node_class)}
+        stamped = mutable(claim)
+        stamped.metadata.annotations = {**annotations, **annotations_for(node_class)}
         try:
-            cluster.update(claim)
+            cluster.update(stamped)
         except ConflictError:
             continue
         restamped.append(claim.name)

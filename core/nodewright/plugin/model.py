@@ -125,9 +125,11 @@ class ProviderCluster(Protocol):
     """The slice of the cluster a provider may use (the KWOK provider creates Nodes).
 
     It goes through the core's cluster adapter, so providers never talk to the API server
-    themselves. ``update`` raises :class:`~nodewright.plugin.ConflictError` when the object
-    changed since it was read (read it again, or leave it to the next pass); any other
-    failure is a :class:`~nodewright.plugin.ClusterError`.
+    themselves. Objects it returns are the core's shared copies: read them, and ``clone()``
+    one before changing it to write it back. ``update`` raises
+    :class:`~nodewright.plugin.ConflictError` when the object changed since it was read (read
+    it again, or leave it to the next pass); any other failure is a
+    :class:`~nodewright.plugin.ClusterError`.
     """
 
     def get(self, kind: type[Any], name: str, namespace: str = "") -> Any: ...

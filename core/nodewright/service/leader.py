@@ -21,6 +21,7 @@ from pydantic import Field
 
 from nodewright.api.meta import KubeObject, Model, ObjectMeta
 from nodewright.cluster import ClusterError
+from nodewright.cluster.objects import mutable
 
 log = logging.getLogger("nodewright.leader")
 
@@ -133,6 +134,7 @@ class LeaderElector:
         lease_seconds = lease.spec.lease_duration_seconds or duration
         if held_by_other and self._observed_at + lease_seconds > now:
             return False
+        lease = mutable(lease)
         spec = lease.spec
         if holder != self.identity:
             spec.acquire_time = wall
@@ -162,6 +164,7 @@ class LeaderElector:
             lease = self._store.read(Lease, self.name, self.namespace)
             if lease is None or lease.spec.holder_identity != self.identity:
                 return
+            lease = mutable(lease)
             wall = _micro(self._wall())
             lease.spec.holder_identity = ""
             lease.spec.lease_duration_seconds = 1

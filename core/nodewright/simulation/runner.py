@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from nodewright.api.core import Event, Pod
@@ -69,9 +69,12 @@ class Simulation:
             if node_registration_delay is not None
             else None
         )
-        self._bound: dict[str, str] = {}
-        self._last_rv = self.cluster.resource_version()
+        #: Pod changes since the last pass: bindings are logged from them.
+        self._pods = self.cluster.state.feed(Pod)
+        self._last_seen = self._object_changes()
         self._last_change = self.clock.now()
+        #: Called after every simulated step (the command line's progress line).
+        self.on_step: Callable[[], None] | None = None
 
     # -- changing the cluster -------------------------------------------------------------------
 
@@ -102,6 +105,8 @@ class Simulation:
         self._last_change = self.clock.now()
         while True:
             wake = self._converge()
+            if self.on_step is not None:
+                self.on_step()
             now = self.clock.now()
             if stop_when_quiet and now - self._last_change >= QUIET_PERIOD:
                 return
@@ -129,20 +134,28 @@ class Simulation:
         self._note_changes()
         return wake
 
+    def _object_changes(self) -> int:
+        """How many changes the cluster saw to anything but Events (a quiet-period counter)."""
+        state = self.cluster.state
+        return state.version - state.kind_version(Event)
+
     def _note_changes(self) -> None:
-        current = self.cluster.resource_version()
-        if current == self._last_rv:
-            return
-        if any(not isinstance(e.object, Event) for e in self.cluster.watch(self._last_rv)):
+        seen = self._object_changes()
+        if seen != self._last_seen:
             self._last_change = self.clock.now()
-        self._last_rv = current
+            self._last_seen = seen
 
     def _log_bindings(self) -> None:
-        bound = {p.key: p.spec.node_name for p in self.cluster.peek(Pod) if p.spec.node_name}
-        fresh = Counter(node for key, node in bound.items() if self._bound.get(key) != node)
+        fresh: Counter[str] = Counter()
+        for change in self._pods.drain():
+            new = change.new
+            if new is None or not isinstance(new, Pod) or not new.spec.node_name:
+                continue
+            old = change.old
+            if not isinstance(old, Pod) or old.spec.node_name != new.spec.node_name:
+                fresh[new.spec.node_name] += 1
         for node, count in sorted(fresh.items()):
             binder_log.info("Bound %d pod(s) to node %s", count, node)
-        self._bound = bound
 
 
 def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 import botocore.config
 import botocore.exceptions
 
@@ -62,6 +61,13 @@ def error_text(error: BaseException) -> str:
     return type(error).__name__
 
 
+def _boto3_session(region: str) -> Any:
+    # boto3 is imported when a session is first made, not when the plugin loads.
+    import boto3  # noqa: PLC0415
+
+    return boto3.Session(region_name=region)
+
+
 class AWSClients:
     """One boto3 session and its clients, created on first use.
 
@@ -75,9 +81,7 @@ class AWSClients:
         session_factory: Callable[[str], Any] | None = None,
     ) -> None:
         self.settings = settings
-        self._session_factory = session_factory or (
-            lambda region: boto3.Session(region_name=region)
-        )
+        self._session_factory = session_factory or _boto3_session
         self._clients: dict[tuple[str, str], Any] = {}
 
     @property
@@ -98,7 +102,7 @@ class AWSClients:
                     "no AWS credentials found (environment, shared config or instance role)"
                 )
             self._clients[key] = session.client(
-                service,  # type: ignore[call-overload]
+                service,
                 region_name=region,
                 endpoint_url=self.settings.endpoint_url,
                 config=RETRY_CONFIG,

@@ -18,12 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from azure.core.credentials import TokenCredential
-from azure.identity import (
-    ClientSecretCredential,
-    DefaultAzureCredential,
-    ManagedIdentityCredential,
-    WorkloadIdentityCredential,
-)
 
 from nodewright_azure.options import (
     CLIENT_ID,
@@ -43,6 +37,15 @@ def _need(value: str, env: str, option: str, mode: str) -> str:
 
 
 def credential(settings: Settings) -> TokenCredential:
+    # azure-identity is imported only when a credential is made: listing the plugin or
+    # simulating without Azure does not pay for it.
+    from azure.identity import (  # noqa: PLC0415
+        ClientSecretCredential,
+        DefaultAzureCredential,
+        ManagedIdentityCredential,
+        WorkloadIdentityCredential,
+    )
+
     mode = settings.auth_mode
     common: dict[str, Any] = {"authority": settings.authority_host}
     if settings.ca_bundle:

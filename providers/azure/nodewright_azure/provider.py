@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.core.credentials import TokenCredential
 from azure.core.exceptions import (
@@ -23,10 +23,6 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 from azure.core.polling import LROPoller
-from azure.mgmt.compute import ComputeManagementClient
-from azure.mgmt.compute.models import VirtualMachine
-from azure.mgmt.network import NetworkManagementClient
-from azure.mgmt.network.models import NetworkInterface
 
 from nodewright.api.core import Node
 from nodewright.api.karpenter import NodeClaim, NodeClass
@@ -76,6 +72,10 @@ from nodewright_azure.nodeclass import (
 )
 from nodewright_azure.options import Settings, SettingsError, parse_settings
 from nodewright_azure.pricing import Pricing, RetailPricesClient
+
+if TYPE_CHECKING:
+    from azure.mgmt.compute import ComputeManagementClient
+    from azure.mgmt.network import NetworkManagementClient
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,11 @@ class AzureProvider:
 
     def _clients(self) -> tuple[ComputeManagementClient, NetworkManagementClient]:
         if self._compute is None or self._network is None:
+            # The management SDKs take seconds to import: only a provider that talks to Azure
+            # pays for them, not every `nodewright` command that loads the plugin.
+            from azure.mgmt.compute import ComputeManagementClient  # noqa: PLC0415
+            from azure.mgmt.network import NetworkManagementClient  # noqa: PLC0415
+
             try:
                 self.settings.require()
                 credential = self._credential_factory(self.settings)
@@ -446,6 +451,9 @@ class AzureProvider:
             offering=offering,
             sku=sku,
         )
+        from azure.mgmt.compute.models import VirtualMachine  # noqa: PLC0415
+        from azure.mgmt.network.models import NetworkInterface  # noqa: PLC0415
+
         try:
             nic = network.network_interfaces.begin_create_or_update(
                 self.settings.resource_group,

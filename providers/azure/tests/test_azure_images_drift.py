@@ -252,8 +252,9 @@ def test_a_kubelet_of_another_kubernetes_version_drifts(
     )
     cluster.create(node)
     assert provider.is_drifted(claim, nc) is None
-    node = cluster.get(Node, "aks-default-65f84")
-    assert node is not None
+    stored = cluster.get(Node, "aks-default-65f84")
+    assert stored is not None
+    node = stored.clone()
     node.status.model_extra["nodeInfo"]["kubeletVersion"] = "v1.29.9"  # type: ignore[index]
     cluster.update_status(node)  # as a kubelet writes it
     assert provider.is_drifted(claim, nc) == "K8sVersionDrift"

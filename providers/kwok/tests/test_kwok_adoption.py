@@ -90,8 +90,9 @@ def test_only_kwok_nodes_are_adopted_and_terminated_ones_stay_terminated(
         provider.get("kwok://stray")
 
     first = _launched_and_registered(provider, clock, "default-a")
-    node = cluster.get(Node, "default-a")
-    assert node is not None
+    stored = cluster.get(Node, "default-a")
+    assert stored is not None
+    node = stored.clone()
     node.metadata.finalizers.append("karpenter.sh/termination")
     cluster.update(node)
     provider.delete(first.provider_id)

@@ -240,8 +240,9 @@ def test_its_nodes_are_kept_ready(
     provider: KWOKProvider, cluster: MemoryCluster, clock: SimulatedClock
 ) -> None:
     _registered(provider, clock)
-    node = _node(cluster, "n1")
-    assert node is not None
+    stored = _node(cluster, "n1")
+    assert stored is not None
+    node = stored.clone()
     node.status.conditions[0].status = "Unknown"
     cluster.update_status(node)
     provider.reconcile(clock.now())

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from nodewright.api.core import Event, Pod
 from nodewright.api.meta import KubeObject
-from nodewright.cluster import ClusterError, EvictionBlockedError, InvalidError
+from nodewright.cluster import ClusterError, EvictionBlockedError, InvalidError, ReadOnlyViolation
 from nodewright.cluster.kube.events import EVENTS_V1, event_from_v1, event_to_v1, events_v1_path
 from nodewright.cluster.kube.informer import Informer, Key
 from nodewright.cluster.kube.patch import (
@@ -36,7 +36,8 @@ from nodewright.cluster.kube.transport import (
     Transport,
     raise_for,
 )
-from nodewright.cluster.memory import DEFAULT_NAMESPACE, collector_paused, copy_object
+from nodewright.cluster.memory import DEFAULT_NAMESPACE, copy_object
+from nodewright.cluster.state import ClusterState
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -46,7 +47,9 @@ log = logging.getLogger("nodewright.cluster.kube")
 class KubeCluster:
     """Kubernetes objects on an API server, with MemoryCluster's semantics (package docstring).
 
-    Thread-safe: caches fill from watch threads while the operator reads them.
+    Caches fill from watch threads; what they take in reaches :attr:`state` (and ``get`` and
+    ``list``) when the operator's thread calls :meth:`sync`, so a pass reads a picture that
+    changes only by its own writes, which reach the state at once.
     """
 
     def __init__(
@@ -69,6 +72,11 @@ class KubeCluster:
         self._uncached = frozenset(uncached)
         self._informers: dict[type[KubeObject], Informer] = {}
         self._informers_lock = threading.Lock()
+        #: Every cached object, indexed; changed only on the thread that calls :meth:`sync`.
+        self.state = ClusterState()
+        #: Keys whose cached object changed since the last sync, by kind.
+        self._staged: dict[type[KubeObject], set[Key]] = {}
+        self._staged_lock = threading.Lock()
         self._stop = threading.Event()
         self._version = 0
         self._changes = threading.Condition()
@@ -204,6 +212,29 @@ class KubeCluster:
         informer = self._informer(kind)
         return informer.lists, informer.relists_on_gone
 
+    # -- the cluster state ------------------------------------------------------------------------
+
+    def _stage(self, kind: type[KubeObject], key: Key) -> None:
+        """Note that a cache changed ``key`` (called by informers, from any thread)."""
+        with self._staged_lock:
+            self._staged.setdefault(kind, set()).add(key)
+
+    def sync(self) -> None:
+        """Bring :attr:`state` up to date with the caches (on the operator's thread)."""
+        with self._staged_lock:
+            staged, self._staged = self._staged, {}
+        for kind, keys in staged.items():
+            with self._informers_lock:
+                informer = self._informers.get(kind)
+            if informer is None:
+                continue
+            with informer.lock:
+                current = {key: informer.objects.get(key) for key in keys}
+            for key in sorted(keys):
+                old, new = self.state.get(kind, key), current[key]
+                if old is not new:
+                    self.state.apply(kind, key, old, new)
+
     # -- change notification ---------------------------------------------------------------------
 
     def _changed(self) -> None:
@@ -315,8 +346,9 @@ class KubeCluster:
             return self._read_event_v1(name, namespace)  # type: ignore[return-value]
         if kind in self._uncached:
             return self.read(kind, name, namespace)
-        stored = self._informer(kind).get(self._key(kind, name, namespace))
-        return None if stored is None else copy_object(stored)  # type: ignore[return-value]
+        self._informer(kind)
+        self.sync()
+        return self.state.get(kind, self._key(kind, name, namespace))
 
     def read(self, kind: type[T], name: str, namespace: str = "") -> T | None:
         """A live GET from the server, bypassing the cache."""
@@ -338,9 +370,16 @@ class KubeCluster:
             return self._list_events_v1(namespace, labels)  # type: ignore[return-value]
         if kind in self._uncached:
             return self._list_live(kind, namespace, labels)
-        found = self._informer(kind).peek(namespace, labels)
-        with collector_paused():
-            return [copy_object(obj) for obj in found]  # type: ignore[misc]
+        self._informer(kind)
+        self.sync()
+        if not labels:
+            return builtins.list(self.state.sorted(kind, namespace))
+        wanted = builtins.list(labels.items())
+        return [
+            obj
+            for obj in self.state.sorted(kind, namespace)
+            if all(obj.metadata.labels.get(k) == v for k, v in wanted)
+        ]
 
     def _list_live(
         self, kind: type[T], namespace: str | None, labels: Mapping[str, str] | None
@@ -416,6 +455,11 @@ class KubeCluster:
         base = informer.version_of(self._key(kind, obj.name, obj.namespace), version)
         if base is None or base.metadata.uid != obj.metadata.uid:
             return None
+        if base is obj:
+            raise ReadOnlyViolation(
+                f"{kind.KIND} {obj.key}: the object written is the shared one that was read; "
+                "take a mutable() copy, change that and write it back"
+            )
         return base  # type: ignore[return-value]
 
     def _patch(

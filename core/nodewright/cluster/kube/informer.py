@@ -142,7 +142,9 @@ class Informer:
                 elif current.metadata.resource_version != obj.metadata.resource_version:
                     self._remember(key, current)
                 self.objects[key] = obj
+            self._cluster._stage(self.kind, key)
         self._cluster._changed()
+        self._cluster.sync()  # a write of this process: the state shows it at once
 
     def _apply(self, event_type: str, obj: KubeObject) -> None:
         key = self._key_of(obj)
@@ -155,6 +157,7 @@ class Informer:
                 if key in self.objects:
                     del self.objects[key]
                     self._sorted = None
+                    self._cluster._stage(self.kind, key)
                 else:
                     return
             else:
@@ -174,6 +177,7 @@ class Informer:
                 else:
                     self._sorted = None
                 self.objects[key] = obj
+                self._cluster._stage(self.kind, key)
         self._cluster._changed()
 
     def _replace(self, objects: Iterable[KubeObject], resource_version: str) -> None:
@@ -191,6 +195,9 @@ class Informer:
                 ):
                     self._remember(key, old)
             self._past = {k: v for k, v in self._past.items() if k in fresh}
+            for key in set(self.objects) | set(fresh):
+                if self.objects.get(key) is not fresh.get(key):
+                    self._cluster._stage(self.kind, key)
             self.objects = fresh
             self._sorted = None
             self._tombstones.clear()

@@ -44,6 +44,7 @@ from nodewright.api.labels import (
 from nodewright.api.meta import Condition, find_condition, is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.candidates import REASON_EXPIRED
 from nodewright.controllers.disruption.history import NodeHistory
@@ -121,7 +122,7 @@ class NodeClaimDisruptionConditions:
                 continue
             node = nodes.get(claim.status.provider_id or "")
             try:
-                after = self._reconcile(claim, node, pods_by_node, pools, now)
+                after = self._reconcile(mutable(claim), node, pods_by_node, pools, now)
             except (ConflictError, NotFoundError):
                 after = timedelta(0)
             if after is not None and (wake is None or after < wake):

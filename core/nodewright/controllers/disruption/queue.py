@@ -23,6 +23,7 @@ from nodewright.api.labels import CAPACITY_TYPE_LABEL, DISRUPTED_TAINT_KEY
 from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.disruption.candidates import CONDITION_DISRUPTION_REASON
 from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import Command
@@ -192,9 +193,10 @@ class OrchestrationQueue:
                 log.warning("Could not release node %s: %s", candidate.name, error)
 
     def _taint(self, node_name: str, *, add: bool) -> None:
-        node = self._cluster.get(Node, node_name)
-        if node is None:
+        stored = self._cluster.get(Node, node_name)
+        if stored is None:
             return
+        node = mutable(stored)
         present = any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints)
         if add and not present:
             node.spec.taints.append(Taint(key=DISRUPTED_TAINT_KEY, effect="NoSchedule"))
@@ -205,9 +207,10 @@ class OrchestrationQueue:
         self._cluster.update(node)
 
     def _mark(self, claim_name: str, reason: str) -> None:
-        claim = self._cluster.get(NodeClaim, claim_name)
-        if claim is None:
+        stored = self._cluster.get(NodeClaim, claim_name)
+        if stored is None:
             return
+        claim = mutable(stored)
         if set_condition(
             claim.status.conditions,
             CONDITION_DISRUPTION_REASON,
@@ -219,9 +222,10 @@ class OrchestrationQueue:
             self._cluster.update_status(claim)
 
     def clear_mark(self, claim_name: str) -> None:
-        claim = self._cluster.get(NodeClaim, claim_name)
-        if claim is None:
+        stored = self._cluster.get(NodeClaim, claim_name)
+        if stored is None:
             return
+        claim = mutable(stored)
         kept = [c for c in claim.status.conditions if c.type != CONDITION_DISRUPTION_REASON]
         if len(kept) != len(claim.status.conditions):
             claim.status.conditions = kept

@@ -1,0 +1,323 @@
+"""End-to-end benchmark of ``nodewright simulate``: the whole process, as a user runs it.
+
+Each case writes its manifests (a KWOK NodePool and NodeClass, pause-pod Deployments, and for
+one case existing Nodes) and a scenario into a temporary folder, runs ``nodewright simulate``
+on them in a child process, and reports the child's wall time, CPU time (user + system),
+peak RSS and pods per CPU second, next to the case's target:
+
+    uv run --all-packages python bench/simulate.py                       # every case
+    uv run --all-packages python bench/simulate.py --case 1k 10k          # some of them
+    uv run --all-packages python bench/simulate.py --case idle --repeat 5
+
+The ``idle`` case is not a ``simulate`` run: it settles the 20,000-pod / 2,000-node cluster of
+``existing-2k`` in this process, then times single passes of every controller
+(``Operator.run_once``) while nothing changes, which is what ``nodewright run`` does on an idle
+cluster between events. See bench/README.md for what each column means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright.api.core import Node, Pod
+from nodewright.api.manifests import load_paths
+from nodewright.cli import _registry, load_host
+from nodewright.simulation.runner import Simulation
+
+MIB = 2**20
+
+NODEPOOL = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "default"},
+    "spec": {
+        "template": {
+            "spec": {
+                "requirements": [
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": ["spot", "on-demand"],
+                    },
+                ],
+                "nodeClassRef": {
+                    "group": "karpenter.kwok.sh",
+                    "kind": "KWOKNodeClass",
+                    "name": "default",
+                },
+            }
+        },
+        "disruption": {
+            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            "consolidateAfter": "30s",
+        },
+    },
+}
+NODECLASS = {
+    "apiVersion": "karpenter.kwok.sh/v1alpha1",
+    "kind": "KWOKNodeClass",
+    "metadata": {"name": "default"},
+}
+
+
+def deployment(name: str, replicas: int, cpu: str = "1", memory: str = "1Gi") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "pause",
+                            "image": "registry.k8s.io/pause:3.9",
+                            "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def existing_node(index: int) -> dict[str, Any]:
+    """A Ready node nodewright did not launch (a managed node group's), 4 CPU / 16 GiB."""
+    zone = f"test-zone-{'abc'[index % 3]}"
+    name = f"existing-{index:04d}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/hostname": name,
+                "node.kubernetes.io/instance-type": "m5.xlarge",
+                "topology.kubernetes.io/zone": zone,
+            },
+        },
+        "status": {
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    what: str
+    pods: int
+    target_cpu: float | None
+    target_rss_mb: float | None
+    build: Callable[[Path], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+
+
+def _one_deployment(replicas: int) -> Callable[[Path], Any]:
+    def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return [NODEPOOL, NODECLASS, deployment("inflate", replicas)], []
+
+    return build
+
+
+def _scale_down(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    steps = [
+        {"scale": {"kind": "Deployment", "name": "inflate", "replicas": 3000}},
+        {"advance": "10m"},
+    ]
+    return [NODEPOOL, NODECLASS, deployment("inflate", 10_000)], steps
+
+
+def _existing_nodes(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rng = random.Random(42)
+    objects: list[dict[str, Any]] = [NODEPOOL, NODECLASS]
+    objects += [existing_node(i) for i in range(2000)]
+    for index in range(200):
+        cpu = rng.choice(("250m", "500m", "1"))
+        memory = rng.choice(("256Mi", "512Mi", "1Gi", "2Gi"))
+        objects.append(deployment(f"app-{index:03d}", 100, cpu, memory))
+    return objects, []
+
+
+CASES = [
+    Case("1k", "1,000 pause pods (1 CPU, 1 Gi) scale-out", 1000, 2.0, 200, _one_deployment(1000)),
+    Case("10k", "10,000 pods scale-out", 10_000, 10.0, 500, _one_deployment(10_000)),
+    Case(
+        "scale-down-10k",
+        "10,000 pods, then scale to 30% and advance 10 minutes",
+        10_000,
+        20.0,
+        500,
+        _scale_down,
+    ),
+    Case(
+        "existing-2k",
+        "20,000 pods in 200 Deployments with 2,000 existing nodes",
+        20_000,
+        60.0,
+        1000,
+        _existing_nodes,
+    ),
+    Case("100k", "100,000 pods in one Deployment", 100_000, 300.0, 2000, _one_deployment(100_000)),
+]
+IDLE_TARGET_MS = 50.0
+
+
+@dataclass
+class Measurement:
+    wall: float
+    cpu: float
+    rss_mb: float
+    bound: int | None
+    pending: int | None
+    nodes: int | None
+    exit_code: int
+
+
+def write_case(case: Case, folder: Path) -> tuple[Path, Path | None]:
+    objects, steps = case.build(folder)
+    manifests = folder / "manifests.yaml"
+    manifests.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    scenario = None
+    if steps:
+        scenario = folder / "scenario.yaml"
+        scenario.write_text(yaml.safe_dump({"steps": steps}, sort_keys=False))
+    return manifests, scenario
+
+
+def run_simulate(case: Case, folder: Path) -> Measurement:
+    manifests, scenario = write_case(case, folder)
+    report = folder / "report.json"
+    command = [sys.executable, "-m", "nodewright.cli", "simulate", str(manifests)]
+    if scenario is not None:
+        command += ["--scenario", str(scenario)]
+    command += ["--json", str(report)]
+    started = time.perf_counter()
+    with open(folder / "output.log", "wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    bound = pending = nodes = None
+    if report.exists():
+        data = json.loads(report.read_text())
+        pods = data.get("pods", [])
+        bound = sum(1 for p in pods if p.get("node"))
+        pending = len(pods) - bound
+        nodes = len(data.get("nodes", []))
+    return Measurement(
+        wall=wall,
+        cpu=usage.ru_utime + usage.ru_stime,
+        rss_mb=usage.ru_maxrss * 1024 / MIB,
+        bound=bound,
+        pending=pending,
+        nodes=nodes,
+        exit_code=os.waitstatus_to_exitcode(status),
+    )
+
+
+def measure_idle(repeat: int) -> tuple[float, float, int, int]:
+    """Settle the ``existing-2k`` cluster in-process; time idle passes of every controller.
+
+    Returns (median ms of CPU per pass, max ms, pods, nodes).
+    """
+    with tempfile.TemporaryDirectory(prefix="nodewright-bench-") as tmp:
+        case = next(c for c in CASES if c.name == "existing-2k")
+        manifests, _ = write_case(case, Path(tmp))
+        host = load_host()
+        objects = load_paths([manifests], _registry(host))
+        simulation = Simulation(host)
+        simulation.apply(objects)
+        simulation.settle()
+    samples = []
+    for _ in range(repeat):
+        started = time.process_time()
+        simulation.operator.run_once()
+        samples.append((time.process_time() - started) * 1000)
+    pods = simulation.cluster.state.count(Pod)
+    nodes = simulation.cluster.state.count(Node)
+    return statistics.median(samples), max(samples), pods, nodes
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    names = [c.name for c in CASES] + ["idle"]
+    parser.add_argument("--case", nargs="+", choices=names, default=names, metavar="CASE")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per case (medians shown)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated folders")
+    args = parser.parse_args(argv)
+
+    header = (
+        f"{'case':<15} {'wall s':>8} {'cpu s':>8} {'target':>7} {'rss MB':>8} {'target':>7}"
+        f" {'pods/cpu s':>10} {'bound':>7} {'pending':>7} {'nodes':>6}  ok"
+    )
+    print(header)
+    failed = False
+    for case in CASES:
+        if case.name not in args.case:
+            continue
+        runs: list[Measurement] = []
+        for _ in range(args.repeat):
+            folder = Path(tempfile.mkdtemp(prefix=f"nodewright-bench-{case.name}-"))
+            runs.append(run_simulate(case, folder))
+            if args.keep:
+                print(f"# {case.name}: {folder}", file=sys.stderr)
+        cpu = statistics.median(r.cpu for r in runs)
+        wall = statistics.median(r.wall for r in runs)
+        rss = max(r.rss_mb for r in runs)
+        last = runs[-1]
+        ok = (
+            all(r.exit_code == 0 for r in runs)
+            and last.pending == 0
+            and (case.target_cpu is None or cpu <= case.target_cpu)
+            and (case.target_rss_mb is None or rss <= case.target_rss_mb)
+        )
+        failed |= not ok
+        print(
+            f"{case.name:<15} {wall:>8.1f} {cpu:>8.1f} {_fmt(case.target_cpu, 0):>7}"
+            f" {rss:>8.0f} {_fmt(case.target_rss_mb, 0):>7} {case.pods / cpu:>10.0f}"
+            f" {_fmt(last.bound, 0):>7} {_fmt(last.pending, 0):>7} {_fmt(last.nodes, 0):>6}"
+            f"  {'yes' if ok else 'NO'}",
+            flush=True,
+        )
+    if "idle" in args.case:
+        median, worst, pods, nodes = measure_idle(max(args.repeat, 5))
+        ok = median <= IDLE_TARGET_MS
+        failed |= not ok
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MIB
+        print(
+            f"{'idle':<15} one pass of every controller, {pods} pods / {nodes} nodes: "
+            f"{median:.1f} ms CPU median, {worst:.1f} ms max (target {IDLE_TARGET_MS:.0f} ms),"
+            f" rss {rss:.0f} MB  {'yes' if ok else 'NO'}"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

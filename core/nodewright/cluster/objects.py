@@ -1,0 +1,40 @@
+"""Copies of API objects: how a reader of the shared cluster state gets one it may change.
+
+Reads hand out the stored objects themselves (see :mod:`nodewright.cluster.state`); a controller
+that wants to change one calls :func:`mutable` and writes the copy back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from nodewright.api.meta import copy_model
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def mutable(obj: M) -> M:
+    """A private copy of a shared object (or part of one), to change and write back."""
+    return copy_model(obj)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while creating many objects.
+
+    Copies and parsed objects create tens of thousands of small containers and no cycles; with
+    a large heap, every collection the allocations trigger walks all of it.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -1,0 +1,71 @@
+"""A controller's work: the keys whose objects changed, and the keys that asked to come back.
+
+controller-runtime gives every Karpenter controller a queue fed by watch events and by
+``RequeueAfter``; this is nodewright's. A controller drains its change feed into the queue,
+reconciles the keys that are ready, and tells the operator when the next one falls due, so an
+idle cluster costs nothing however many objects it holds.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable
+from datetime import datetime
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+class WorkQueue(Generic[K]):
+    """Keys to reconcile now (``add``) or at a given time (``add_at``), each at most once."""
+
+    def __init__(self) -> None:
+        self._ready: set[K] = set()
+        #: key -> when it is due; the heap may hold stale entries, skipped when popped.
+        self._due: dict[K, datetime] = {}
+        self._heap: list[tuple[datetime, int, K]] = []
+        self._order = 0
+
+    def add(self, key: K) -> None:
+        """Reconcile ``key`` on the next pass."""
+        self._ready.add(key)
+        self._due.pop(key, None)
+
+    def add_at(self, key: K, when: datetime) -> None:
+        """Reconcile ``key`` at ``when`` (or earlier, if it was already due earlier)."""
+        if key in self._ready:
+            return
+        current = self._due.get(key)
+        if current is not None and current <= when:
+            return
+        self._due[key] = when
+        self._order += 1
+        heapq.heappush(self._heap, (when, self._order, key))
+
+    def forget(self, key: K) -> None:
+        """Drop ``key`` (its object is gone)."""
+        self._ready.discard(key)
+        self._due.pop(key, None)
+
+    def pop_ready(self, now: datetime) -> set[K]:
+        """Every key to reconcile now: the ones added and the ones that fell due."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            when, _, key = heapq.heappop(heap)
+            if self._due.get(key) == when:
+                del self._due[key]
+                self._ready.add(key)
+        ready, self._ready = self._ready, set()
+        return ready
+
+    def next_due(self) -> datetime | None:
+        """When the earliest scheduled key falls due (None when nothing is scheduled)."""
+        if self._ready:
+            return datetime.min
+        heap = self._heap
+        while heap and self._due.get(heap[0][2]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def __len__(self) -> int:
+        return len(self._ready) + len(self._due)
