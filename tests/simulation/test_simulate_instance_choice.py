@@ -101,7 +101,7 @@ def test_an_existing_node_keeps_room_for_daemons_not_running_there_yet() -> None
     world.apply(daemonset("agent", "1"))
     pod = _pending("big", "1500m")
     world.create(pod)
-    created = world.sim.operator.provisioner.provision([pod], [pod])
+    created = world.sim.operator.provisioner.provision([pod])
     assert len(created) == 1  # 1.5 CPU + the agent's 1 CPU do not fit the 2 CPU node
     assert not any("static-1" in m for m in world.messages("Nominated"))
 
@@ -114,7 +114,7 @@ def test_daemons_already_running_on_a_node_are_not_counted_twice() -> None:
     assert len(agents) == 1
     pod = _pending("fits", "900m")
     world.create(pod)
-    created = world.sim.operator.provisioner.provision([pod], [pod, *agents])
+    created = world.sim.operator.provisioner.provision([pod])
     assert created == []
     assert any("static-1" in m for m in world.messages("Nominated"))
 

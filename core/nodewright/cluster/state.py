@@ -32,6 +32,8 @@ Key = tuple[str, str]
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 _EMPTY: Mapping[Key, KubeObject] = {}
+#: Kinds also indexed by namespace.
+_BY_NAMESPACE: frozenset[type[KubeObject]] = frozenset({Pod, PodDisruptionBudget})
 _NO_PODS: Mapping[Key, Pod] = {}
 _NO_CLAIMS: Mapping[Key, NodeClaim] = {}
 
@@ -108,6 +110,8 @@ class ClusterState:
         self.version = 0
         # -- indexes --
         self._pods_by_node: dict[str, dict[Key, Pod]] = {}
+        #: node name -> a counter bumped whenever the pods bound to it change
+        self._node_pods_versions: dict[str, int] = {}
         self._unbound_pods: dict[Key, Pod] = {}
         self._nodes_by_provider_id: dict[str, Node] = {}
         self._claims_by_provider_id: dict[str, NodeClaim] = {}
@@ -201,6 +205,10 @@ class ClusterState:
         """Pods bound to ``node_name`` that have not finished (terminating ones included)."""
         return self._pods_by_node.get(node_name) or _NO_PODS
 
+    def node_pods_version(self, node_name: str) -> int:
+        """A counter bumped whenever a pod bound to ``node_name`` changes, comes or goes."""
+        return self._node_pods_versions.get(node_name, 0)
+
     def nodes_with_pods(self) -> Mapping[str, Mapping[Key, Pod]]:
         """Node name → its pods that have not finished, for every node with any."""
         return self._pods_by_node
@@ -236,7 +244,7 @@ class ClusterState:
         return cast(Mapping[Key, T], self._controlled.get((kind, owner_uid), _EMPTY))
 
     def in_namespace(self, kind: type[T], namespace: str) -> Mapping[Key, T]:
-        """Objects of ``kind`` in ``namespace``, for the kinds indexed that way (PDBs)."""
+        """Objects of ``kind`` in ``namespace``, for the kinds indexed that way (pods, PDBs)."""
         return cast(Mapping[Key, T], self._by_namespace.get((kind, namespace), _EMPTY))
 
     # -- indexes -------------------------------------------------------------------------------
@@ -251,13 +259,18 @@ class ClusterState:
         owner = _controller_uid(new)
         if owner is not None:
             self._controlled.setdefault((kind, owner), {})[key] = new
+        if kind in _BY_NAMESPACE:
+            self._by_namespace.setdefault((kind, key[0]), {})[key] = new
         if kind is Pod:
             pod = cast(Pod, new)
             if not is_terminal(pod):
                 if pod.spec.node_name:
                     self._pods_by_node.setdefault(pod.spec.node_name, {})[key] = pod
+                    self._bump_node(pod.spec.node_name)
                 else:
                     self._unbound_pods[key] = pod
+            elif pod.spec.node_name:
+                self._bump_node(pod.spec.node_name)
         elif kind is Node:
             node = cast(Node, new)
             if node.spec.provider_id:
@@ -269,17 +282,19 @@ class ClusterState:
             pool = claim.metadata.labels.get(NODEPOOL_LABEL)
             if pool is not None:
                 self._claims_by_pool.setdefault(pool, {})[key] = claim
-        elif kind is PodDisruptionBudget:
-            self._by_namespace.setdefault((kind, key[0]), {})[key] = new
 
     def _unindex(self, kind: type[KubeObject], key: Key, old: KubeObject) -> None:
         owner = _controller_uid(old)
         if owner is not None:
             _discard(self._controlled, (kind, owner), key)
+        if kind in _BY_NAMESPACE:
+            bucket: tuple[type[KubeObject], str] = (kind, key[0])
+            _discard(self._by_namespace, bucket, key)
         if kind is Pod:
             pod = cast(Pod, old)
             if pod.spec.node_name:
                 _discard(self._pods_by_node, pod.spec.node_name, key)
+                self._bump_node(pod.spec.node_name)
             else:
                 self._unbound_pods.pop(key, None)
         elif kind is Node:
@@ -295,9 +310,9 @@ class ClusterState:
             pool = claim.metadata.labels.get(NODEPOOL_LABEL)
             if pool is not None:
                 _discard(self._claims_by_pool, pool, key)
-        elif kind is PodDisruptionBudget:
-            bucket: tuple[type[KubeObject], str] = (kind, key[0])
-            _discard(self._by_namespace, bucket, key)
+
+    def _bump_node(self, node_name: str) -> None:
+        self._node_pods_versions[node_name] = self._node_pods_versions.get(node_name, 0) + 1
 
 
 def _controller_uid(obj: KubeObject) -> str | None:

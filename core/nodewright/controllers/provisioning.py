@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from nodewright import metrics
-from nodewright.api.apps import CSINode, DaemonSet, StorageClass
-from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
+from nodewright.api.apps import DaemonSet
+from nodewright.api.core import Namespace, Node, Pod
 from nodewright.api.karpenter import (
     CONDITION_LAUNCHED,
     CONDITION_READY,
@@ -22,7 +22,6 @@ from nodewright.api.karpenter import (
     NodePool,
 )
 from nodewright.api.labels import (
-    NODEPOOL_LABEL,
     WELL_KNOWN_LABELS,
 )
 from nodewright.api.meta import is_true
@@ -31,7 +30,13 @@ from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options
-from nodewright.controllers.state import ClusterState, VolumeFacts, is_provisionable, owner_kind
+from nodewright.controllers.state import (
+    ClusterView,
+    NodeCache,
+    VolumeFacts,
+    is_provisionable,
+    owner_kind,
+)
 from nodewright.controllers.templates import (
     node_claim_for,
     node_pool_requirements,
@@ -97,12 +102,13 @@ class Provisioner:
         self._last_arrival: datetime | None = None
         self._batch: set[str] = set()
         self._last_outcome: frozenset[tuple[str, str]] = frozenset()
+        #: Existing nodes as the solver saw them, kept until they change.
+        self._nodes = NodeCache()
 
     # -- batching ----------------------------------------------------------------------------
 
     def reconcile(self) -> timedelta | None:
-        pods = self._cluster.list(Pod)
-        pending = [p for p in pods if is_provisionable(p)]
+        pending = [p for p in self._cluster.state.unbound_pods().values() if is_provisionable(p)]
         now = self._clock.now()
         if not pending:
             self._batch_start = self._last_arrival = None
@@ -123,25 +129,21 @@ class Provisioner:
             return closes_at - now
         self._batch_start = self._last_arrival = None
         self._batch.clear()
-        self.provision(pending, pods)
+        self.provision(pending)
         return PENDING_REQUEUE
 
     # -- one provisioning pass ----------------------------------------------------------------
 
-    def provision(self, pending: Sequence[Pod], pods: Sequence[Pod]) -> list[NodeClaim]:
+    def provision(self, pending: Sequence[Pod]) -> list[NodeClaim]:
         """Solve for ``pending`` pods and create the NodeClaims the solution needs."""
         domains = self._host.restricted_label_domains()
         well_known = self._host.well_known_labels()
         ordered = sorted(
             pending, key=lambda p: (p.metadata.creation_timestamp or self._clock.now(), p.key)
         )
-        namespaces = {ns.name: ns.metadata.labels for ns in self._cluster.list(Namespace)}
-        facts = VolumeFacts.build(
-            self._cluster.list(PersistentVolumeClaim),
-            self._cluster.list(PersistentVolume),
-            self._cluster.list(StorageClass),
-            self._cluster.list(CSINode),
-        )
+        state = self._cluster.state
+        namespaces = {ns.name: ns.metadata.labels for ns in state.sorted(Namespace)}
+        facts = VolumeFacts.of(state)
         requests: list[PodRequest] = []
         by_key: dict[str, Pod] = {}
         for index, pod in enumerate(ordered):
@@ -170,12 +172,12 @@ class Provisioner:
             return []
 
         solve_started = time.perf_counter()
-        state = ClusterState.build(self._cluster.list(Node), self._cluster.list(NodeClaim), pods)
-        pods_of_daemons = daemon_pods(self._cluster.list(DaemonSet))
-        templates, pool_errors = self._templates(state, pods_of_daemons, well_known)
+        view = ClusterView(state, self._nodes)
+        pods_of_daemons = daemon_pods(list(state.sorted(DaemonSet)))
+        templates, pool_errors = self._templates(view, pods_of_daemons, well_known)
         existing = [
-            _reserve_daemons(node, state, pods_of_daemons, well_known)
-            for node in state.existing_nodes(facts)
+            _reserve_daemons(node, view, pods_of_daemons, well_known)
+            for node in view.existing_nodes(facts)
         ]
         result = solve(
             requests,
@@ -186,7 +188,7 @@ class Provisioner:
                 well_known_labels=well_known,
                 min_values_policy=self._options.min_values_policy,
             ),
-            placed=state.placed_pods(namespaces),
+            placed=view.placed_pods(namespaces),
         )
         metrics.scheduling_duration.labels("provisioner").observe(
             time.perf_counter() - solve_started
@@ -223,7 +225,7 @@ class Provisioner:
                     f"Pod should schedule on: nodeclaim/{claim.name}",
                 )
         for node_name, placed in result.existing_nodes.items():
-            message = f"Pod should schedule on: {_target(state, node_name)}"
+            message = f"Pod should schedule on: {_target(view, node_name)}"
             for placed_pod in placed:
                 self._events.publish(by_key[placed_pod.key], "Nominated", message)
         for key, message in result.errors.items():
@@ -242,13 +244,13 @@ class Provisioner:
         return created
 
     def _templates(
-        self, state: ClusterState, pods_of_daemons: Sequence[Pod], well_known: frozenset[str]
+        self, view: ClusterView, pods_of_daemons: Sequence[Pod], well_known: frozenset[str]
     ) -> tuple[list[NodePoolTemplate], list[str]]:
         """Every usable NodePool as a solver template, heaviest first; and why others are not."""
         templates: list[NodePoolTemplate] = []
         problems: list[str] = []
         pools = sorted(
-            self._cluster.list(NodePool), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
+            view.state.sorted(NodePool), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
         )
         for pool in pools:
             if pool.deleting or pool.spec.replicas is not None:
@@ -262,7 +264,7 @@ class Provisioner:
             except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
                 problems.append(f'nodepool "{pool.name}": {error}')
                 continue
-            template = node_pool_template(pool, instance_types, state, pods_of_daemons, well_known)
+            template = node_pool_template(pool, instance_types, view, pods_of_daemons, well_known)
             if template is None:
                 self._events.publish(
                     pool,
@@ -304,7 +306,7 @@ class Provisioner:
 def node_pool_template(
     pool: NodePool,
     instance_types: Sequence[InstanceType],
-    state: ClusterState,
+    view: ClusterView,
     pods_of_daemons: Sequence[Pod],
     well_known: frozenset[str] = WELL_KNOWN_LABELS,
 ) -> NodePoolTemplate | None:
@@ -322,7 +324,7 @@ def node_pool_template(
         requirements=requirements,
         taints=taints,
         instance_types=tuple(instance_types),
-        remaining=_remaining(pool, state),
+        remaining=_remaining(pool, view),
         daemon_groups=daemon_overhead_groups(
             pods_of_daemons, requirements, taints, instance_types, well_known
         ),
@@ -336,28 +338,26 @@ def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool
     return any(o.available and offering_matches(o, requirements) for o in instance_type.offerings)
 
 
-def _target(state: ClusterState, name: str) -> str:
-    for claim in state.node_claims:
-        if claim.name == name:
-            node = state.node_for(claim)
-            return f"nodeclaim/{claim.name}" + (f", node/{node.name}" if node else "")
-    for existing in state.nodes:
-        if existing.name == name:
-            owner = state.claim_for(existing)
-            return (f"nodeclaim/{owner.name}, " if owner else "") + f"node/{existing.name}"
+def _target(view: ClusterView, name: str) -> str:
+    claim = view.claim_named(name)
+    if claim is not None:
+        node = view.node_for(claim)
+        return f"nodeclaim/{claim.name}" + (f", node/{node.name}" if node else "")
+    existing = view.state.get(Node, ("", name))
+    if existing is not None:
+        owner = view.claim_for(existing)
+        return (f"nodeclaim/{owner.name}, " if owner else "") + f"node/{existing.name}"
     return f"node/{name}"
 
 
-def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
+def _remaining(pool: NodePool, view: ClusterView) -> ResourceList | None:
     """The pool's limits less what its NodeClaims already hold (None when unlimited)."""
     if not pool.spec.limits:
         return None
     limits = parse_resources(pool.spec.limits)
     used: list[ResourceList] = []
     count = 0
-    for claim in state.node_claims:
-        if claim.metadata.labels.get(NODEPOOL_LABEL) != pool.name:
-            continue
+    for claim in view.state.claims_of_pool(pool.name).values():
         count += 1
         capacity = claim.status.capacity or claim.spec.resources.requests
         used.append(parse_resources(capacity))
@@ -367,7 +367,7 @@ def _remaining(pool: NodePool, state: ClusterState) -> ResourceList | None:
 
 
 def _reserve_daemons(
-    node: ExistingNode, state: ClusterState, daemon_pods: Sequence[Pod], well_known: frozenset[str]
+    node: ExistingNode, view: ClusterView, daemon_pods: Sequence[Pod], well_known: frozenset[str]
 ) -> ExistingNode:
     """``node`` with room kept for the daemonset pods that will run there but do not yet.
 
@@ -377,7 +377,7 @@ def _reserve_daemons(
     exactly what it was sized for, daemons included, so it keeps nothing more.
     """
     if node.in_flight:
-        claim = next((c for c in state.node_claims if c.name == node.name), None)
+        claim = view.claim_named(node.name)
         if claim is None or not is_true(claim.status.conditions, CONDITION_LAUNCHED):
             return node
     labels = Requirements.from_labels(node.labels)
@@ -389,11 +389,7 @@ def _reserve_daemons(
     ]
     if not expected:
         return node
-    running = [
-        pod_requests(p)
-        for p in state.pods_by_node.get(node.name, [])
-        if owner_kind(p) == "DaemonSet"
-    ]
+    running = [pod_requests(p) for p in view.pods_on(node.name) if owner_kind(p) == "DaemonSet"]
     missing = {k: v for k, v in subtract(merge(*expected), merge(*running)).items() if v > 0}
     if not missing:
         return node

@@ -1,13 +1,15 @@
-"""A consistent view of nodes, NodeClaims and pods for one reconcile pass.
+"""The cluster as provisioning and disruption see it for one pass: Nodes and NodeClaims
+joined, what is bound to each node, and each node as the solver takes it.
 
-Joins Nodes and NodeClaims by provider ID and sums what is bound to each node, so the
-provisioner and the disruption logic see the same picture.
+It reads the shared :class:`~nodewright.cluster.state.ClusterState` instead of listing the
+cluster, and a :class:`NodeCache` keeps each node's solver view across passes until the node,
+its NodeClaim, its pods or the storage objects change, so a pass costs what changed.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api.apps import CSINode, StorageClass
@@ -19,7 +21,8 @@ from nodewright.api.labels import (
     KNOWN_EPHEMERAL_TAINTS,
     NODEPOOL_LABEL,
 )
-from nodewright.api.meta import is_true
+from nodewright.api.meta import KubeObject, is_true
+from nodewright.cluster.state import ClusterState
 from nodewright.controllers.templates import requirements_from_api, taints_from_api
 from nodewright.scheduling.model import ExistingNode, HostPort, PlacedPod, TopologyTerm
 from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology
@@ -52,6 +55,24 @@ class VolumeFacts:
             {n.name: n for n in csi_nodes},
         )
 
+    @classmethod
+    def of(cls, state: ClusterState) -> VolumeFacts:
+        return cls.build(
+            list(state.sorted(PersistentVolumeClaim)),
+            list(state.sorted(PersistentVolume)),
+            list(state.sorted(StorageClass)),
+            list(state.sorted(CSINode)),
+        )
+
+
+#: The kinds volume topology and attach limits depend on.
+VOLUME_KINDS: tuple[type[KubeObject], ...] = (
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CSINode,
+)
+
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -83,54 +104,102 @@ def is_provisionable(pod: Pod) -> bool:
     )
 
 
-@dataclass
-class ClusterState:
-    nodes: list[Node]
-    node_claims: list[NodeClaim]
-    pods: list[Pod]
-    #: provider ID → NodeClaim
-    claim_by_provider_id: dict[str, NodeClaim] = field(default_factory=dict)
-    #: node name → pods bound to it (not terminal)
-    pods_by_node: dict[str, list[Pod]] = field(default_factory=dict)
+def _pod_order(pod: Pod) -> tuple[str, str]:
+    return (pod.metadata.namespace or "", pod.metadata.name)
 
-    @classmethod
-    def build(
-        cls, nodes: Sequence[Node], claims: Sequence[NodeClaim], pods: Sequence[Pod]
-    ) -> ClusterState:
-        state = cls(list(nodes), list(claims), list(pods))
-        for claim in claims:
-            if claim.status.provider_id:
-                state.claim_by_provider_id[claim.status.provider_id] = claim
-        by_node: dict[str, list[Pod]] = defaultdict(list)
-        for pod in pods:
-            if pod.spec.node_name and not is_terminal(pod):
-                by_node[pod.spec.node_name].append(pod)
-        state.pods_by_node = dict(by_node)
-        return state
+
+@dataclass
+class _CachedNode:
+    node: Node
+    claim: NodeClaim | None
+    pods_version: int
+    volumes_version: int
+    existing: ExistingNode
+
+
+class NodeCache:
+    """Each node's solver view, kept across passes until something it depends on changes.
+
+    A controller owns one; entries are keyed by node name and checked against the node and
+    NodeClaim objects (a change replaces the shared object), the node's pod counter and the
+    storage kinds' counters.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _CachedNode] = {}
+
+    def existing(
+        self,
+        state: ClusterState,
+        node: Node,
+        claim: NodeClaim | None,
+        volumes: VolumeFacts | None,
+        pods: Callable[[], Sequence[Pod]],
+    ) -> ExistingNode:
+        pods_version = state.node_pods_version(node.name)
+        volumes_version = (
+            -1 if volumes is None else sum(state.kind_version(k) for k in VOLUME_KINDS)
+        )
+        entry = self._entries.get(node.name)
+        if (
+            entry is not None
+            and entry.node is node
+            and entry.claim is claim
+            and entry.pods_version == pods_version
+            and entry.volumes_version == volumes_version
+        ):
+            return entry.existing
+        existing = _existing_node(node, claim, pods(), volumes)
+        self._entries[node.name] = _CachedNode(node, claim, pods_version, volumes_version, existing)
+        return existing
+
+    def prune(self, nodes: Sequence[Node]) -> None:
+        """Drop the entries of nodes that are gone, once they outnumber the live ones."""
+        if len(self._entries) <= 2 * len(nodes) + 16:
+            return
+        present = {node.name for node in nodes}
+        for name in [n for n in self._entries if n not in present]:
+            del self._entries[name]
+
+
+class ClusterView:
+    """Nodes, NodeClaims and the pods bound to nodes, for one pass."""
+
+    def __init__(self, state: ClusterState, cache: NodeCache | None = None) -> None:
+        self.state = state
+        self.nodes: list[Node] = list(state.sorted(Node))
+        self.node_claims: list[NodeClaim] = list(state.sorted(NodeClaim))
+        self._cache = cache or NodeCache()
+        self._pods: dict[str, list[Pod]] = {}
 
     def claim_for(self, node: Node) -> NodeClaim | None:
-        return self.claim_by_provider_id.get(node.spec.provider_id or "")
+        return self.state.claim_for(node)
 
     def node_for(self, claim: NodeClaim) -> Node | None:
-        if not claim.status.provider_id:
-            return None
-        for node in self.nodes:
-            if node.spec.provider_id == claim.status.provider_id:
-                return node
-        return None
+        return self.state.node_for(claim)
+
+    def claim_named(self, name: str) -> NodeClaim | None:
+        return self.state.get(NodeClaim, ("", name))
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        """Pods bound to the node that have not finished, in namespace/name order."""
+        pods = self._pods.get(node_name)
+        if pods is None:
+            pods = sorted(self.state.pods_on(node_name).values(), key=_pod_order)
+            self._pods[node_name] = pods
+        return pods
 
     def requested(self, node_name: str) -> ResourceList:
-        return merge(*(pod_requests(p) for p in self.pods_by_node.get(node_name, [])))
+        return merge(*(pod_requests(p) for p in self.pods_on(node_name)))
 
     def placed_pods(
         self, namespaces: Mapping[str, Mapping[str, str]] | None = None
     ) -> list[PlacedPod]:
         """Pods running on nodes, as topology counting sees them (terminating ones excluded)."""
-        by_name = {node.name: node for node in self.nodes}
         placed: list[PlacedPod] = []
-        for node_name, pods in self.pods_by_node.items():
-            node = by_name.get(node_name)
-            if node is None:
+        for node in self.nodes:
+            pods = self.pods_on(node.name)
+            if not pods:
                 continue
             taints = taints_from_api(node.spec.taints)
             for pod in pods:
@@ -145,7 +214,7 @@ class ClusterState:
                     PlacedPod(
                         namespace=pod.namespace,
                         labels=pod.metadata.labels,
-                        node_name=node_name,
+                        node_name=node.name,
                         node_labels=node.metadata.labels,
                         node_taints=taints,
                         anti_affinity=anti,
@@ -164,70 +233,74 @@ class ClusterState:
             if claim is not None and claim.deleting:
                 continue
             registered_ids.add(node.spec.provider_id)
-            managed = claim is not None or NODEPOOL_LABEL in node.metadata.labels
-            initialized = (
-                node.metadata.labels.get(INITIALIZED_LABEL) == "true" if managed else node.ready
-            )
-            taints = taints_from_api(node.spec.taints)
-            if not initialized:
-                startup = {(t.key, t.effect) for t in claim.spec.startup_taints} if claim else set()
-                ignored = startup | set(KNOWN_EPHEMERAL_TAINTS)
-                taints = tuple(t for t in taints if (t.key, t.effect) not in ignored)
-            pods = self.pods_by_node.get(node.name, [])
-            ports: list[HostPort] = [port for p in pods for port in pod_host_ports(p)]
-            limits: dict[str, int] = {}
-            attached: dict[str, frozenset[str]] = {}
-            if volumes is not None:
-                limits = node_volume_limits(volumes.csi_nodes.get(node.name))
-                for p in pods:
-                    usage = pod_volume_usage(
-                        p, volumes.claims, volumes.volumes, volumes.storage_classes
-                    )
-                    for driver, ids in usage.items():
-                        attached[driver] = attached.get(driver, frozenset()) | ids
-            result.append(
-                ExistingNode(
-                    name=node.name,
-                    labels=dict(node.metadata.labels),
-                    taints=taints,
-                    allocatable=parse_resources(node.status.allocatable),
-                    requested=merge(*(pod_requests(p) for p in pods)),
-                    host_ports=tuple(ports),
-                    initialized=initialized,
-                    startup_taints=taints_from_api(claim.spec.startup_taints) if claim else (),
-                    node_claim=claim.name if claim else None,
-                    node_pool=node.metadata.labels.get(NODEPOOL_LABEL),
-                    volume_limits=limits,
-                    volumes=attached,
-                )
-            )
+            pods = functools.partial(self.pods_on, node.name)
+            result.append(self._cache.existing(self.state, node, claim, volumes, pods))
         for claim in self.node_claims:
             if claim.deleting or claim.status.provider_id in registered_ids:
                 continue
-            # Until launch reports real capacity, the claim offers exactly what it was sized
-            # for, so the pods it was created for are not planned a second node.
-            launched = is_true(claim.status.conditions, CONDITION_LAUNCHED)
-            allocatable = (
-                parse_resources(claim.status.allocatable)
-                if launched
-                else parse_resources(claim.spec.resources.requests)
-            )
-            labels = {
-                **requirements_from_api(claim.spec.requirements).labels(),
-                **claim.metadata.labels,
-                HOSTNAME_LABEL: claim.name,
-            }
-            result.append(
-                ExistingNode(
-                    name=claim.name,
-                    labels=labels,
-                    taints=taints_from_api(claim.spec.taints),
-                    allocatable=allocatable,
-                    requested={},
-                    initialized=False,
-                    node_claim=claim.name,
-                    node_pool=claim.metadata.labels.get(NODEPOOL_LABEL),
-                    in_flight=True,
-                )
-            )
+            result.append(_in_flight(claim))
+        self._cache.prune(self.nodes)
         return result
+
+
+def _existing_node(
+    node: Node, claim: NodeClaim | None, pods: Sequence[Pod], volumes: VolumeFacts | None
+) -> ExistingNode:
+    managed = claim is not None or NODEPOOL_LABEL in node.metadata.labels
+    initialized = node.metadata.labels.get(INITIALIZED_LABEL) == "true" if managed else node.ready
+    taints = taints_from_api(node.spec.taints)
+    if not initialized:
+        startup = {(t.key, t.effect) for t in claim.spec.startup_taints} if claim else set()
+        ignored = startup | set(KNOWN_EPHEMERAL_TAINTS)
+        taints = tuple(t for t in taints if (t.key, t.effect) not in ignored)
+    ports: list[HostPort] = [port for p in pods for port in pod_host_ports(p)]
+    limits: dict[str, int] = {}
+    attached: dict[str, frozenset[str]] = {}
+    if volumes is not None:
+        limits = node_volume_limits(volumes.csi_nodes.get(node.name))
+        for p in pods:
+            usage = pod_volume_usage(p, volumes.claims, volumes.volumes, volumes.storage_classes)
+            for driver, ids in usage.items():
+                attached[driver] = attached.get(driver, frozenset()) | ids
+    return ExistingNode(
+        name=node.name,
+        labels=dict(node.metadata.labels),
+        taints=taints,
+        allocatable=parse_resources(node.status.allocatable),
+        requested=merge(*(pod_requests(p) for p in pods)),
+        host_ports=tuple(ports),
+        initialized=initialized,
+        startup_taints=taints_from_api(claim.spec.startup_taints) if claim else (),
+        node_claim=claim.name if claim else None,
+        node_pool=node.metadata.labels.get(NODEPOOL_LABEL),
+        volume_limits=limits,
+        volumes=attached,
+    )
+
+
+def _in_flight(claim: NodeClaim) -> ExistingNode:
+    """A NodeClaim without a Node yet, as the solver sees it."""
+    # Until launch reports real capacity, the claim offers exactly what it was sized for, so
+    # the pods it was created for are not planned a second node.
+    launched = is_true(claim.status.conditions, CONDITION_LAUNCHED)
+    allocatable = (
+        parse_resources(claim.status.allocatable)
+        if launched
+        else parse_resources(claim.spec.resources.requests)
+    )
+    labels = {
+        **requirements_from_api(claim.spec.requirements).labels(),
+        **claim.metadata.labels,
+        HOSTNAME_LABEL: claim.name,
+    }
+    return ExistingNode(
+        name=claim.name,
+        labels=labels,
+        taints=taints_from_api(claim.spec.taints),
+        allocatable=allocatable,
+        requested={},
+        initialized=False,
+        node_claim=claim.name,
+        node_pool=claim.metadata.labels.get(NODEPOOL_LABEL),
+        in_flight=True,
+    )

@@ -12,8 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodewright.api.apps import CSINode, StorageClass
-from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
+from nodewright.api.core import Namespace, Node, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
 from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
 from nodewright.api.labels import (
@@ -32,7 +31,13 @@ from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.pdbs import PdbLimits
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.state import ClusterState, VolumeFacts, is_terminal, owner_kind
+from nodewright.controllers.state import (
+    ClusterView,
+    NodeCache,
+    VolumeFacts,
+    is_terminal,
+    owner_kind,
+)
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import ExistingNode, PlacedPod
@@ -64,9 +69,8 @@ class Snapshot:
     """The cluster as one disruption pass sees it."""
 
     now: datetime
-    nodes: list[Node]
-    claims: list[NodeClaim]
-    pods: list[Pod]
+    #: Nodes, NodeClaims and the pods on nodes (read from the cluster state, not copied).
+    view: ClusterView
     pools: dict[str, NodePool]
     #: Instance types by NodePool, for pools whose NodeClass resolves.
     instance_types: dict[str, list[InstanceType]]
@@ -74,20 +78,28 @@ class Snapshot:
     #: Namespace labels, for pod affinity namespace selectors.
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     volumes: VolumeFacts = field(default_factory=VolumeFacts)
-    state: ClusterState = field(init=False)
 
     def __post_init__(self) -> None:
-        self.state = ClusterState.build(self.nodes, self.claims, self.pods)
         self._types_by_name = {
             pool: {it.name: it for it in types} for pool, types in self.instance_types.items()
         }
         self._existing: list[ExistingNode] | None = None
         self._placed: list[PlacedPod] | None = None
 
+    @property
+    def nodes(self) -> list[Node]:
+        return self.view.nodes
+
+    @property
+    def claims(self) -> list[NodeClaim]:
+        return self.view.node_claims
+
     @classmethod
-    def take(cls, cluster: Cluster, catalog: Catalog, clock: Clock) -> Snapshot:
-        pods = cluster.list(Pod)
-        pools = {p.name: p for p in cluster.list(NodePool)}
+    def take(
+        cls, cluster: Cluster, catalog: Catalog, clock: Clock, nodes: NodeCache | None = None
+    ) -> Snapshot:
+        state = cluster.state
+        pools = {p.name: p for p in state.sorted(NodePool)}
         types: dict[str, list[InstanceType]] = {}
         for name, pool in pools.items():
             try:
@@ -97,31 +109,24 @@ class Snapshot:
                 log.debug("no instance types for nodepool %s: %s", name, error)
         return cls(
             now=clock.now(),
-            nodes=cluster.list(Node),
-            claims=cluster.list(NodeClaim),
-            pods=pods,
+            view=ClusterView(state, nodes),
             pools=pools,
             instance_types=types,
-            pdbs=PdbLimits.load(cluster, pods),
-            namespaces={ns.name: dict(ns.metadata.labels) for ns in cluster.list(Namespace)},
-            volumes=VolumeFacts.build(
-                cluster.list(PersistentVolumeClaim),
-                cluster.list(PersistentVolume),
-                cluster.list(StorageClass),
-                cluster.list(CSINode),
-            ),
+            pdbs=PdbLimits.load(state),
+            namespaces={ns.name: dict(ns.metadata.labels) for ns in state.sorted(Namespace)},
+            volumes=VolumeFacts.of(state),
         )
 
     def existing_nodes(self) -> list[ExistingNode]:
         """The cluster's nodes and in-flight NodeClaims as the solver sees them (computed once)."""
         if self._existing is None:
-            self._existing = self.state.existing_nodes(self.volumes)
+            self._existing = self.view.existing_nodes(self.volumes)
         return self._existing
 
     def placed_pods(self) -> list[PlacedPod]:
         """Running pods as topology counting sees them (computed once)."""
         if self._placed is None:
-            self._placed = self.state.placed_pods(self.namespaces)
+            self._placed = self.view.placed_pods(self.namespaces)
         return self._placed
 
     def instance_type(self, pool: str, name: str) -> InstanceType | None:
@@ -264,7 +269,7 @@ def find_candidates(
     result: list[Candidate] = []
     now = snapshot.now
     for node in snapshot.nodes:
-        claim = snapshot.state.claim_for(node)
+        claim = snapshot.view.claim_for(node)
         if claim is None or node.spec.provider_id in queued:
             continue
         # Nodes still starting or already going are skipped quietly: nothing to act on.
@@ -284,7 +289,7 @@ def find_candidates(
         if pool is None or pool_name not in snapshot.instance_types:
             blocked(node, claim, f"NodePool not found (NodePool={pool_name})")
             continue
-        pods = [p for p in snapshot.state.pods_by_node.get(node.name, []) if not is_terminal(p)]
+        pods = snapshot.view.pods_on(node.name)
         problem = _pod_problem(snapshot, pods, now)
         eventual_ok = disruption_class == EVENTUAL and claim.spec.termination_grace_period
         if problem is not None and not eventual_ok:

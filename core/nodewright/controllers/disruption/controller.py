@@ -42,6 +42,7 @@ from nodewright.controllers.disruption.methods import (
 from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.options import Options
+from nodewright.controllers.state import NodeCache
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.model import SolverOptions
 
@@ -89,6 +90,8 @@ class DisruptionController:
             SingleNodeConsolidation(),
         ]
         self.pending: PendingCommand | None = None
+        #: Existing nodes as the solver saw them, kept until they change.
+        self._nodes = NodeCache()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
@@ -140,7 +143,7 @@ class DisruptionController:
         disrupting: dict[str, int] = {}
         queued = self.queue.provider_ids()
         for node in snapshot.nodes:
-            claim = snapshot.state.claim_for(node)
+            claim = snapshot.view.claim_for(node)
             if claim is None or not is_initialized(node, claim):
                 continue
             if is_true(claim.status.conditions, CONDITION_INSTANCE_TERMINATING):
@@ -245,13 +248,13 @@ class DisruptionController:
     # -- helpers ------------------------------------------------------------------------------
 
     def _snapshot(self) -> Snapshot:
-        return Snapshot.take(self._cluster, self._catalog, self._clock)
+        return Snapshot.take(self._cluster, self._catalog, self._clock, self._nodes)
 
     def _context(self, snapshot: Snapshot) -> Context:
         return Context(
             snapshot,
             self._events,
-            self._cluster.list(DaemonSet),
+            list(self._cluster.state.sorted(DaemonSet)),
             SolverOptions(
                 preference_policy=self._options.preference_policy,
                 reserved_offering_mode="Fallback",

@@ -8,7 +8,6 @@ replaces with exactly one strictly cheaper NodeClaim.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -16,8 +15,14 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from nodewright.api.apps import DaemonSet
+from nodewright.api.core import Node, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
-from nodewright.api.karpenter import CONDITION_CONSOLIDATABLE, CONDITION_DRIFTED
+from nodewright.api.karpenter import (
+    CONDITION_CONSOLIDATABLE,
+    CONDITION_DRIFTED,
+    NodeClaim,
+    NodePool,
+)
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_ON_DEMAND,
@@ -25,7 +30,7 @@ from nodewright.api.labels import (
     CAPACITY_TYPE_SPOT,
     INSTANCE_TYPE_LABEL,
 )
-from nodewright.api.meta import find_condition, is_true
+from nodewright.api.meta import KubeObject, find_condition, is_true
 from nodewright.controllers.disruption.candidates import (
     EVENTUAL,
     GRACEFUL,
@@ -161,20 +166,22 @@ def consolidate_after(candidate: Candidate) -> timedelta | None:
         return None
 
 
-def fingerprint(snapshot: Snapshot) -> str:
-    """A digest of what consolidation decisions depend on (not events)."""
-    digest = hashlib.sha256()
-    for group in (snapshot.nodes, snapshot.claims, snapshot.pods, list(snapshot.pools.values())):
-        for obj in group:
-            digest.update(f"{obj.kind}/{obj.key}@{obj.metadata.resource_version};".encode())
-    return digest.hexdigest()
+#: The kinds consolidation decisions depend on: a change to any of them makes the cluster
+#: "unconsolidated" again.
+CONSOLIDATION_KINDS: tuple[type[KubeObject], ...] = (Node, NodeClaim, Pod, NodePool)
+
+
+def fingerprint(snapshot: Snapshot) -> int:
+    """A counter of the changes consolidation decisions depend on (not events)."""
+    state = snapshot.view.state
+    return sum(state.kind_version(kind) for kind in CONSOLIDATION_KINDS)
 
 
 class _Memo:
     """Karpenter's "consolidated" memo: skip a search whose inputs have not changed."""
 
     def __init__(self) -> None:
-        self._state: tuple[str, datetime] | None = None
+        self._state: tuple[int, datetime] | None = None
 
     def fresh(self, context: Context) -> bool:
         if self._state is None:

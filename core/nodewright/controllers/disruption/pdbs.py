@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
-from nodewright.cluster import Cluster
 from nodewright.cluster.selectors import InvalidSelectorError, label_selector_matches
+from nodewright.cluster.state import ClusterState
 from nodewright.controllers.state import is_terminal
 
 
@@ -45,28 +45,32 @@ class PdbLimits:
 
     def __init__(self, limits: Sequence[PdbLimit]) -> None:
         self._limits = list(limits)
+        self._by_namespace: dict[str, list[PdbLimit]] = {}
+        for limit in self._limits:
+            self._by_namespace.setdefault(limit.budget.namespace, []).append(limit)
 
     @classmethod
-    def load(cls, cluster: Cluster, pods: Sequence[Pod]) -> PdbLimits:
-        scales: dict[tuple[str, str, str], int] = {}
-        for rs in cluster.list(ReplicaSet):
-            scales[("ReplicaSet", rs.namespace, rs.name)] = rs.spec.replicas
-        for sts in cluster.list(StatefulSet):
-            scales[("StatefulSet", sts.namespace, sts.name)] = sts.spec.replicas
+    def load(cls, state: ClusterState) -> PdbLimits:
         limits = []
-        for budget in cluster.list(PodDisruptionBudget):
+        for budget in state.sorted(PodDisruptionBudget):
             limit = PdbLimit(budget, 0, _fully_blocking(budget))
-            selected = [p for p in pods if limit.selects(p) and not is_terminal(p)]
-            allowed = (
-                budget.status.disruptions_allowed
-                if _maintained(budget)
-                else _allowed(budget, selected, scales)
-            )
+            if _maintained(budget):
+                allowed = budget.status.disruptions_allowed
+            else:
+                selected = [
+                    p
+                    for p in sorted(
+                        state.in_namespace(Pod, budget.namespace).values(),
+                        key=lambda p: p.metadata.name,
+                    )
+                    if limit.selects(p) and not is_terminal(p)
+                ]
+                allowed = _allowed(budget, selected, state)
             limits.append(PdbLimit(budget, allowed, limit.fully_blocking))
         return cls(limits)
 
     def matching(self, pod: Pod) -> list[PdbLimit]:
-        return [limit for limit in self._limits if limit.selects(pod)]
+        return [limit for limit in self._by_namespace.get(pod.namespace, ()) if limit.selects(pod)]
 
     def blocking(self, pods: Sequence[Pod]) -> list[str] | None:
         """Budgets that stop one of ``pods`` from being evicted now, or None.
@@ -110,20 +114,30 @@ def _scaled(value: int | str, total: int) -> int:
         return total  # an unreadable budget protects everything
 
 
-def _allowed(
-    budget: PodDisruptionBudget, pods: Sequence[Pod], scales: dict[tuple[str, str, str], int]
-) -> int:
+def _scale_of(state: ClusterState, kind: str, namespace: str, name: str) -> int | None:
+    """The replicas of a pod's ReplicaSet or StatefulSet (what the budget expects)."""
+    if kind == "ReplicaSet":
+        rs = state.get(ReplicaSet, (namespace, name))
+        return None if rs is None else rs.spec.replicas
+    if kind == "StatefulSet":
+        sts = state.get(StatefulSet, (namespace, name))
+        return None if sts is None else sts.spec.replicas
+    return None
+
+
+def _allowed(budget: PodDisruptionBudget, pods: Sequence[Pod], state: ClusterState) -> int:
     healthy = sum(1 for p in pods if p.status.phase == "Running" and not p.deleting)
     expected = 0
     owners: set[tuple[str, str, str]] = set()
     for pod in pods:
         owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
         key = (owner.kind, pod.namespace, owner.name) if owner else None
-        if key is None or key not in scales:
+        scale = None if key is None else _scale_of(state, *key)
+        if key is None or scale is None:
             expected += 0 if pod.deleting else 1
         elif key not in owners:
             owners.add(key)
-            expected += scales[key]
+            expected += scale
     spec = budget.spec
     if spec.max_unavailable is not None:
         desired = max(0, expected - _scaled(spec.max_unavailable, expected))

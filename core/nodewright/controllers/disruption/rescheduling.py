@@ -70,7 +70,7 @@ def node_pool_templates(
         instance_types = snapshot.instance_types.get(pool.name)
         if not instance_types:
             continue
-        template = node_pool_template(pool, instance_types, snapshot.state, pods_of_daemons)
+        template = node_pool_template(pool, instance_types, snapshot.view, pods_of_daemons)
         if template is not None:
             templates.append(template)
     return templates
@@ -83,7 +83,7 @@ def simulate(
     options: SolverOptions,
 ) -> Rescheduling:
     """Place the candidates' pods elsewhere; report what that takes."""
-    state = snapshot.state
+    view = snapshot.view
     names = {c.name for c in candidates} | {c.claim.name for c in candidates}
     moving: list[Pod] = []
     for candidate in candidates:
@@ -95,15 +95,18 @@ def simulate(
     deleting_names = {n.name for n in snapshot.nodes if n.deleting} | {
         node.name
         for claim in snapshot.claims
-        if claim.deleting and (node := state.node_for(claim)) is not None
+        if claim.deleting and (node := view.node_for(claim)) is not None
     }
     from_deleting = [
         p
         for name in sorted(deleting_names - names)
-        for p in state.pods_by_node.get(name, [])
+        for p in view.pods_on(name)
         if is_reschedulable(p)
     ]
-    pending = [p for p in snapshot.pods if is_provisionable(p)]
+    pending = sorted(
+        (p for p in view.state.unbound_pods().values() if is_provisionable(p)),
+        key=lambda p: (p.metadata.namespace or "", p.metadata.name),
+    )
     pods = sorted(
         [*pending, *moving, *from_deleting],
         key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
