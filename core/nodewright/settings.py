@@ -12,12 +12,12 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.duration import DurationError, format_duration, parse_duration
 
 #: Karpenter's feature gates and their defaults.
 DEFAULT_FEATURE_GATES = (
@@ -198,10 +198,50 @@ def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+#: What each flag takes, in ``--help``, where its type does not say it well enough.
+METAVARS: dict[str, str] = {
+    "kubeconfig": "FILE",
+    "kube_context": "CONTEXT",
+    "cluster_name": "NAME",
+    "cluster_endpoint": "URL",
+    "kube_client_qps": "QPS",
+    "kube_client_burst": "REQUESTS",
+    "feature_gates": "GATE=BOOL,...",
+    "metrics_port": "PORT",
+    "health_probe_port": "PORT",
+    "bind_address": "ADDRESS",
+    "leader_election_name": "NAME",
+    "leader_election_namespace": "NAMESPACE",
+}
+
+
+def _metavar(name: str, annotation: Any) -> str:
+    if name in METAVARS:
+        return METAVARS[name]
+    if annotation is timedelta:
+        return "DURATION"
+    if get_origin(annotation) is Literal:
+        return "{" + ",".join(str(choice) for choice in get_args(annotation)) + "}"
+    return "VALUE"
+
+
+def _shown_default(value: Any) -> str:
+    """A default as a user would write it: ``30s`` (as Karpenter's flags show durations),
+    ``200``, ``false``."""
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per setting; unset flags leave the environment and defaults in charge."""
     for name, info in RunSettings.model_fields.items():
-        help_text = f"{info.description} [env {env_name(name)}; default {info.default!s}]"
+        default = "" if info.default in (None, "") else f"; default {_shown_default(info.default)}"
+        help_text = f"{info.description} [env {env_name(name)}{default}]"
         if name == "provider_options":
             parser.add_argument(
                 "--provider-option",
@@ -215,7 +255,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                 flag_name(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text
             )
         else:
-            parser.add_argument(flag_name(name), dest=name, metavar="VALUE", help=help_text)
+            parser.add_argument(
+                flag_name(name),
+                dest=name,
+                metavar=_metavar(name, info.annotation),
+                help=help_text,
+            )
 
 
 def load_settings(flags: argparse.Namespace | Mapping[str, Any]) -> RunSettings:

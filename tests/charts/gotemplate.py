@@ -193,6 +193,9 @@ class Renderer:
             "ne": lambda a, b: a != b,
             "empty": lambda v: not _truthy(v),
             "join": lambda sep, items: sep.join(_str(i) for i in items),
+            "splitList": lambda sep, s: _str(s).split(sep),
+            "has": lambda needle, items: needle in (items or []),
+            "contains": lambda substring, s: substring in _str(s),
         }
 
     def _include(self, name: str, dot: Any) -> str:

@@ -81,8 +81,12 @@ def _validate(objects: list[dict[str, Any]]) -> None:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
-def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (found,) = [o for o in objects if o["kind"] == kind]
+def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
+    (found,) = [
+        o
+        for o in objects
+        if o["kind"] == kind and (namespace is None or o["metadata"].get("namespace") == namespace)
+    ]
     return found
 
 
@@ -100,6 +104,8 @@ def test_default_render_is_valid_and_highly_available() -> None:
         "Deployment",
         "PodDisruptionBudget",
         "Role",
+        "Role",
+        "RoleBinding",
         "RoleBinding",
         "Service",
         "ServiceAccount",
@@ -111,6 +117,8 @@ def test_default_render_is_valid_and_highly_available() -> None:
     assert env["CLUSTER_NAME"] == "test-cluster"
     assert env["NODEWRIGHT_PLUGINS"] == "kwok"
     assert env["SYSTEM_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    # each replica names itself as the reportingInstance of its Events
+    assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "ghcr.io/nodewright/nodewright:0.1.0-kwok"
     assert container["args"] == ["run"]
@@ -156,13 +164,45 @@ def test_rbac_is_least_privilege_but_enough() -> None:
     assert _allowed(rules, "", "events", "create")
     assert not _allowed(rules, "", "nodes", "deletecollection")
     # Leader election is namespaced; updates only to nodewright's own Lease.
-    role = _one(objects, "Role")
+    role = _one(objects, "Role", "kube-system")
     assert role["metadata"]["namespace"] == "kube-system"
     assert _allowed(role["rules"], "coordination.k8s.io", "leases", "create")
     (update,) = [r for r in role["rules"] if "update" in r["verbs"]]
     assert update["resourceNames"] == ["nodewright-leader-election"]
     binding = _one(objects, "ClusterRoleBinding")
     assert binding["subjects"][0]["name"] == _one(objects, "ServiceAccount")["metadata"]["name"]
+
+
+def test_the_kwok_emulation_may_write_node_and_pod_status_and_node_leases_only() -> None:
+    """The default provider plays kubelet: Node and Pod status, and one Lease per Node in
+    kube-node-lease (the namespace kubelets use); nothing of it without the KWOK provider."""
+    objects = render()
+    rules = _one(objects, "ClusterRole")["rules"]
+    for resource in ("nodes/status", "pods/status"):
+        for verb in ("update", "patch"):
+            assert _allowed(rules, "", resource, verb), (resource, verb)
+        assert not _allowed(rules, "", resource, "delete")
+    leases = _one(objects, "Role", "kube-node-lease")
+    assert leases["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "create", "update"],
+        }
+    ]
+    binding = _one(objects, "RoleBinding", "kube-node-lease")
+    assert binding["roleRef"]["name"] == leases["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "nodewright", "namespace": "kube-system"}
+    ]
+
+    aws = render(_merge(REQUIRED, {"providers": {"enabled": "aws"}}))
+    aws_rules = _one(aws, "ClusterRole")["rules"]
+    assert not _allowed(aws_rules, "", "pods/status", "patch")
+    assert not _allowed(aws_rules, "", "nodes/status", "patch")
+    assert not [o for o in aws if o["metadata"].get("namespace") == "kube-node-lease"]
+    both = render(_merge(REQUIRED, {"providers": {"enabled": "aws, kwok"}}))
+    assert _allowed(_one(both, "ClusterRole")["rules"], "", "pods/status", "patch")
 
 
 def test_aws_irsa_annotates_the_service_account() -> None:

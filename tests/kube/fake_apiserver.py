@@ -8,8 +8,11 @@ cluster-wide resourceVersion, and keeps the rules clients depend on: list with
 ``deletionTimestamp``; the status subresource (status dropped on create for CRDs, reset for
 pods; ignored by a main-resource PUT); ``generation`` bumps on spec changes; no-op writes
 keep the resourceVersion; the Binding and Eviction subresources with a PodDisruptionBudget
-check (429). Faults can be injected per request (any status, ``Retry-After``, delays), and
-every request is recorded. Bearer-token auth is required.
+check (429). Like a real server it answers every JSON patch it cannot apply with a bare 422
+(:data:`NOT_APPLIED`) and stores unset Go timestamps as ``null`` (:data:`NULL_TIMESTAMPS`);
+``tests/kube/test_server_contract.py`` checks both against a real control plane. Faults can be
+injected per request (any status, ``Retry-After``, delays), and every request is recorded.
+Bearer-token auth is required.
 """
 
 from __future__ import annotations
@@ -33,6 +36,46 @@ import trustme
 import yaml
 
 TOKEN = "s3cr3t-fake-token"
+
+#: What a real API server answers to any JSON patch it cannot apply (a failed ``test``, a
+#: missing path, an unknown operation): 422 with this message and empty ``details``.
+NOT_APPLIED: dict[str, Any] = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "the server rejected our request due to an error in our request",
+    "reason": "Invalid",
+    "details": {},
+    "code": 422,
+}
+
+#: Timestamps a real API server stores as ``null`` when a writer leaves them out (Go's
+#: ``metav1.Time`` is a struct, so omitempty never drops it): by resource, the item lists
+#: under ``status`` and, in each item, the timestamp fields (dotted for nested structs).
+NULL_TIMESTAMPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "pods": {
+        "conditions": ("lastProbeTime", "lastTransitionTime"),
+        **{
+            statuses: tuple(
+                f"{state}.{phase}.{stamp}"
+                for state in ("state", "lastState")
+                for phase, stamp in (
+                    ("running", "startedAt"),
+                    ("terminated", "startedAt"),
+                    ("terminated", "finishedAt"),
+                )
+            )
+            for statuses in (
+                "containerStatuses",
+                "initContainerStatuses",
+                "ephemeralContainerStatuses",
+            )
+        },
+    },
+    "nodes": {"conditions": ("lastHeartbeatTime", "lastTransitionTime")},
+    "persistentvolumeclaims": {"conditions": ("lastProbeTime", "lastTransitionTime")},
+}
 
 #: Built-in groups: everything else is a CRD (status dropped on create).
 BUILTIN_GROUPS = {"", "apps", "policy", "storage.k8s.io", "coordination.k8s.io", "batch"}
@@ -513,6 +556,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     body.pop("status", None)
                 if r.plural == "pods":
                     body["status"] = {"phase": "Pending"}
+                _store_like_go(r, body)
                 api.objects[key] = body
                 api._bump(r.gvr, "ADDED", body)
                 self._send(201, copy.deepcopy(body))
@@ -613,6 +657,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
             else:
                 raise _Reply(404, _status(404, "NotFound", f"no subresource {r.sub}"))
+            _store_like_go(r, new)
             if new == current:
                 self._send(200, copy.deepcopy(current))
                 return
@@ -745,49 +790,96 @@ def _discovery(parts: list[str]) -> dict[str, Any]:
     }
 
 
+def _store_like_go(r: _Resource, obj: dict[str, Any]) -> None:
+    """Fill the timestamps a real server stores as null (:data:`NULL_TIMESTAMPS`)."""
+    if r.group != "":
+        return
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    for list_name, fields in NULL_TIMESTAMPS.get(r.plural, {}).items():
+        for item in status.get(list_name) or []:
+            for dotted in fields:
+                *parents, last = dotted.split(".")
+                node = item
+                for part in parents:
+                    node = node.get(part) if isinstance(node, dict) else None
+                if isinstance(node, dict):
+                    node.setdefault(last, None)
+
+
 _MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
+#: A label value: empty, or at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends.
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+
+
 def _validate(r: _Resource, body: dict[str, Any]) -> None:
-    """The API server's validation of events.k8s.io/v1 Events (the fields clients get wrong)."""
-    if (r.group, r.plural) != ("events.k8s.io", "events"):
-        return
+    """The API server's validation of the fields clients get wrong: label values on every
+    object, and events.k8s.io/v1 Events. A failure names the object and lists its causes."""
+    problems: list[tuple[str, str]] = []
+    for value in ((body.get("metadata") or {}).get("labels") or {}).values():
+        if not isinstance(value, str) or not _LABEL_VALUE.match(value):
+            problems.append(("metadata.labels", f"Invalid value: {value!r}: not a label value"))
+    if (r.group, r.plural) == ("events.k8s.io", "events"):
+        problems += _event_problems(body)
+    if problems:
+        name = (body.get("metadata") or {}).get("name", "")
+        kind = str(body.get("kind") or r.plural)
+        group = f".{r.group}" if r.group else ""
+        summary = "; ".join(f"{field}: {message}" for field, message in problems)
+        raise _Reply(
+            422,
+            _status(
+                422,
+                "Invalid",
+                f'{kind}{group} "{name}" is invalid: {summary}',
+                name=name,
+                group=r.group,
+                kind=kind,
+                causes=[
+                    {"reason": "FieldValueInvalid", "message": message, "field": field}
+                    for field, message in problems
+                ],
+            ),
+        )
+
+
+def _event_problems(body: dict[str, Any]) -> list[tuple[str, str]]:
     problems = []
     if not _MICRO_TIME.match(str(body.get("eventTime") or "")):
-        problems.append("eventTime: Required value (a MicroTime)")
+        problems.append(("eventTime", "Required value (a MicroTime)"))
     for name in ("reportingController", "reportingInstance", "action", "reason"):
         value = body.get(name)
         if not value:
-            problems.append(f"{name}: Required value")
+            problems.append((name, "Required value"))
         elif len(value) > 128:
-            problems.append(f"{name}: Too long: must have at most 128 bytes")
+            problems.append((name, "Too long: must have at most 128 bytes"))
     if len((body.get("note") or "").encode()) > 1024:
-        problems.append("note: Too long: must have at most 1024 bytes")
+        problems.append(("note", "Too long: must have at most 1024 bytes"))
     if body.get("type") not in ("Normal", "Warning"):
-        problems.append(f"type: Unsupported value: {body.get('type')!r}")
+        problems.append(("type", f"Unsupported value: {body.get('type')!r}"))
     if not (body.get("regarding") or {}).get("kind"):
-        problems.append("regarding.kind: Required value")
+        problems.append(("regarding.kind", "Required value"))
     series = body.get("series")
     if series is not None and (
         int(series.get("count") or 0) < 2
         or not _MICRO_TIME.match(str(series.get("lastObservedTime") or ""))
     ):
-        problems.append("series: count must be >= 2 with a lastObservedTime")
-    if problems:
-        raise _Reply(
-            422, _status(422, "Invalid", "Event.events.k8s.io is invalid: " + "; ".join(problems))
-        )
+        problems.append(("series", "count must be >= 2 with a lastObservedTime"))
+    return problems
 
 
 def _unpointer(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise _Reply(422, _status(422, "Invalid", f"bad JSON pointer {path!r}"))
+        raise _Reply(422, NOT_APPLIED)
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _parent(doc: Any, parts: list[str], op: str, path: str) -> Any:
+def _parent(doc: Any, parts: list[str]) -> Any:
     node = doc
     for part in parts[:-1]:
         if isinstance(node, dict) and part in node:
@@ -795,18 +887,14 @@ def _parent(doc: Any, parts: list[str], op: str, path: str) -> Any:
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            raise _Reply(
-                422,
-                _status(
-                    422, "Invalid", f"{op} operation does not apply: doc is missing path: {path}"
-                ),
-            )
+            raise _Reply(422, NOT_APPLIED)
     return node
 
 
 def apply_json_patch(document: dict[str, Any], ops: list[Any]) -> Any:
-    """RFC 6902 as the API server applies it (evanphx/json-patch: a ``test`` of null passes
-    on a missing member; failures are 422 with the library's words)."""
+    """RFC 6902 as the API server applies it (evanphx/json-patch): a ``test`` of null passes
+    on a missing member, a ``replace`` of a missing member adds it, and every operation that
+    does not apply is the same bare 422 (:data:`NOT_APPLIED`), whatever went wrong."""
     doc = copy.deepcopy(document)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
@@ -814,8 +902,8 @@ def apply_json_patch(document: dict[str, Any], ops: list[Any]) -> Any:
         kind, path = op["op"], op["path"]
         parts = _unpointer(path)
         if not parts:
-            raise _Reply(422, _status(422, "Invalid", f"{kind} of the whole document"))
-        parent = _parent(doc, parts, kind, path)
+            raise _Reply(422, NOT_APPLIED)
+        parent = _parent(doc, parts)
         last = parts[-1]
         if isinstance(parent, list):
             index = len(parent) if last == "-" else int(last) if last.isdigit() else -1
@@ -825,41 +913,27 @@ def apply_json_patch(document: dict[str, Any], ops: list[Any]) -> Any:
             present = last in parent
             current = parent.get(last)
         else:
-            raise _Reply(
-                422,
-                _status(
-                    422, "Invalid", f"{kind} operation does not apply: doc is missing path: {path}"
-                ),
-            )
+            raise _Reply(422, NOT_APPLIED)
         if kind == "test":
-            if current != op.get("value"):
-                raise _Reply(
-                    422, _status(422, "Invalid", f"testing value {path} failed: test failed")
-                )
-        elif kind == "remove" or (kind == "replace" and not present):
+            if current != op.get("value") or (isinstance(parent, list) and not present):
+                raise _Reply(422, NOT_APPLIED)
+        elif kind == "remove":
             if not present:
-                raise _Reply(
-                    422,
-                    _status(
-                        422,
-                        "Invalid",
-                        f"{kind} operation does not apply: doc is missing key: {path}: "
-                        "missing value",
-                    ),
-                )
-            if kind == "remove":
-                del parent[index if isinstance(parent, list) else last]
+                raise _Reply(422, NOT_APPLIED)
+            del parent[index if isinstance(parent, list) else last]
         elif kind == "replace":
+            if isinstance(parent, list) and not present:
+                raise _Reply(422, NOT_APPLIED)
             parent[index if isinstance(parent, list) else last] = op.get("value")
         elif kind == "add":
             if isinstance(parent, list):
                 if not 0 <= index <= len(parent):
-                    raise _Reply(422, _status(422, "Invalid", f"add index out of range: {path}"))
+                    raise _Reply(422, NOT_APPLIED)
                 parent.insert(index, op.get("value"))
             else:
                 parent[last] = op.get("value")
         else:
-            raise _Reply(422, _status(422, "Invalid", f"unsupported patch operation {kind!r}"))
+            raise _Reply(422, NOT_APPLIED)
     return doc
 
 
@@ -895,4 +969,4 @@ class _Reply(Exception):
         self.body = body
 
 
-__all__ = ["TOKEN", "FakeApiServer", "Fault"]
+__all__ = ["NOT_APPLIED", "NULL_TIMESTAMPS", "TOKEN", "FakeApiServer", "Fault"]

@@ -3,7 +3,9 @@ repeats), through core/v1 when it does not; what lands is what ``kubectl events`
 
 from __future__ import annotations
 
+import ast
 import re
+import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +21,7 @@ from nodewright.controllers.events import WARNING, EventRecorder
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer
 
+CONTROLLERS = Path(__file__).resolve().parents[2] / "core" / "nodewright" / "controllers"
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
@@ -120,6 +123,54 @@ def test_a_long_note_is_cut_to_the_api_limit(recorded: tuple[FakeApiServer, Kube
     assert event["action"] == "Schedule"
 
 
-def test_every_karpenter_reason_has_a_short_action() -> None:
+def _published_reasons() -> set[str]:
+    """Every reason the controllers publish as a literal (``publish(obj, "Reason", ...)``)."""
+    reasons = set()
+    for path in CONTROLLERS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "publish"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                reasons.add(node.args[1].value)
+    return reasons
+
+
+#: Reasons published through a variable: the NodePool's node class problem
+#: (controllers/nodepool.py) and the core's own launch failure (controllers/lifecycle.py).
+PUBLISHED_THROUGH_A_VARIABLE = {"NodeClassNotFound", "NodeClassNotReady", "LaunchFailed"}
+
+
+def test_every_reason_the_controllers_publish_has_a_short_action() -> None:
+    literal = _published_reasons()
+    assert {"Nominated", "DisruptionBlocked", "FailedScheduling", "Evicted"} <= literal
+    missing = sorted((literal | PUBLISHED_THROUGH_A_VARIABLE) - set(EVENT_ACTIONS))
+    assert missing == [], f"no events.k8s.io action for {missing}"
     assert all(0 < len(action) <= 128 for action in EVENT_ACTIONS.values())
-    assert {"Nominated", "DisruptionBlocked", "FailedScheduling", "Evicted"} <= set(EVENT_ACTIONS)
+    assert EVENT_ACTIONS["NodeClassNotFound"] == "Validate"
+
+
+def test_the_reporting_instance_is_the_pod_name_else_the_host_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas on one node must not write Events as the same instance: the chart hands
+    each its pod's name (POD_NAME, from the downward API)."""
+    server = FakeApiServer(tmp_path).start()
+    try:
+        monkeypatch.setenv("POD_NAME", "nodewright-5c8d-x2k9q")
+        named = _connect(server)
+        monkeypatch.delenv("POD_NAME")
+        unnamed = _connect(server)
+        node = named.create(Node(metadata=ObjectMeta(name="n1")))
+        EventRecorder(named, SimulatedClock()).publish(node, "Evicted", "evicted")
+        [event] = _stored(server, "events.k8s.io")
+        assert event["reportingInstance"] == "nodewright-5c8d-x2k9q"
+        assert unnamed.reporting_instance == socket.gethostname()
+        named.close()
+        unnamed.close()
+    finally:
+        server.stop()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from nodewright.api.coordination import Lease
 from nodewright.api.core import Node, Pod, PodCondition, PodStatus
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.manifests import KindRegistry, load_text
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
-from nodewright.service.leader import Lease
 from nodewright.service.runner import UNCACHED_KINDS, RunService
 from nodewright.settings import RunSettings
 from nodewright_kwok.faults import Crash

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from nodewright.api.coordination import Lease
 from nodewright.clock import SystemClock
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.service.leader import LeaderElector, Lease
+from nodewright.service.leader import LeaderElector
 
 
 class LeaseStore:

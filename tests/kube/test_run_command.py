@@ -16,8 +16,8 @@ import urllib.request
 
 import pytest
 
+from nodewright.api.coordination import Lease
 from nodewright.cluster.kube import KubeCluster
-from nodewright.service.leader import Lease
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import TOKEN, FakeApiServer
 
@@ -76,7 +76,10 @@ def test_run_serves_probes_and_stops_cleanly_on_sigterm(apiserver: FakeApiServer
 
     user = KubeCluster.connect(str(apiserver.kubeconfig), settings=FAST)
     try:
-        ports = wait_for(r"/healthz and /readyz on :(\d+), /metrics on :(\d+)")
+        # the address it is bound to, not ":PORT" as if it listened everywhere
+        ports = wait_for(
+            r"/healthz and /readyz on 127\.0\.0\.1:(\d+), /metrics on 127\.0\.0\.1:(\d+)"
+        )
         health, metrics = int(ports[1]), int(ports[2])
         wait_for("became leader")
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=5) as answer:

@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import logging
+import re
 from datetime import timedelta
 
 import pytest
@@ -156,3 +157,20 @@ def test_the_charts_environment_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.gates["ReservedCapacity"] is True
     assert settings.providers == {}
     assert not settings.disable_leader_election
+
+
+def test_help_shows_durations_as_karpenter_writes_them_and_what_each_flag_takes() -> None:
+    parser = argparse.ArgumentParser(prog="nodewright run")
+    add_flags(parser)
+    text = " ".join(parser.format_help().split())  # argparse wraps lines anywhere
+    assert "--kube-client-timeout DURATION" in text
+    assert "[env KUBE_CLIENT_TIMEOUT; default 30s]" in text
+    assert "[env BATCH_IDLE_DURATION; default 1s]" in text
+    assert "[env LEADER_ELECTION_LEASE_DURATION; default 15s]" in text
+    assert "0:00" not in text
+    assert "--metrics-port PORT" in text
+    assert "--kubeconfig FILE" in text
+    assert "--log-level {debug,info,warn,error}" in text
+    assert "[env KUBECONFIG]" in text  # no "default None"
+    # every flag says what it takes; only the provider option's value is free-form
+    assert re.findall(r"--[a-z-]+ VALUE\b", text) == []

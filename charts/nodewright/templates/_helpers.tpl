@@ -22,3 +22,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $tag := default (printf "%s-%s" .Chart.AppVersion (.Values.providers.enabled | replace "," "-")) .Values.image.tag -}}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
 {{- end -}}
+
+{{- define "nodewright.kwokEnabled" -}}
+{{- if has "kwok" (splitList "," (.Values.providers.enabled | replace " " "")) -}}true{{- end -}}
+{{- end -}}

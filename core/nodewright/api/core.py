@@ -4,9 +4,9 @@ PersistentVolumeClaim, PersistentVolume, Namespace."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from nodewright.api.meta import KubeObject, Model, ObjectMeta, ObjectReference
 
@@ -170,6 +170,15 @@ class PodSpec(Model):
     host_network: bool | None = None
 
     _normalise = field_validator("overhead", mode="before")(_quantities)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_overhead(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An API server refuses a pod with an ``overhead`` (even an empty one) that no
+        RuntimeClass sets, so an empty one is left out."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("overhead"):
+            data.pop("overhead", None)
+        return data
 
 
 class PodCondition(Model):

@@ -159,6 +159,11 @@ class ProviderContext:
     options: Mapping[str, str]
     #: The cluster's name, for tags and labels.
     cluster_name: str = "nodewright"
+    #: True under ``nodewright run``: ``cluster`` is a real API server, whose own controllers
+    #: act on what a provider writes (the node lifecycle controller marks a Node NotReady when
+    #: its kubelet's Lease and heartbeat go stale). False in simulations and tests, where no
+    #: such controller runs and that upkeep would only cost time.
+    live_cluster: bool = False
 
 
 #: How often provider background work runs when a provider does not say.

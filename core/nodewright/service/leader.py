@@ -15,30 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import ClassVar, Protocol
+from typing import Protocol
 
-from pydantic import Field
-
-from nodewright.api.meta import KubeObject, Model, ObjectMeta
+from nodewright.api.coordination import Lease, LeaseSpec
+from nodewright.api.meta import ObjectMeta
 from nodewright.cluster import ClusterError
 from nodewright.cluster.objects import mutable
 
 log = logging.getLogger("nodewright.leader")
-
-
-class LeaseSpec(Model):
-    holder_identity: str | None = None
-    lease_duration_seconds: int | None = None
-    acquire_time: datetime | None = None
-    renew_time: datetime | None = None
-    lease_transitions: int | None = None
-
-
-class Lease(KubeObject):
-    API_VERSION: ClassVar[str] = "coordination.k8s.io/v1"
-    KIND: ClassVar[str] = "Lease"
-
-    spec: LeaseSpec = Field(default_factory=LeaseSpec)
 
 
 class LeaseStore(Protocol):

@@ -24,6 +24,7 @@ from nodewright.api.apps import (
     StorageClass,
     VolumeAttachment,
 )
+from nodewright.api.coordination import Lease
 from nodewright.api.core import (
     Event,
     Namespace,
@@ -41,7 +42,7 @@ from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.http import Endpoints, metrics, probe
-from nodewright.service.leader import LeaderElector, Lease
+from nodewright.service.leader import LeaderElector
 from nodewright.settings import RunSettings
 
 log = logging.getLogger("nodewright.run")
@@ -100,6 +101,11 @@ def connect(settings: RunSettings) -> KubeCluster:
     )
 
 
+def host_and_port(address: str, port: int) -> str:
+    """``127.0.0.1:8080``, ``[::1]:8080``: where a listener actually is."""
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 class RunService:
     """One ``nodewright run`` process: caches, leader election, endpoints and the loop."""
 
@@ -119,6 +125,7 @@ class RunService:
         self.operator: Operator | None = None
         self.passes = 0
         self._stop = threading.Event()
+        self._stopping = threading.Lock()
         self._crashed = False
         self.elector: LeaderElector | None = None
         if not settings.disable_leader_election:
@@ -160,18 +167,20 @@ class RunService:
             address, self.settings.metrics_port, {"/metrics": metrics}
         )
         log.info(
-            "serving /healthz and /readyz on :%d, /metrics on :%d",
-            self.health_port,
-            self.metrics_port,
+            "serving /healthz and /readyz on %s, /metrics on %s",
+            host_and_port(address, self.health_port),
+            host_and_port(address, self.metrics_port),
         )
 
     # -- the loop --------------------------------------------------------------------------------
 
     def request_stop(self) -> None:
         """Stop taking new work (SIGTERM); the pass in flight finishes."""
-        if not self._stop.is_set():
+        with self._stopping:
+            first = not self._stop.is_set()
+            self._stop.set()
+        if first:
             log.info("shutting down: finishing the pass in flight")
-        self._stop.set()
         self.cluster.wake()
 
     @property
@@ -187,6 +196,7 @@ class RunService:
                     clock=self.clock,
                     options=dict(context_options.get(name, {})),
                     cluster_name=self.settings.cluster_name,
+                    live_cluster=True,
                 )
             )
             self.operator = Operator(self.cluster, self.host, self.clock, self.options)
@@ -247,4 +257,4 @@ class RunService:
         return 0
 
 
-__all__ = ["MAX_IDLE", "RunService", "connect", "options_from"]
+__all__ = ["MAX_IDLE", "RunService", "connect", "host_and_port", "options_from"]

@@ -6,7 +6,7 @@ provider only writes to the cluster when there is something to write.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nodewright.api.core import Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, Taint
 from nodewright.api.labels import UNREGISTERED_TAINT_KEY
@@ -68,6 +68,21 @@ def pod_needs_start(pod: Pod) -> bool:
         (condition := pod.condition(kind)) is None or condition.status != "True"
         for kind in POD_READY_CONDITIONS
     )
+
+
+def heartbeat_due(node: Node, now: datetime, interval: timedelta) -> bool:
+    """True when the Node's Ready heartbeat is missing or at least ``interval`` old."""
+    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
+    beat = ready.last_heartbeat_time if ready is not None else None
+    return beat is None or now - beat >= interval
+
+
+def post_heartbeat(node: Node, now: datetime) -> None:
+    """Report the node Ready (:func:`mark_node_ready`) with a heartbeat of ``now``."""
+    mark_node_ready(node, now)
+    for condition in node.status.conditions:
+        if condition.type == "Ready":
+            condition.last_heartbeat_time = now
 
 
 def mark_node_ready(node: Node, now: datetime) -> bool:

@@ -44,7 +44,7 @@ from nodewright.plugin.model import (
     ProviderInfo,
 )
 from nodewright.scheduling.requirements import Requirements
-from nodewright_kwok import kubelet
+from nodewright_kwok import heartbeat, kubelet
 from nodewright_kwok.catalog import Catalog, default_catalog, load_catalog
 from nodewright_kwok.faults import Faults
 from nodewright_kwok.labels import (
@@ -114,6 +114,8 @@ class KWOKProvider:
         self.settings = Settings()
         self._cluster: ProviderCluster | None = None
         self._clock: ClockLike | None = None
+        self._leases = heartbeat.NodeLeases()
+        self._keep_leases = False
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -133,6 +135,8 @@ class KWOKProvider:
             self.ledger.clear()
         self._cluster = context.cluster
         self._clock = context.clock
+        #: Only a real control plane watches node Leases and heartbeats.
+        self._keep_leases = context.live_cluster
         self.adopt()
 
     def adopt(self) -> int:
@@ -405,8 +409,11 @@ class KWOKProvider:
                 self._register(entry, now)
         if self.settings.manage_nodes:
             self._run_kubelets(now)
-        wait = self.settings.kubelet_period if self.settings.manage_nodes else None
-        wait = wait or DEFAULT_RECONCILE_PERIOD
+        wait = DEFAULT_RECONCILE_PERIOD
+        if self.settings.manage_nodes:
+            wait = self.settings.kubelet_period
+            if self._keep_leases:  # every Lease is renewed before it runs out
+                wait = min(wait, heartbeat.RENEW_INTERVAL)
         for entry in self.ledger.entries():
             if entry.state == PENDING:
                 # an overdue entry failed to register just now: retry, but do not spin
@@ -452,13 +459,22 @@ class KWOKProvider:
         }
         if not running:
             return
+        emulated = set()
         for node in self._read(Node):
             if running.get(node.name) != node.spec.provider_id or node.deleting:
                 continue
-            if kubelet.node_needs_ready(node):
+            emulated.add(node.name)
+            if self._keep_leases:
+                leased = self._leases.renew(self.cluster, node, now)
+                every = heartbeat.STATUS_REPORT_INTERVAL if leased else heartbeat.RENEW_INTERVAL
+                due = kubelet.heartbeat_due(node, now, every)
+            else:
+                due = False
+            if kubelet.node_needs_ready(node) or due:
                 ready = node.clone()
-                kubelet.mark_node_ready(ready, now)
+                kubelet.post_heartbeat(ready, now)
                 self._write_status(ready)
+        self._leases.forget_all_but(emulated)
         for pod in self._read(Pod):
             if pod.spec.node_name in running and kubelet.pod_needs_start(pod):
                 started = pod.clone()

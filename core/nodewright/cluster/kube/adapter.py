@@ -24,6 +24,7 @@ from nodewright.cluster.kube.informer import Informer, Key
 from nodewright.cluster.kube.patch import (
     JSON_PATCH,
     MERGE_PATCH,
+    as_stored,
     json_patch,
     precondition_failed,
     spec_and_metadata,
@@ -501,7 +502,8 @@ class KubeCluster:
         base = self._base_of(obj)
         if base is not None:
             ops, untestable = json_patch(
-                spec_and_metadata(base.to_dict()), spec_and_metadata(obj.to_dict())
+                spec_and_metadata(as_stored(kind, base.to_dict())),
+                spec_and_metadata(as_stored(kind, obj.to_dict())),
             )
             if not ops:
                 return copy_object(base)
@@ -532,8 +534,8 @@ class KubeCluster:
         base = self._base_of(obj)
         if base is not None:
             ops, untestable = json_patch(
-                {"status": base.to_dict().get("status", {})},
-                {"status": obj.to_dict().get("status", {})},
+                {"status": as_stored(kind, base.to_dict()).get("status", {})},
+                {"status": as_stored(kind, obj.to_dict()).get("status", {})},
             )
             if not ops:
                 return copy_object(base)

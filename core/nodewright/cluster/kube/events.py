@@ -18,6 +18,8 @@ EVENT_ACTIONS: dict[str, str] = {
     "NoCompatibleInstanceTypes": "Provision",
     "InsufficientCapacityError": "Launch",
     "NodeClassNotReady": "Launch",
+    "NodeClassNotFound": "Validate",
+    "LaunchFailed": "Launch",
     "FailedValidation": "Validate",
     "FailedConsistencyCheck": "CheckConsistency",
     "NotReady": "Register",

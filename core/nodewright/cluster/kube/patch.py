@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nodewright.api.meta import KubeObject
 from nodewright.cluster.kube.transport import Answer
 
 JSON_PATCH = "application/json-patch+json"
@@ -93,14 +94,84 @@ def _diff(
     return False
 
 
-#: Words in the API server's 422 answer when a JSON patch's ``test`` (or a path it needs)
-#: failed: the object changed under us, not an invalid request.
-_PRECONDITION_FAILED = ("test failed", "testing value", "missing path", "missing value")
+#: The API server's message for every JSON patch it could not apply (a ``test`` that failed,
+#: a path that is missing): a bare 422 with no ``details``, the patch library's words dropped.
+PATCH_NOT_APPLIED = "the server rejected our request due to an error in our request"
+
+#: The patch library's own words, which some servers (and proxies) pass on.
+_PATCH_LIBRARY_WORDS = ("test failed", "testing value", "missing path", "missing value")
 
 
 def precondition_failed(answer: Answer) -> bool:
-    message = answer.message.lower()
-    return answer.status == 422 and any(word in message for word in _PRECONDITION_FAILED)
+    """True when the server could not apply a JSON patch we built: the object changed under
+    us (a ``test`` failed, or a path it needs is gone), not an invalid request.
+
+    A real API server answers this with a bare 422 (:data:`PATCH_NOT_APPLIED`, empty
+    ``details``); a 422 for an object that would be invalid names it in ``details`` and lists
+    the fields at fault as ``causes``. The caller then falls back to a replace carrying the
+    resourceVersion it read, which is a 409 (ConflictError) when someone else wrote first.
+    """
+    if answer.status != 422:
+        return False
+    details = answer.body.get("details") or {}
+    if not details.get("causes") and not details.get("name"):
+        return True
+    message = " ".join(
+        [answer.message] + [str(c.get("message", "")) for c in details.get("causes") or []]
+    ).lower()
+    return any(word in message for word in _PATCH_LIBRARY_WORDS)
+
+
+def _timestamps_of_container_states() -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        ("status", statuses, "*", state, phase, stamp)
+        for statuses in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+        for state in ("state", "lastState")
+        for phase, stamp in (("running", "startedAt"), ("terminated", "startedAt"),
+                             ("terminated", "finishedAt"))
+    )  # fmt: skip
+
+
+#: Fields the API server stores as ``null`` when a writer leaves them out: Go ``metav1.Time``
+#: values, which serialise as null even with omitempty (``"lastProbeTime": null`` in every
+#: PodCondition). Our dicts leave nulls out, so a ``test`` of a value holding one of these
+#: would never match; :func:`as_stored` puts them back. By (apiVersion, kind); ``*`` is every
+#: item of a list. Custom resources (NodeClaims, NodePools, NodeClasses) are stored as written.
+STORED_AS_NULL: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("v1", "Pod"): (
+        ("status", "conditions", "*", "lastProbeTime"),
+        ("status", "conditions", "*", "lastTransitionTime"),
+        *_timestamps_of_container_states(),
+    ),
+    ("v1", "Node"): (
+        ("status", "conditions", "*", "lastHeartbeatTime"),
+        ("status", "conditions", "*", "lastTransitionTime"),
+    ),
+    ("v1", "PersistentVolumeClaim"): (
+        ("status", "conditions", "*", "lastProbeTime"),
+        ("status", "conditions", "*", "lastTransitionTime"),
+    ),
+}
+
+
+def as_stored(kind: type[KubeObject], data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (an object's dict, changed in place) with the nulls the server would store
+    in it (:data:`STORED_AS_NULL`), so a patch's ``test`` compares like with like."""
+    for path in STORED_AS_NULL.get((kind.API_VERSION, kind.KIND), ()):
+        _fill_null(data, path)
+    return data
+
+
+def _fill_null(node: Any, path: tuple[str, ...]) -> None:
+    head, rest = path[0], path[1:]
+    if head == "*":
+        for item in node if isinstance(node, list) else ():
+            _fill_null(item, rest)
+    elif isinstance(node, dict):
+        if not rest:
+            node.setdefault(head, None)
+        elif head in node:
+            _fill_null(node[head], rest)
 
 
 def spec_and_metadata(data: Mapping[str, Any]) -> dict[str, Any]:
