@@ -36,6 +36,7 @@ _EMPTY: Mapping[Key, KubeObject] = {}
 _BY_NAMESPACE: frozenset[type[KubeObject]] = frozenset({Pod, PodDisruptionBudget})
 _NO_PODS: Mapping[Key, Pod] = {}
 _NO_CLAIMS: Mapping[Key, NodeClaim] = {}
+_NO_NODES: Mapping[Key, Node] = {}
 
 
 def object_key(obj: KubeObject) -> Key:
@@ -113,9 +114,11 @@ class ClusterState:
         #: node name -> a counter bumped whenever the pods bound to it change
         self._node_pods_versions: dict[str, int] = {}
         self._unbound_pods: dict[Key, Pod] = {}
-        self._nodes_by_provider_id: dict[str, Node] = {}
+        #: provider ID -> node name -> Node (more than one only when something is wrong)
+        self._nodes_by_provider_id: dict[str, dict[str, Node]] = {}
         self._claims_by_provider_id: dict[str, NodeClaim] = {}
         self._claims_by_pool: dict[str, dict[Key, NodeClaim]] = {}
+        self._nodes_by_pool: dict[str, dict[Key, Node]] = {}
         self._controlled: dict[tuple[type[KubeObject], str], dict[Key, KubeObject]] = {}
         self._by_namespace: dict[tuple[type[KubeObject], str], dict[Key, KubeObject]] = {}
 
@@ -218,7 +221,18 @@ class ClusterState:
         return self._unbound_pods
 
     def node_by_provider_id(self, provider_id: str) -> Node | None:
-        return self._nodes_by_provider_id.get(provider_id)
+        """The Node with that provider ID (the first by name if several claim it)."""
+        nodes = self._nodes_by_provider_id.get(provider_id)
+        if not nodes:
+            return None
+        return nodes[min(nodes)] if len(nodes) > 1 else next(iter(nodes.values()))
+
+    def nodes_with_provider_id(self, provider_id: str) -> list[Node]:
+        """Every Node with that provider ID, by name (one, unless something is wrong)."""
+        nodes = self._nodes_by_provider_id.get(provider_id)
+        if not nodes:
+            return []
+        return [nodes[name] for name in sorted(nodes)]
 
     def claim_by_provider_id(self, provider_id: str) -> NodeClaim | None:
         return self._claims_by_provider_id.get(provider_id)
@@ -233,11 +247,15 @@ class ClusterState:
         """The Node a NodeClaim registered as (joined by provider ID)."""
         if not claim.status.provider_id:
             return None
-        return self._nodes_by_provider_id.get(claim.status.provider_id)
+        return self.node_by_provider_id(claim.status.provider_id)
 
     def claims_of_pool(self, pool: str) -> Mapping[Key, NodeClaim]:
         """NodeClaims labelled with NodePool ``pool``."""
         return self._claims_by_pool.get(pool) or _NO_CLAIMS
+
+    def nodes_of_pool(self, pool: str) -> Mapping[Key, Node]:
+        """Nodes labelled with NodePool ``pool``."""
+        return self._nodes_by_pool.get(pool) or _NO_NODES
 
     def controlled_by(self, kind: type[T], owner_uid: str) -> Mapping[Key, T]:
         """Objects of ``kind`` whose controller ownerReference names ``owner_uid``."""
@@ -274,7 +292,10 @@ class ClusterState:
         elif kind is Node:
             node = cast(Node, new)
             if node.spec.provider_id:
-                self._nodes_by_provider_id[node.spec.provider_id] = node
+                self._nodes_by_provider_id.setdefault(node.spec.provider_id, {})[key[1]] = node
+            node_pool = node.metadata.labels.get(NODEPOOL_LABEL)
+            if node_pool is not None:
+                self._nodes_by_pool.setdefault(node_pool, {})[key] = node
         elif kind is NodeClaim:
             claim = cast(NodeClaim, new)
             if claim.status.provider_id:
@@ -299,9 +320,11 @@ class ClusterState:
                 self._unbound_pods.pop(key, None)
         elif kind is Node:
             node = cast(Node, old)
-            pid = node.spec.provider_id
-            if pid and self._nodes_by_provider_id.get(pid) is old:
-                del self._nodes_by_provider_id[pid]
+            if node.spec.provider_id:
+                _discard_name(self._nodes_by_provider_id, node.spec.provider_id, key[1])
+            node_pool = node.metadata.labels.get(NODEPOOL_LABEL)
+            if node_pool is not None:
+                _discard(self._nodes_by_pool, node_pool, key)
         elif kind is NodeClaim:
             claim = cast(NodeClaim, old)
             pid = claim.status.provider_id
@@ -313,6 +336,15 @@ class ClusterState:
 
     def _bump_node(self, node_name: str) -> None:
         self._node_pods_versions[node_name] = self._node_pods_versions.get(node_name, 0) + 1
+
+
+def _discard_name(index: dict[str, dict[str, Node]], bucket: str, name: str) -> None:
+    members = index.get(bucket)
+    if members is None:
+        return
+    members.pop(name, None)
+    if not members:
+        del index[bucket]
 
 
 def _controller_uid(obj: KubeObject) -> str | None:

@@ -110,10 +110,7 @@ class GarbageCollection:
             except (PluginError, TemporaryProviderError) as error:
                 log.warning("Cannot look up instance %s: %s", provider_id, error)
                 continue
-            if any(
-                node.spec.provider_id == provider_id and node.ready
-                for node in self._cluster.list(Node)
-            ):
+            if any(node.ready for node in self._cluster.state.nodes_with_provider_id(provider_id)):
                 continue  # the kubelet still reports in; do not trust the provider alone
             log.info(
                 "Garbage collecting nodeclaim %s with no cloudprovider representation (%s)",
@@ -153,8 +150,8 @@ class GarbageCollection:
                 continue
             except (PluginError, TemporaryProviderError) as error:
                 log.warning("Deleting instance %s failed: %s", instance.provider_id, error)
-            for node in self._cluster.list(Node):
-                if node.spec.provider_id == instance.provider_id and not node.deleting:
+            for node in self._cluster.state.nodes_with_provider_id(instance.provider_id):
+                if not node.deleting:
                     self._cluster.delete(Node, node.name)
             poll = now + DELETE_POLL
             due = poll if due is None else min(due, poll)

@@ -44,6 +44,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import requirements_from_api
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -70,6 +71,9 @@ POLL = timedelta(seconds=1)
 CONSISTENCY_SCAN_PERIOD = timedelta(minutes=10)
 #: A Node with less than this share of a requested resource's expected capacity is flagged.
 CONSISTENCY_THRESHOLD = 0.9
+
+#: Steps further away than this are not scheduled (a registered claim never times out).
+FOREVER = timedelta(days=3650)
 
 CONDITION_CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 #: The conditions every NodeClaim carries from its first reconcile, Unknown until decided.
@@ -99,29 +103,49 @@ class NodeClaimLifecycle:
         self._events = events
         #: NodeClaim uid → when its consistency was last checked.
         self._consistency_scans: dict[str, datetime] = {}
+        #: NodeClaims whose claim or Node changed, or whose next step falls due.
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._changes = cluster.state.feed(NodeClaim, Node)
+        self._resync_at: datetime | None = None
 
     def reconcile(self) -> timedelta | None:
-        nodes: dict[str, list[Node]] = {}
-        for node in self._cluster.list(Node):
-            if node.spec.provider_id:
-                nodes.setdefault(node.spec.provider_id, []).append(node)
-        wake: timedelta | None = None
-        claims = self._cluster.list(NodeClaim)
-        for claim in claims:
+        state = self._cluster.state
+        now = self._clock.now()
+        if self._resync_at is None or now >= self._resync_at:
+            # Everything now and then, as an informer's resync: it must find nothing new.
+            for every in state.sorted(NodeClaim):
+                self._queue.add(every.name)
+            self._resync_at = now + RESYNC_PERIOD
+        for change in self._changes.drain():
+            if change.kind is NodeClaim:
+                self._queue.add(change.key[1])
+                continue
+            for node in (change.old, change.new):  # a Node: wake its NodeClaim
+                provider_id = node.spec.provider_id if isinstance(node, Node) else None
+                owner = state.claim_by_provider_id(provider_id) if provider_id else None
+                if owner is not None:
+                    self._queue.add(owner.name)
+        for name in sorted(self._queue.pop_ready(now)):
+            stored = state.get(NodeClaim, ("", name))
+            if stored is None:
+                continue
             try:
-                after = self._reconcile(mutable(claim), nodes)
+                after = self._reconcile(mutable(stored))
             except (ConflictError, NotFoundError):
                 after = timedelta(0)  # someone else wrote it first; look again next pass
-            if after is not None and (wake is None or after < wake):
-                wake = after
-        live = {claim.metadata.uid for claim in claims}
-        for uid in [uid for uid in self._consistency_scans if uid not in live]:
-            del self._consistency_scans[uid]
-        return wake
+            if after is not None and after < FOREVER:
+                self._queue.add_at(name, now + after)
+        live = {claim.metadata.uid for claim in state.objects(NodeClaim).values()}
+        if len(self._consistency_scans) > len(live):
+            for uid in [uid for uid in self._consistency_scans if uid not in live]:
+                del self._consistency_scans[uid]
+        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
+        return max(due - now, timedelta(0))
 
-    def _reconcile(self, claim: NodeClaim, nodes: dict[str, list[Node]]) -> timedelta | None:
+    def _reconcile(self, claim: NodeClaim) -> timedelta | None:
+        found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
         if claim.deleting:
-            return self._finalize(claim, nodes.get(claim.status.provider_id or "", []))
+            return self._finalize(claim, found)
         if TERMINATION_FINALIZER not in claim.metadata.finalizers:
             claim.metadata.finalizers.append(TERMINATION_FINALIZER)
             claim = self._cluster.update(claim)
@@ -132,7 +156,7 @@ class NodeClaimLifecycle:
         conditions = claim.status.conditions
         if not is_true(conditions, CONDITION_LAUNCHED):
             return _earliest(self._launch(claim), timeout)
-        found = nodes.get(claim.status.provider_id or "", [])
+        found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
         if not is_true(conditions, CONDITION_REGISTERED):
             return _earliest(self._register(claim, found), timeout)
         node = found[0] if len(found) == 1 else None

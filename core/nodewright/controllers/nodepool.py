@@ -33,6 +33,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import nodepool_hash
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.resources import format_resources, merge, parse_resources
@@ -59,19 +60,43 @@ class NodePoolStatusController:
         self._catalog = catalog
         self._clock = clock
         self._events = events
+        #: NodePools whose pool, NodeClass or member nodes changed.
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._changes = cluster.state.feed(
+            NodePool, Node, *(kind.model for kind in host.node_class_kinds())
+        )
+        self._resync_at: datetime | None = None
 
     def reconcile(self) -> timedelta | None:
-        nodes = self._cluster.list(Node)
-        for pool in self._cluster.list(NodePool):
-            if pool.deleting:
+        state = self._cluster.state
+        now = self._clock.now()
+        if self._resync_at is None or now >= self._resync_at:
+            for every in state.sorted(NodePool):
+                self._queue.add(every.name)
+            self._resync_at = now + RESYNC_PERIOD
+        for change in self._changes.drain():
+            if change.kind is NodePool:
+                self._queue.add(change.key[1])
+            elif change.kind is Node:
+                for node in (change.old, change.new):
+                    member_of = node.metadata.labels.get(NODEPOOL_LABEL) if node else None
+                    if member_of is not None:
+                        self._queue.add(member_of)
+            else:  # a NodeClass: any pool may name it
+                for every in state.sorted(NodePool):
+                    self._queue.add(every.name)
+        for name in sorted(self._queue.pop_ready(now)):
+            pool = state.get(NodePool, ("", name))
+            if pool is None or pool.deleting:
                 continue
             try:
-                self._reconcile(mutable(pool), nodes)
+                self._reconcile(mutable(pool))
             except (ConflictError, NotFoundError):
-                return timedelta(0)
-        return None
+                self._queue.add_at(name, now)
+        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
+        return max(due - now, timedelta(0))
 
-    def _reconcile(self, pool: NodePool, nodes: list[Node]) -> None:
+    def _reconcile(self, pool: NodePool) -> None:
         now = self._clock.now()
         digest = nodepool_hash(pool)
         annotations = pool.metadata.annotations
@@ -157,7 +182,7 @@ class NodePoolStatusController:
                 observed_generation=generation,
             )
 
-        members = [n for n in nodes if n.metadata.labels.get(NODEPOOL_LABEL) == pool.name]
+        members = self._cluster.state.nodes_of_pool(pool.name).values()
         resources = merge(*(parse_resources(n.status.capacity) for n in members))
         resources["nodes"] = len(members) * 1000
         rendered = format_resources(resources)

@@ -2,15 +2,14 @@
 
 As Karpenter's pod metrics controller: one ``pods_state`` series per pod, labelled with its
 node's NodePool, zone, architecture, capacity type and instance type; the start-up duration
-(creation to Running, on the injected clock) observed once per pod. The pass is skipped when
-nothing in the cluster changed, so idle simulation passes cost nothing.
+(creation to Running, on the injected clock) observed once per pod. It follows a change feed
+of pods and nodes, so a pass costs the pods that changed (and the pods of nodes whose labels
+changed), not the cluster's size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any
 
 from nodewright import metrics
 from nodewright.api.core import Node, Pod
@@ -23,6 +22,7 @@ from nodewright.api.labels import (
 )
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
+from nodewright.cluster.state import Key
 
 PodLabels = tuple[str, str, str, str, str, str, str, str, str, str]
 
@@ -33,57 +33,80 @@ class PodMetrics:
     def __init__(self, cluster: Cluster, clock: Clock) -> None:
         self._cluster = cluster
         self._clock = clock
-        self._seen_version: int | None = None
+        self._changes = cluster.state.feed(Pod, Node)
         #: The labels of each pod's current ``pods_state`` series, by pod key.
-        self._series: dict[str, PodLabels] = {}
-        #: Pods whose start-up duration was observed (by uid or key).
-        self._started: set[str] = set()
+        self._series: dict[Key, PodLabels] = {}
+        #: node name -> the pods whose series name it (terminal pods included).
+        self._on_node: dict[str, set[Key]] = {}
+        #: pod key -> the identity (uid) of the pod there whose start-up was observed.
+        self._started: dict[Key, str] = {}
         # One operator per process serves the pods; series of an earlier one (a previous
         # simulation in the same process) would describe pods that no longer exist.
         metrics.pods_state.clear()
-
-    def _read(self, kind: type[Any]) -> Iterable[Any]:
-        peek = getattr(self._cluster, "peek", None)  # the embedded cluster: no copies
-        return peek(kind) if peek is not None else self._cluster.list(kind)
+        # Pods and nodes that existed before this controller: take them all in once.
+        for pod in cluster.state.sorted(Pod):
+            self._observe(_key(pod), pod)
 
     def reconcile(self) -> timedelta | None:
-        version = self._cluster.resource_version()
-        if version == self._seen_version:
+        changes = self._changes.drain()
+        if not changes:
             return None
-        self._seen_version = version
-        nodes = {node.name: node.metadata.labels for node in self._read(Node)}
-        now = self._clock.now()
-        current: dict[str, PodLabels] = {}
-        for pod in self._read(Pod):
-            labels = _pod_labels(pod, nodes)
-            current[pod.key] = labels
-            if self._series.get(pod.key) != labels:
-                old = self._series.get(pod.key)
-                if old is not None:
-                    metrics.pods_state.remove(*old)
-                metrics.pods_state.labels(*labels).set(1)
-            identity = pod.metadata.uid or pod.key
-            if (
-                pod.status.phase == "Running"
-                and identity not in self._started
-                and pod.metadata.creation_timestamp is not None
-            ):
-                self._started.add(identity)
-                started = pod.status.start_time or now
-                running_at = max(started, pod.metadata.creation_timestamp)
-                metrics.pods_startup_duration.observe(
-                    (running_at - pod.metadata.creation_timestamp).total_seconds()
-                )
-        for key, old in self._series.items():
-            if key not in current:
-                metrics.pods_state.remove(*old)
-        self._series = current
+        state = self._cluster.state
+        pods: dict[Key, Pod | None] = {}
+        for change in changes:
+            if change.kind is Pod:
+                pods[change.key] = change.new  # type: ignore[assignment]
+            else:  # a Node: its labels are in its pods' series
+                for key in self._on_node.get(change.key[1], ()):
+                    pods.setdefault(key, state.get(Pod, key))
+        for key in sorted(pods):
+            self._observe(key, pods[key])
         return None
 
+    def _observe(self, key: Key, pod: Pod | None) -> None:
+        old = self._series.get(key)
+        if pod is None:
+            if old is not None:
+                metrics.pods_state.remove(*old)
+                del self._series[key]
+                self._unplace(key, old)
+            self._started.pop(key, None)
+            return
+        node = self._cluster.state.get(Node, ("", pod.spec.node_name or ""))
+        labels = _pod_labels(pod, node.metadata.labels if node is not None else {})
+        if old != labels:
+            if old is not None:
+                metrics.pods_state.remove(*old)
+                self._unplace(key, old)
+            metrics.pods_state.labels(*labels).set(1)
+            self._series[key] = labels
+            self._on_node.setdefault(labels[3], set()).add(key)
+        identity = pod.metadata.uid or f"{key[0]}/{key[1]}"
+        if (
+            pod.status.phase == "Running"
+            and self._started.get(key) != identity
+            and pod.metadata.creation_timestamp is not None
+        ):
+            self._started[key] = identity
+            started = pod.status.start_time or self._clock.now()
+            running_at = max(started, pod.metadata.creation_timestamp)
+            metrics.pods_startup_duration.observe(
+                (running_at - pod.metadata.creation_timestamp).total_seconds()
+            )
 
-def _pod_labels(pod: Pod, nodes: dict[str, dict[str, str]]) -> PodLabels:
-    node_name = pod.spec.node_name or ""
-    node = nodes.get(node_name, {})
+    def _unplace(self, key: Key, labels: PodLabels) -> None:
+        keys = self._on_node.get(labels[3])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._on_node[labels[3]]
+
+
+def _key(pod: Pod) -> Key:
+    return (pod.metadata.namespace or "", pod.metadata.name)
+
+
+def _pod_labels(pod: Pod, node: dict[str, str]) -> PodLabels:
     owner = ""
     if pod.metadata.owner_references:
         ref = next((r for r in pod.metadata.owner_references if r.controller), None)
@@ -93,7 +116,7 @@ def _pod_labels(pod: Pod, nodes: dict[str, dict[str, str]]) -> PodLabels:
         pod.name,
         pod.namespace,
         owner,
-        node_name,
+        pod.spec.node_name or "",
         node.get(NODEPOOL_LABEL, ""),
         node.get(ZONE_LABEL, ""),
         node.get(ARCH_LABEL, ""),

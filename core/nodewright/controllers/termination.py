@@ -31,14 +31,16 @@ from nodewright.api.labels import (
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
-from nodewright.api.meta import find_condition, set_condition
+from nodewright.api.meta import KubeObject, find_condition, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, EvictionBlockedError, NotFoundError
 from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.lifecycle import parse_timestamp
 from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     PluginError,
@@ -85,33 +87,43 @@ class NodeTermination:
         self._catalog = catalog
         self._clock = clock
         self._events = events
+        #: Nodes whose Node, NodeClaim, pods or volume attachments changed, or whose next
+        #: drain step falls due.
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._changes = cluster.state.feed(Node, NodeClaim, Pod, VolumeAttachment)
+        self._resync_at: datetime | None = None
 
     def reconcile(self) -> timedelta | None:
-        wake: timedelta | None = None
-        terminating = [
-            n
-            for n in self._cluster.list(Node)
-            if n.deleting and TERMINATION_FINALIZER in n.metadata.finalizers
-        ]
-        if not terminating:
-            return None
-        pods = self._cluster.list(Pod)
-        claims = {c.status.provider_id: c for c in self._cluster.list(NodeClaim)}
-        attachments = self._cluster.list(VolumeAttachment)
-        for node in terminating:
+        state = self._cluster.state
+        now = self._clock.now()
+        if self._resync_at is None or now >= self._resync_at:
+            for every in state.sorted(Node):
+                if every.deleting:
+                    self._queue.add(every.name)
+            self._resync_at = now + RESYNC_PERIOD
+        for change in self._changes.drain():
+            for name in _node_names(state, change.kind, change.old, change.new):
+                self._queue.add(name)
+        for name in sorted(self._queue.pop_ready(now)):
+            node = state.get(Node, ("", name))
+            if node is None or not node.deleting:
+                continue
+            if TERMINATION_FINALIZER not in node.metadata.finalizers:
+                continue
+            claim = state.claim_for(node)
             try:
-                claim = claims.get(node.spec.provider_id) if node.spec.provider_id else None
                 after = self._terminate(
                     mutable(node),
-                    [p for p in pods if p.spec.node_name == node.name],
+                    sorted(state.pods_on(name).values(), key=lambda p: (p.namespace, p.name)),
                     None if claim is None else mutable(claim),
-                    [a for a in attachments if a.spec.node_name == node.name],
+                    [a for a in state.sorted(VolumeAttachment) if a.spec.node_name == name],
                 )
             except (ConflictError, NotFoundError):
                 after = timedelta(0)
-            if after is not None and (wake is None or after < wake):
-                wake = after
-        return wake
+            if after is not None:
+                self._queue.add_at(name, now + after)
+        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
+        return max(due - now, timedelta(0))
 
     def _terminate(
         self,
@@ -408,6 +420,28 @@ class NodeTermination:
             claim.status.conditions, CONDITION_INSTANCE_TERMINATING, "True", self._clock.now()
         )
         return INSTANCE_POLL
+
+
+def _node_names(
+    state: ClusterState,
+    kind: type[KubeObject],
+    old: KubeObject | None,
+    new: KubeObject | None,
+) -> list[str]:
+    """The nodes whose termination a change to an object may move on."""
+    names: list[str] = []
+    for obj in (old, new):
+        if isinstance(obj, Node):
+            names.append(obj.name)
+        elif (isinstance(obj, Pod) and obj.spec.node_name) or (
+            isinstance(obj, VolumeAttachment) and obj.spec.node_name
+        ):
+            names.append(obj.spec.node_name)
+        elif isinstance(obj, NodeClaim):
+            node = state.node_for(obj)
+            if node is not None:
+                names.append(node.name)
+    return names
 
 
 def _drainable(pod: Pod, now: datetime) -> bool:

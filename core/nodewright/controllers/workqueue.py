@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+#: Controllers that work off change feeds look at every object this often anyway, as an
+#: informer's resync does; it must find nothing the feeds missed.
+RESYNC_PERIOD = timedelta(minutes=10)
 
 
 class WorkQueue(Generic[K]):

@@ -55,22 +55,43 @@ class SimulatedKubelets:
         self.registration_delay = registration_delay
         #: Provider IDs already registered (or given up on), so each is asked about once.
         self._done: set[str] = set()
+        #: Launched NodeClaims whose Node is not registered yet: claim name -> provider ID.
+        self._waiting: dict[str, str] = {}
+        self._claims = cluster.state.feed(NodeClaim)
+        for claim in cluster.state.sorted(NodeClaim):
+            self._note(claim)
+
+    def _note(self, claim: NodeClaim) -> None:
+        provider_id = claim.status.provider_id
+        if provider_id and provider_id not in self._done and not claim.deleting:
+            self._waiting[claim.name] = provider_id
+        else:
+            self._waiting.pop(claim.name, None)
 
     def reconcile(self) -> datetime | None:
         """Register the Nodes that are due; return when the next one will be."""
         now = self.clock.now()
         wake: datetime | None = None
-        registered = {n.spec.provider_id for n in self.cluster.peek(Node) if n.spec.provider_id}
-        for claim in self.cluster.peek(NodeClaim):
-            provider_id = claim.status.provider_id
-            if not provider_id or provider_id in self._done or claim.deleting:
+        state = self.cluster.state
+        for change in self._claims.drain():
+            if isinstance(change.new, NodeClaim):
+                self._note(change.new)
+            else:
+                self._waiting.pop(change.key[1], None)
+        for name in sorted(self._waiting):
+            provider_id = self._waiting[name]
+            claim = state.get(NodeClaim, ("", name))
+            if claim is None or provider_id in self._done:
+                del self._waiting[name]
                 continue
-            if provider_id in registered:
+            if state.node_by_provider_id(provider_id) is not None:
                 self._done.add(provider_id)
+                del self._waiting[name]
                 continue
             provider = self._provider_of(claim)
             if provider is None:
                 self._done.add(provider_id)
+                del self._waiting[name]
                 continue
             launched = find_condition(claim.status.conditions, CONDITION_LAUNCHED)
             since = launched.last_transition_time if launched is not None else None
@@ -79,6 +100,8 @@ class SimulatedKubelets:
                 wake = due if wake is None else min(wake, due)
                 continue
             self._register(claim, provider, provider_id)
+            if provider_id in self._done:
+                del self._waiting[name]
         return wake
 
     def _provider_of(self, claim: NodeClaim) -> str | None:
