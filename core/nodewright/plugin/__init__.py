@@ -21,6 +21,7 @@ from __future__ import annotations
 import pluggy
 
 from nodewright.cluster import ClusterError, ConflictError
+from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.plugin.delegate import Provider, ProviderPlugin
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -55,7 +56,10 @@ hookimpl = pluggy.HookimplMarker(NAME)
 __all__ = [
     "ENTRY_POINT_GROUP",
     "NAME",
+    "Change",
+    "ChangeFeed",
     "ClusterError",
+    "ClusterState",
     "ConflictError",
     "Instance",
     "InstanceNotFoundError",

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nodewright.api.labels import CAPACITY_TYPES
+from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.scheduling.instancetype import (
     InstanceType,
     InstanceTypeOverhead,
@@ -17,6 +18,8 @@ from nodewright.scheduling.instancetype import (
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
+
+__all__ = ["Change", "ChangeFeed", "ClusterState"]
 
 if TYPE_CHECKING:
     from nodewright.api.karpenter import NodeClaim, NodeClass
@@ -131,6 +134,11 @@ class ProviderCluster(Protocol):
     it again, or leave it to the next pass); any other failure is a
     :class:`~nodewright.plugin.ClusterError`.
     """
+
+    #: Every object the core's adapter holds, indexed, with change feeds (see
+    #: :class:`~nodewright.cluster.state.ClusterState`): a provider that follows the cluster
+    #: takes ``state.feed(Node, Pod)`` once and drains it on each pass instead of listing.
+    state: ClusterState
 
     def get(self, kind: type[Any], name: str, namespace: str = "") -> Any: ...
 

@@ -51,6 +51,7 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
+from nodewright.cluster.state import ClusterState
 from nodewright.plugin import (
     Instance,
     InstanceNotFoundError,
@@ -135,6 +136,10 @@ def launch_request(
 
 class UnavailableCluster:
     """The default ``cluster`` fixture: providers that need a cluster override it."""
+
+    def __init__(self) -> None:
+        #: Empty: nothing is ever in this cluster, so no change feed ever fires.
+        self.state = ClusterState()
 
     def _refuse(self, *args: object, **kwargs: object) -> Any:
         raise NotImplementedError(

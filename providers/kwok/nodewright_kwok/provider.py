@@ -25,6 +25,7 @@ from nodewright.api.labels import (
     node_class_label,
 )
 from nodewright.api.meta import find_condition
+from nodewright.plugin import ChangeFeed
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     LaunchError,
@@ -116,6 +117,10 @@ class KWOKProvider:
         self._clock: ClockLike | None = None
         self._leases = heartbeat.NodeLeases()
         self._keep_leases = False
+        #: Node and Pod changes since the last pass: the kubelets look at those only.
+        self._changes: ChangeFeed | None = None
+        #: Nodes the kubelets played last pass (a node new to the set has all its pods read).
+        self._emulated: set[str] = set()
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -133,8 +138,16 @@ class KWOKProvider:
         self.settings = settings
         if self._owns_ledger:
             self.ledger.clear()
+        if self._changes is not None and self._cluster is not None:
+            self._cluster.state.close(self._changes)
         self._cluster = context.cluster
         self._clock = context.clock
+        self._changes = (
+            context.cluster.state.feed(Node, Pod)
+            if context.cluster is not None and settings.manage_nodes
+            else None
+        )
+        self._emulated = set()
         #: Only a real control plane watches node Leases and heartbeats.
         self._keep_leases = context.live_cluster
         self.adopt()
@@ -148,7 +161,7 @@ class KWOKProvider:
         must still find, and be able to delete, what the old one launched.
         """
         try:
-            nodes = self._read(Node)
+            nodes = self.cluster.list(Node)
         except Exception as error:  # the ledger still answers; the next miss tries again
             log.warning("kwok: cannot read Nodes to adopt instances: %s", error)
             return 0
@@ -454,14 +467,26 @@ class KWOKProvider:
         entry.set_state(RUNNING)
 
     def _run_kubelets(self, now: datetime) -> None:
+        """Keep the running instances' Nodes Ready (and their Leases renewed on a real control
+        plane) and start the pods bound to them, looking only at what changed."""
+        changes = self._changes.drain() if self._changes is not None else []
         running = {
             e.node_name: e.instance.provider_id for e in self.ledger.entries() if e.state == RUNNING
         }
         if not running:
+            self._emulated = set()
             return
+        state = self.cluster.state
+        fresh = running.keys() - self._emulated
+        if self._keep_leases:
+            names: Iterable[str] = sorted(running)  # every Lease is renewed in time
+        else:
+            changed = {c.key[1] for c in changes if c.kind is Node}
+            names = sorted((changed & running.keys()) | fresh)
         emulated = set()
-        for node in self._read(Node):
-            if running.get(node.name) != node.spec.provider_id or node.deleting:
+        for name in names:
+            node = state.get(Node, ("", name))
+            if node is None or running.get(node.name) != node.spec.provider_id or node.deleting:
                 continue
             emulated.add(node.name)
             if self._keep_leases:
@@ -474,20 +499,21 @@ class KWOKProvider:
                 ready = node.clone()
                 kubelet.post_heartbeat(ready, now)
                 self._write_status(ready)
-        self._leases.forget_all_but(emulated)
-        for pod in self._read(Pod):
-            if pod.spec.node_name in running and kubelet.pod_needs_start(pod):
+        if self._keep_leases:
+            self._leases.forget_all_but(emulated)
+        self._emulated = {name for name in running if state.get(Node, ("", name)) is not None}
+        pods: dict[tuple[str, str], Pod] = {}
+        for change in changes:
+            if isinstance(change.new, Pod) and change.new.spec.node_name in running:
+                pods[change.key] = change.new
+        for name in fresh:
+            pods.update(state.pods_on(name))
+        for key in sorted(pods):
+            pod = pods[key]
+            if kubelet.pod_needs_start(pod):
                 started = pod.clone()
                 kubelet.mark_pod_running(started, now)
                 self._write_status(started)
-
-    def _read(self, kind: type[T]) -> Iterable[T]:
-        """Every object of ``kind``, read-only: the store's own objects when it offers them
-        without copying (``MemoryCluster.peek``), since most of them need no change."""
-        peek = getattr(self.cluster, "peek", None)
-        if callable(peek):
-            return list(peek(kind))
-        return list(self.cluster.list(kind))
 
     def _write_status(self, obj: Node | Pod) -> None:
         try:
