@@ -61,6 +61,11 @@ class Operator:
         ]
         self._due: dict[str, datetime] = {}
 
+    def resync(self) -> None:
+        """Have every controller look at every object on the next pass."""
+        for controller in self.controllers:
+            controller.resync()
+
     def run_once(self) -> datetime | None:
         """Run every controller once; return when the earliest of them wants to run again.
 

@@ -1,9 +1,11 @@
-"""Controllers: level-triggered reconcilers over the cluster port and the plugin host.
+"""Controllers: reconcilers over the cluster port and the plugin host.
 
-Each controller's :meth:`reconcile` looks at the whole cluster, makes it a step closer to the
-desired state, and returns how long until it wants to run again. The runner
-(:mod:`nodewright.operator`) decides when to call it: after any change, and when that time
-has come on the injected clock.
+Each controller's :meth:`reconcile` takes what changed since its last pass (change feeds of
+the cluster state, and its own requeue times), makes the cluster a step closer to the desired
+state, and returns how long until it wants to run again. The runner
+(:mod:`nodewright.operator`) calls every controller on each pass, so a controller with nothing
+to do must return at once; now and then (:data:`~nodewright.controllers.workqueue.
+RESYNC_PERIOD`), or when :meth:`resync` asks, it looks at every object anyway.
 """
 
 from __future__ import annotations
@@ -18,4 +20,8 @@ class Controller(Protocol):
 
     def reconcile(self) -> timedelta | None:
         """Do one pass; return when to run again (None: only when something changes)."""
+        ...
+
+    def resync(self) -> None:
+        """Look at every object on the next pass, not only what changed."""
         ...

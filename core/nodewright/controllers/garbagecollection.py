@@ -54,6 +54,9 @@ class GarbageCollection:
         self._clock = clock
         self._due: datetime | None = None
 
+    def resync(self) -> None:
+        self._due = None
+
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
         if self._due is not None and now < self._due:

@@ -142,6 +142,9 @@ class NodeClaimLifecycle:
         due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
         return max(due - now, timedelta(0))
 
+    def resync(self) -> None:
+        self._resync_at = None
+
     def _reconcile(self, claim: NodeClaim) -> timedelta | None:
         found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
         if claim.deleting:

@@ -96,6 +96,9 @@ class NodePoolStatusController:
         due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
         return max(due - now, timedelta(0))
 
+    def resync(self) -> None:
+        self._resync_at = None
+
     def _reconcile(self, pool: NodePool) -> None:
         now = self._clock.now()
         digest = nodepool_hash(pool)
@@ -224,6 +227,9 @@ class NodeClassStatusController:
         self._clock = clock
         self._events = events
         self._checked: dict[tuple[str, str], tuple[int | None, datetime]] = {}
+
+    def resync(self) -> None:
+        self._checked.clear()
 
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()

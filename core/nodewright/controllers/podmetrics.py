@@ -43,15 +43,26 @@ class PodMetrics:
         # One operator per process serves the pods; series of an earlier one (a previous
         # simulation in the same process) would describe pods that no longer exist.
         metrics.pods_state.clear()
-        # Pods and nodes that existed before this controller: take them all in once.
-        for pod in cluster.state.sorted(Pod):
-            self._observe(_key(pod), pod)
+        # Pods that existed before this controller: take them all in on the first pass.
+        self._resync = True
+
+    def resync(self) -> None:
+        """Take every pod in again on the next pass."""
+        self._resync = True
 
     def reconcile(self) -> timedelta | None:
+        state = self._cluster.state
+        if self._resync:
+            self._resync = False
+            self._changes.drain()
+            for key in [k for k in self._series if state.get(Pod, k) is None]:
+                self._observe(key, None)
+            for pod in state.sorted(Pod):
+                self._observe(_key(pod), pod)
+            return None
         changes = self._changes.drain()
         if not changes:
             return None
-        state = self._cluster.state
         pods: dict[Key, Pod | None] = {}
         for change in changes:
             if change.kind is Pod:

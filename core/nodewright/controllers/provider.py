@@ -18,3 +18,6 @@ class ProviderBackgroundWork:
 
     def reconcile(self) -> timedelta | None:
         return self._host.reconcile(self._clock.now())
+
+    def resync(self) -> None:
+        """Nothing to do: providers decide what their background work looks at."""

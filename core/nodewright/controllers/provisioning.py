@@ -132,6 +132,9 @@ class Provisioner:
         self.provision(pending)
         return PENDING_REQUEUE
 
+    def resync(self) -> None:
+        """Nothing to do: every pass looks at every pending pod."""
+
     # -- one provisioning pass ----------------------------------------------------------------
 
     def provision(self, pending: Sequence[Pod]) -> list[NodeClaim]:

@@ -125,6 +125,9 @@ class NodeTermination:
         due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
         return max(due - now, timedelta(0))
 
+    def resync(self) -> None:
+        self._resync_at = None
+
     def _terminate(
         self,
         node: Node,

@@ -95,6 +95,9 @@ class NodeClaimDisruptionConditions:
         #: nothing is written and nothing is due, a pass would change nothing.
         self._seen: tuple[int, datetime | None] | None = None
 
+    def resync(self) -> None:
+        self._seen = None
+
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
         version = self._cluster.resource_version()

@@ -99,6 +99,9 @@ class DisruptionController:
 
     # -- the loop -----------------------------------------------------------------------------
 
+    def resync(self) -> None:
+        """Nothing to do: every pass takes a new snapshot."""
+
     def reconcile(self) -> timedelta | None:
         queue_wake = self.queue.reconcile()
         now = self._clock.now()
