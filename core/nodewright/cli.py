@@ -16,12 +16,23 @@ from datetime import timedelta
 from pathlib import Path
 
 from nodewright import __version__
-from nodewright.api.apps import Deployment, ReplicaSet, StatefulSet
+from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
+from nodewright.api.core import Pod
 from nodewright.api.duration import DurationError, parse_duration
-from nodewright.api.karpenter import NodePool
-from nodewright.api.manifests import KindRegistry, ManifestErrors, load_paths, parse_documents
+from nodewright.api.excerpt import cut, printable
+from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.manifests import (
+    ExtraRules,
+    KindRegistry,
+    LoadResult,
+    Manifest,
+    ManifestError,
+    UnknownKindError,
+    load_manifests,
+    manifest_files,
+)
 from nodewright.api.meta import KubeObject
-from nodewright.api.validation import validate_node_pool
+from nodewright.api.validation import FieldError, validate_node_claim, validate_node_pool
 from nodewright.clock import Clock
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
@@ -113,91 +124,143 @@ def _registry(host: PluginHost) -> KindRegistry:
     return registry
 
 
-def _missing_providers(
-    paths: Sequence[Path], registry: KindRegistry, host: PluginHost
-) -> list[str]:
-    """Kinds in the manifests that no installed provider serves, with how to get one."""
-    problems: list[str] = []
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+#: The most pods one simulation may be asked to run (replicas of every workload together):
+#: far beyond what a simulation is for, and a bound on its time and memory.
+MAX_SIMULATED_PODS = 100_000
+#: The most nodes static NodePools (``spec.replicas``) may ask for together.
+MAX_STATIC_NODES = 10_000
+
+
+def _karpenter_rules(host: PluginHost) -> ExtraRules:
+    """Karpenter's NodePool and NodeClaim rules, with the installed providers' label domains."""
+    domains, well_known = host.restricted_label_domains(), host.well_known_labels()
+
+    def rules(obj: KubeObject) -> Sequence[FieldError]:
+        if isinstance(obj, NodePool):
+            return validate_node_pool(obj, restricted_domains=domains, well_known_labels=well_known)
+        if isinstance(obj, NodeClaim):
+            return validate_node_claim(
+                obj, restricted_domains=domains, well_known_labels=well_known
             )
-        elif path.is_file():
-            files.append(path)
+        return ()
+
+    return rules
+
+
+def _loading_problems(result: LoadResult, paths: Sequence[Path], host: PluginHost) -> list[str]:
+    """The load's errors as lines for the user: a NodeClass kind nobody serves is explained
+    as a provider to install, and a scenario file among the manifests as one."""
+    scenario_hints: dict[str, str] = {}
+    files, _ = manifest_files(paths)
     for file in files:
-        try:
-            documents = parse_documents(file.read_text(encoding="utf-8"), str(file))
-        except Exception:
+        name = str(file)
+        if any(_in_file(error, name) for error in result.errors):
+            hint = _scenario_hint(file)
+            if hint:
+                scenario_hints[name] = hint
+    lines: list[str] = []
+    for error in result.errors:
+        scenario = next((f for f in scenario_hints if _in_file(error, f)), None)
+        if scenario is not None:
+            if scenario_hints[scenario] not in lines:
+                lines.append(scenario_hints[scenario])
             continue
-        for document in documents:
-            api_version, kind = str(document.get("apiVersion", "")), str(document.get("kind", ""))
-            if registry.lookup(api_version, kind) is not None or not api_version:
-                continue
-            group = api_version.split("/", 1)[0] if "/" in api_version else ""
-            if not kind.endswith("NodeClass"):
-                continue
+        if isinstance(error, UnknownKindError) and error.kind.endswith("NodeClass"):
+            group = error.api_version.split("/", 1)[0] if "/" in error.api_version else ""
             try:
-                host.provider_for(group, kind)
-            except UnknownNodeClassError as error:
-                problems.append(f"{file}: {kind}: {error}")
-            except PluginError as error:
-                problems.append(f"{file}: {kind}: the provider for it failed to load: {error}")
-    return sorted(set(problems))
+                host.provider_for(group, error.kind)
+            except UnknownNodeClassError as missing:
+                lines.append(f"{error.source}: {error.kind}: {missing}")
+                continue
+            except PluginError as broken:
+                lines.append(
+                    f"{error.source}: {error.kind}: the provider for it failed to load: {broken}"
+                )
+                continue
+        lines.append(str(error))
+    return lines
 
 
-def _validate(
-    objects: Sequence[KubeObject],
+def _in_file(error: ManifestError, file: str) -> bool:
+    return error.source == file or error.source.startswith((f"{file}:", f"{file} "))
+
+
+def _scenario_hint(file: Path) -> str | None:
+    """A line saying ``file`` is a scenario, when it reads as one."""
+    try:
+        scenario = load_scenario(file)
+    except ScenarioError:
+        return None
+    if not scenario.steps:
+        return None
+    return (
+        f"{file}: this is a scenario ({len(scenario.steps)} step(s)), not manifests; "
+        f"pass it with --scenario {file}"
+    )
+
+
+def _cross_object_problems(
+    manifests: Sequence[Manifest],
     host: PluginHost,
     existing: Sequence[KubeObject] = (),
 ) -> list[str]:
-    """Problems with the manifests; ``existing`` objects (applied by an earlier step) count
-    as present when a NodePool names its NodeClass."""
+    """Problems between objects: a NodePool's NodeClass must be served and present (given
+    here or applied by an earlier step), and the workloads must fit in a simulation."""
     problems: list[str] = []
+    objects = [m.obj for m in manifests if m.obj is not None]
     node_classes = {(o.api_version.split("/", 1)[0], o.kind, o.name) for o in [*existing, *objects]}
-    for obj in objects:
+    pods = 0
+    static_nodes = 0
+    for manifest in manifests:
+        obj = manifest.obj
+        if isinstance(obj, Deployment | ReplicaSet | StatefulSet):
+            pods += obj.spec.replicas
+        elif isinstance(obj, Job):
+            pods += obj.spec.parallelism
+        elif isinstance(obj, Pod):
+            pods += 1
         if not isinstance(obj, NodePool):
             continue
-        for error in validate_node_pool(
-            obj,
-            restricted_domains=host.restricted_label_domains(),
-            well_known_labels=host.well_known_labels(),
-        ):
-            problems.append(str(error))
+        static_nodes += obj.spec.replicas or 0
         ref = obj.spec.template.spec.node_class_ref
-        if not (ref.group and ref.kind and ref.name):
-            continue
+        path = "spec.template.spec.nodeClassRef"
+        where = f'{manifest.where(path)}: NodePool "{obj.name}"'
         try:
             host.provider_for(ref.group, ref.kind)
-        except UnknownNodeClassError as error:
-            problems.append(f'NodePool "{obj.name}": spec.template.spec.nodeClassRef: {error}')
-            continue
-        except PluginError as error:
-            problems.append(f'NodePool "{obj.name}": spec.template.spec.nodeClassRef: {error}')
+        except (UnknownNodeClassError, PluginError) as error:
+            problems.append(f"{where}: {path}: {error}")
             continue
         if (ref.group, ref.kind, ref.name) not in node_classes:
             problems.append(
-                f'NodePool "{obj.name}": spec.template.spec.nodeClassRef.name: '
+                f'{manifest.where(f"{path}.name")}: NodePool "{obj.name}": {path}.name: '
                 f'{ref.kind} "{ref.name}" is neither in the given manifests nor applied earlier'
             )
+    if pods > MAX_SIMULATED_PODS:
+        problems.append(
+            f"{', '.join(sorted({m.source for m in manifests}))}: the workloads ask for {pods} "
+            f"pods; a simulation runs at most {MAX_SIMULATED_PODS}"
+        )
+    if static_nodes > MAX_STATIC_NODES:
+        problems.append(
+            f"{', '.join(sorted({m.source for m in manifests}))}: static NodePools ask for "
+            f"{static_nodes} nodes; a simulation runs at most {MAX_STATIC_NODES}"
+        )
     return problems
 
 
 def _load(
     paths: Sequence[Path], host: PluginHost, existing: Sequence[KubeObject] = ()
 ) -> list[KubeObject]:
-    registry = _registry(host)
-    try:
-        objects = load_paths(paths, registry)
-    except ManifestErrors as errors:
-        # A NodeClass kind nobody serves is best explained as a provider to install.
-        missing = _missing_providers(paths, registry, host)
-        raise InputError(missing or [str(e) for e in errors.errors]) from None
-    problems = _validate(objects, host, existing)
+    """Load, check and convert manifests; warnings are printed, problems raised."""
+    result = load_manifests(paths, _registry(host), rules=_karpenter_rules(host))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if result.errors:
+        raise InputError(_loading_problems(result, paths, host))
+    problems = _cross_object_problems(result.manifests, host, existing)
     if problems:
         raise InputError(problems)
-    return objects
+    return result.objects
 
 
 def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
@@ -225,6 +288,13 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
                 [
                     f"{step.where}.scale.kind: cannot scale a {step.kind}; "
                     f"expected one of {', '.join(kinds)}"
+                ]
+            )
+        if step.replicas > MAX_SIMULATED_PODS:
+            raise InputError(
+                [
+                    f"{step.where}.scale.replicas: {step.replicas} pods; a simulation runs at "
+                    f"most {MAX_SIMULATED_PODS}"
                 ]
             )
         workload = simulation.cluster.get(kind, step.name, step.namespace or "default")
@@ -342,7 +412,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except (InputError, ScenarioError) as error:
         lines = error.lines if isinstance(error, InputError) else [str(error)]
         for line in lines:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {printable(cut(line))}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     report = build_report(simulation)
     _print_tables(report)
@@ -355,22 +425,33 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    """List the installed providers; exit 2 when any of them failed to load, so a script
+    (or an install check) notices a broken one."""
     host = load_host()
     rows = host.describe()
     if args.json:
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    if not rows:
+    elif not rows:
         print('No providers installed. Install one, e.g.: pip install "nodewright[kwok]"')
-        return EXIT_OK
-    header = ("NAME", "DISTRIBUTION", "VERSION", "NODE CLASSES", "STATUS")
-    keys = ("name", "distribution", "version", "node_classes", "status")
-    _table(header, [tuple(str(row.get(k, "")) for k in keys) for row in rows])
-    return EXIT_OK
+    else:
+        header = ("NAME", "DISTRIBUTION", "VERSION", "NODE CLASSES", "STATUS")
+        keys = ("name", "distribution", "version", "node_classes", "status")
+        _table(header, [tuple(str(row.get(k, "")) for k in keys) for row in rows])
+    broken = [row for row in rows if row.get("status", "ok") != "ok"]
+    for row in broken:
+        print(
+            f"error: provider {row['name']} ({row['distribution']} {row['version']}): "
+            f"{row['status'].removeprefix('error: ')}",
+            file=sys.stderr,
+        )
+    return EXIT_INVALID_INPUT if broken else EXIT_OK
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    return run_convert([Path(p) for p in args.paths])
+    host = load_host()
+    return run_convert(
+        [Path(p) for p in args.paths], registry=_registry(host), rules=_karpenter_rules(host)
+    )
 
 
 def cmd_crds(args: argparse.Namespace) -> int:

@@ -1,7 +1,12 @@
 """``nodewright convert``: print retired Karpenter manifests as current ones.
 
-The conversion itself is :mod:`nodewright.api.convert`; this module reads files, prints YAML
-on stdout and one warning per field that could not be carried over on stderr.
+Files are read by the same loader as ``simulate`` (:func:`nodewright.api.manifests.
+load_manifests`), which converts retired versions (:mod:`nodewright.api.convert`) and reads
+every result with the current models and rules. So ``convert`` prints only manifests that
+``simulate`` and the API server would accept: anything it cannot convert faithfully is an
+error (``file:line``, exit status 2, nothing printed), and every field it drops or infers is a
+warning on stderr. Documents of kinds nodewright does not read (a Service, a ConfigMap) pass
+through unchanged.
 """
 
 from __future__ import annotations
@@ -13,8 +18,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from nodewright.api.convert import convert_documents
-from nodewright.api.manifests import MANIFEST_SUFFIXES, ManifestError, parse_documents
+from nodewright.api.manifests import ExtraRules, KindRegistry, load_manifests
 
 EXIT_OK = 0
 EXIT_INVALID_INPUT = 2
@@ -29,44 +33,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _files(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-            )
-        else:
-            files.append(path)
-    return files
-
-
-def run_convert(paths: Sequence[Path], out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_convert(
+    paths: Sequence[Path],
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    *,
+    registry: KindRegistry | None = None,
+    rules: ExtraRules | None = None,
+) -> int:
     """Convert every document in ``paths`` (files or directories) and print them as YAML."""
     out = out or sys.stdout
     err = err or sys.stderr
-    documents: list[dict[str, object]] = []
-    problems: list[str] = []
-    for file in _files(paths):
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            problems.append(f"{file}: cannot be read: {error}")
-            continue
-        try:
-            documents.extend(parse_documents(text, str(file)))
-        except ManifestError as error:
-            problems.append(str(error))
-    if problems:
-        for problem in problems:
-            print(f"error: {problem}", file=err)
-        return EXIT_INVALID_INPUT
-    result = convert_documents(documents)
+    result = load_manifests(paths, registry or KindRegistry(), rules=rules, keep_unknown_kinds=True)
     for warning in result.warnings:
         print(f"warning: {warning}", file=err)
+    if result.errors:
+        for error in result.errors:
+            print(f"error: {error}", file=err)
+        return EXIT_INVALID_INPUT
     out.write(
         yaml.safe_dump_all(
-            [_plain(d) for d in result.documents], sort_keys=False, default_flow_style=False
+            [_plain(m.document) for m in result.manifests],
+            sort_keys=False,
+            default_flow_style=False,
         )
     )
     return EXIT_OK

@@ -17,14 +17,33 @@ from nodewright.api.crds import core_crds
 from nodewright.plugin.host import PluginHost
 
 EXIT_OK = 0
+EXIT_INVALID_INPUT = 2
+
+
+class CrdError(Exception):
+    """A CRD that cannot be built or written; the message says which and why."""
 
 
 def all_crds(host: PluginHost) -> list[Mapping[str, Any]]:
-    """Core CRDs first, then each provider's NodeClass CRDs in the host's order."""
+    """Core CRDs first, then each provider's NodeClass CRDs in the host's order.
+
+    Raises :class:`CrdError` naming the kind when a provider's CRD cannot be built.
+    """
     crds: list[Mapping[str, Any]] = list(core_crds())
     for kind in host.node_class_kinds():
-        if kind.crd is not None:
-            crds.append(kind.crd())
+        if kind.crd is None:
+            continue
+        try:
+            crd = kind.crd()
+            name = crd["metadata"]["name"]
+        except Exception as error:  # a provider's bug must not become a traceback here
+            raise CrdError(
+                f"the CRD of {kind.kind} ({kind.group}) cannot be built: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        if not isinstance(name, str) or not name:
+            raise CrdError(f"the CRD of {kind.kind} ({kind.group}) has no metadata.name")
+        crds.append(crd)
     return crds
 
 
@@ -32,18 +51,39 @@ def dump(crd: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(crd), sort_keys=False, default_flow_style=False, width=100)
 
 
-def run_crds(host: PluginHost, output_dir: Path | None = None, out: TextIO | None = None) -> int:
-    """Print every CRD, or write one ``<name>.yaml`` per CRD into ``output_dir``."""
-    crds = all_crds(host)
-    if output_dir is not None:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            (output_dir / f"{name}.yaml").write_text(dump(crd), encoding="utf-8")
-        return EXIT_OK
+def run_crds(
+    host: PluginHost,
+    output_dir: Path | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Print every CRD, or write one ``<name>.yaml`` per CRD into ``output_dir``.
+
+    A CRD that cannot be built or a directory that cannot be written is one ``error:`` line
+    on stderr and exit status 2.
+    """
+    try:
+        crds = all_crds(host)
+        if output_dir is not None:
+            _write(crds, output_dir)
+            return EXIT_OK
+    except CrdError as error:
+        print(f"error: {error}", file=err or sys.stderr)
+        return EXIT_INVALID_INPUT
     stream = out or sys.stdout
     stream.write("".join(f"---\n{dump(crd)}" for crd in crds))
     return EXIT_OK
+
+
+def _write(crds: Sequence[Mapping[str, Any]], output_dir: Path) -> None:
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for crd in crds:
+            (output_dir / f"{crd['metadata']['name']}.yaml").write_text(dump(crd), encoding="utf-8")
+    except OSError as error:
+        raise CrdError(
+            f"{error.filename or output_dir}: cannot write: {error.strerror or error}"
+        ) from None
 
 
 def names(crds: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -199,7 +199,7 @@ def test_union_fields_get_one_error() -> None:
     with pytest.raises(ManifestError) as raised:
         parse_object(document, KindRegistry(), "pdb.yaml")
     assert raised.value.field == "spec.minAvailable"
-    assert raised.value.message == "must be a valid integer or a valid string, got [1]"
+    assert raised.value.message == "must be an integer or a string, got [1]"
 
 
 def test_retired_api_version_says_what_to_use() -> None:
@@ -256,6 +256,7 @@ items:
       - apiVersion: v1
         kind: Pod
         metadata: {name: web, namespace: team-a}
+        spec: {containers: [{name: web}]}
 """
     objects = load_text(text, "list.yaml", KindRegistry())
     assert [(o.kind, o.name) for o in objects] == [("Namespace", "team-a"), ("Pod", "web")]

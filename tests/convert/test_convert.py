@@ -153,7 +153,12 @@ def test_seed_000_provisioner_becomes_nodepool_and_ec2nodeclass() -> None:
 
 def test_seed_002_v1beta1_nodepools_and_v1alpha2_aksnodeclass() -> None:
     documents, warnings = _convert(SEED_002_NODEPOOL)
-    assert warnings == []
+    # Karpenter Azure's v1beta1 nodeClassRef names no kind: the only NodeClass here says it.
+    assert warnings == [
+        f'NodePool "{name}": spec.template.spec.nodeClassRef.kind: not set; AKSNodeClass '
+        "(karpenter.azure.com) inferred from the only NodeClass kind in these manifests"
+        for name in ("default", "my-node")
+    ]
     default, node_class, weighted = documents
     assert default == {
         "apiVersion": "karpenter.sh/v1",
@@ -325,7 +330,7 @@ def test_cli_prints_yaml_and_warns_on_stderr(
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
         ("apps/v1", "Deployment"),
     ]
-    assert 'warning: Provisioner "default": spec.provider.instanceProfile' in out.err
+    assert f'warning: {path}:15: Provisioner "default": spec.provider.instanceProfile' in out.err
 
 
 def test_cli_bad_yaml_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -355,3 +360,218 @@ spec:
     assert len(result.nodes()) >= 1
     assert not result.pending()
     assert {n["capacityType"] for n in result.nodes()} == {"on-demand"}
+
+
+# --- refusing what cannot be converted faithfully (issue 18) ----------------------------------
+
+
+def _run_convert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> tuple[int, list[dict[str, Any]], list[str], list[str]]:
+    """``nodewright convert`` on one file: exit code, documents, error and warning lines
+    (without the ``file:`` prefix, which every line must have)."""
+    path = tmp_path / "old.yaml"
+    path.write_text(text)
+    code = main(["convert", str(path)])
+    out = capsys.readouterr()
+    lines = out.err.splitlines()
+    assert all(line.split(": ", 1)[1].startswith(f"{path}") for line in lines), lines
+    errors = [line.removeprefix(f"error: {path}:") for line in lines if line.startswith("error:")]
+    warnings = [
+        line.removeprefix(f"warning: {path}:") for line in lines if line.startswith("warning:")
+    ]
+    documents = [d for d in yaml.safe_load_all(out.out) if d]
+    return code, documents, errors, warnings
+
+
+V1BETA1_POOL = """
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 30s
+  template:
+    spec:
+      nodeClassRef: {apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: default}
+      requirements:
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: [spot]
+"""
+
+
+def test_convert_output_is_checked_and_a_valid_v1beta1_pool_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, documents, errors, warnings = _run_convert(tmp_path, capsys, V1BETA1_POOL)
+    assert (code, errors, warnings) == (0, [], [])
+    assert documents[0]["spec"]["template"]["spec"]["expireAfter"] == "720h"
+
+
+def test_a_mis_indented_metadata_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = V1BETA1_POOL.replace("metadata:\n  name: default", "metadata:\nname: default")
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert code == 2
+    assert documents == []
+    assert errors == [
+        "5: NodePool: name: unknown field 'name' at the top level; indent it under metadata",
+        "4: NodePool: metadata: must be a mapping with a name, got None",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\n"
+            "spec:\n  providerRef: {name: ''}\n",
+            '5: Provisioner "default": spec.providerRef.name: must name an AWSNodeTemplate, '
+            "got ''",
+        ),
+        (
+            "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata:\n"
+            "name: default\nspec: {subnetSelector: {a: b}, securityGroupSelector: {a: b}}\n",
+            "3: AWSNodeTemplate: metadata: must be a mapping with a name, got None",
+        ),
+    ],
+    ids=["provisioner-ref", "template-name"],
+)
+def test_an_ec2nodeclass_without_a_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, error: str
+) -> None:
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert code == 2
+    assert documents == []
+    assert error in errors
+
+
+def test_a_requirement_key_with_a_leading_space_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = V1BETA1_POOL.replace("- key: karpenter.sh", '- key: " karpenter.sh')
+    text = text.replace("capacity-type\n", 'capacity-type"\n')
+    code, _, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert code == 2
+    assert errors == [
+        '14: NodePool "default": spec.template.spec.requirements[0].key: prefix must consist '
+        "of lower case letters, digits, '-' and '.', and start and end with a letter or digit, "
+        "got ' karpenter.sh'"
+    ]
+
+
+def test_a_typo_in_a_v1beta1_field_is_refused_not_passed_beside_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = V1BETA1_POOL.replace(
+        "consolidateAfter: 30s", "consolidateAfter: 30s\n    expireAftr: 24h"
+    )
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert code == 2
+    assert documents == []
+    assert errors == [
+        "10: NodePool \"default\": spec.disruption.expireAftr: unknown field 'expireAftr' in "
+        "this version; did you mean 'expireAfter'?"
+    ]
+
+
+def test_a_nodeclassref_without_a_provider_hint_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = V1BETA1_POOL.replace(
+        "{apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: default}",
+        "{name: default}",
+    )
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert code == 2
+    assert documents == []
+    assert errors == [
+        '12: NodePool "default": spec.template.spec.nodeClassRef: does not say which NodeClass '
+        "it names (no apiVersion and kind) and nothing in these manifests tells; add apiVersion "
+        "and kind (e.g. karpenter.k8s.aws/v1beta1 EC2NodeClass), or convert it together with "
+        "its NodeClass"
+    ]
+
+
+def test_a_nodeclassref_kind_inferred_from_requirements_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = V1BETA1_POOL.replace(
+        "{apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: default}",
+        "{name: default}",
+    ).replace("karpenter.sh/capacity-type", "karpenter.k8s.aws/instance-family")
+    code, documents, errors, warnings = _run_convert(tmp_path, capsys, text)
+    assert (code, errors) == (0, [])
+    assert documents[0]["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == "EC2NodeClass"
+    assert warnings == [
+        '12: NodePool "default": spec.template.spec.nodeClassRef.kind: not set; EC2NodeClass '
+        "(karpenter.k8s.aws) inferred from the karpenter.k8s.aws labels in the requirements"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: hello\nspec: {}\n",
+            "3: NodePool: metadata: must be a mapping with a name, got 'hello'",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\nspec: hello\n",
+            "4: NodePool \"a\": spec: must be a mapping, got 'hello'",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n"
+            "spec: {ttlSecondsAfterEmpty: soon, providerRef: {name: t}}\n",
+            '4: Provisioner "a": spec.ttlSecondsAfterEmpty: must be a whole number of seconds, '
+            "got 'soon'",
+        ),
+        (
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n"
+            "spec: {providerRef: {name: t}, ttlSecondsAfterEmty: 30}\n",
+            "4: Provisioner \"a\": spec.ttlSecondsAfterEmty: unknown field 'ttlSecondsAfterEmty' "
+            "in this version; did you mean 'ttlSecondsAfterEmpty'?",
+        ),
+    ],
+    ids=["metadata-string", "spec-string", "ttl-not-a-number", "provisioner-typo"],
+)
+def test_old_objects_of_the_wrong_shape_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, error: str
+) -> None:
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert (code, documents, errors) == (2, [], [error])
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("kind: NodePool\nspec: " + "[" * 1000, "2:106: refused: nested more than 100 levels deep"),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n"
+                for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
+            "6:8: refused: aliases expand to more than 100000 values in one document",
+        ),
+    ],
+    ids=["nested", "alias-bomb"],
+)
+def test_convert_refuses_nesting_and_alias_bombs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, error: str
+) -> None:
+    code, documents, errors, _ = _run_convert(tmp_path, capsys, text)
+    assert (code, documents, errors) == (2, [], [error])
+
+
+def test_convert_passes_kinds_it_does_not_read_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n"
+    code, documents, errors, warnings = _run_convert(tmp_path, capsys, service)
+    assert (code, errors, warnings) == (0, [], [])
+    assert documents == [yaml.safe_load(service)]

@@ -8,6 +8,8 @@ from datetime import timedelta
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
 NEVER = "Never"
+#: The longest duration Go (and so Karpenter) can hold: 2^63 - 1 nanoseconds, about 292 years.
+MAX_SECONDS = (2**63 - 1) / 1e9
 
 
 class DurationError(ValueError):
@@ -28,8 +30,11 @@ def parse_duration(text: str) -> timedelta:
             break
         seconds += float(match[1]) * _UNIT[match[2]]
         position = match.end()
+    shown = repr(text) if len(text) <= 40 else f"{text[:37]!r}..."
     if position != len(stripped):
-        raise DurationError(f"{text!r} is not a duration (expected forms like '30s', '5m', '720h')")
+        raise DurationError(f"{shown} is not a duration (expected forms like '30s', '5m', '720h')")
+    if not seconds <= MAX_SECONDS:  # also catches inf and nan
+        raise DurationError(f"{shown} is out of range (at most about 292 years)")
     return timedelta(seconds=seconds)
 
 

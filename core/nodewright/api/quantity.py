@@ -31,8 +31,18 @@ _PATTERN = re.compile(
 )
 
 
+#: Digits and decimal exponent a quantity may have: far beyond any real resource, and small
+#: enough that no input makes the arithmetic slow (``1e999999999`` would not finish).
+_MAX_DIGITS = 50
+_MAX_EXPONENT = 50
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:37]!r}..."
 
 
 def parse_quantity(value: str | int | float) -> int:
@@ -56,8 +66,18 @@ def _parse_text(value: str) -> int:
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(
-            f"{value!r} is not a quantity (expected a number with an optional suffix such as "
-            "'500m', '2', '4Gi' or '1e3')"
+            f"{_shown(text)} is not a quantity (expected a number with an optional suffix "
+            "such as '500m', '2', '4Gi' or '1e3')"
+        )
+    digits = len(match["number"])
+    exponent = match["exp"]
+    if digits > _MAX_DIGITS or (
+        exponent is not None
+        and (len(exponent.lstrip("+-")) > 3 or abs(int(exponent)) > _MAX_EXPONENT)
+    ):
+        raise QuantityError(
+            f"{_shown(text)} is out of range for a quantity "
+            f"(at most {_MAX_DIGITS} digits and an exponent of at most {_MAX_EXPONENT})"
         )
     number = Fraction(match["number"])
     if match["suffix"] in _BINARY:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from nodewright.api.core import Taint
 from nodewright.api.cron import CronError, parse_cron
+from nodewright.api.duration import NEVER, DurationError, parse_duration
+from nodewright.api.excerpt import excerpt
 from nodewright.api.karpenter import (
     Budget,
     Disruption,
@@ -54,6 +56,7 @@ DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 WELL_KNOWN_VALUES: Mapping[str, frozenset[str]] = {CAPACITY_TYPE_LABEL: frozenset(CAPACITY_TYPES)}
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL_PATTERN = re.compile(_DNS_LABEL)
 _DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 _QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -62,6 +65,10 @@ _DURATION_OR_NEVER = re.compile(r"([0-9]+(s|m|h))+|Never")
 _DURATION = re.compile(r"([0-9]+(s|m|h))+")
 _BUDGET_DURATION = re.compile(r"(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?")
 _BUDGET_NODES = re.compile(r"(100|[0-9]{1,2})%|[0-9]+")
+
+#: Digits of a budget's node count: a count no cluster reaches, and a number every parser
+#: reads (Python refuses to read integers of more than 4,300 digits).
+_MAX_BUDGET_DIGITS = 18
 
 _DNS_SUBDOMAIN_MAX = 253
 _NAME_PART_MAX = 63
@@ -94,7 +101,22 @@ def dns_subdomain_problems(value: str) -> list[str]:
     if not _DNS_SUBDOMAIN.fullmatch(value):
         problems.append(
             f"must consist of lower case letters, digits, '-' and '.', and start and end "
-            f"with a letter or digit, got {value!r}"
+            f"with a letter or digit, got {excerpt(value)}"
+        )
+    return problems
+
+
+def dns_label_problems(value: str) -> list[str]:
+    """Problems with ``value`` as a DNS label (RFC 1123): a namespace or container name."""
+    if not value:
+        return ["must not be empty"]
+    problems = []
+    if len(value) > _NAME_PART_MAX:
+        problems.append(f"must be at most {_NAME_PART_MAX} characters, got {len(value)}")
+    if not _DNS_LABEL_PATTERN.fullmatch(value):
+        problems.append(
+            "must consist of lower case letters, digits and '-', and start and end with a "
+            f"letter or digit, got {excerpt(value)}"
         )
     return problems
 
@@ -106,23 +128,23 @@ def qualified_name_problems(value: str) -> list[str]:
     prefix, slash, name = value.rpartition("/")
     problems = []
     if slash and not prefix:
-        problems.append(f"prefix before '/' must not be empty, got {value!r}")
+        problems.append(f"prefix before '/' must not be empty, got {excerpt(value)}")
     if prefix and prefix.count("/") == 0:
         problems.extend(f"prefix {p}" for p in dns_subdomain_problems(prefix))
     elif prefix:
-        problems.append(f"may contain at most one '/', got {value!r}")
+        problems.append(f"may contain at most one '/', got {excerpt(value)}")
     if not name:
-        problems.append(f"name part must not be empty, got {value!r}")
+        problems.append(f"name part must not be empty, got {excerpt(value)}")
     else:
         if len(name) > _NAME_PART_MAX:
             problems.append(
                 f"name part must be at most {_NAME_PART_MAX} characters, got {len(name)} "
-                f"in {value!r}"
+                f"in {excerpt(value)}"
             )
         if not _QUALIFIED_NAME_PART.fullmatch(name):
             problems.append(
                 "name part must consist of letters, digits, '-', '_' and '.', and start and "
-                f"end with a letter or digit, got {value!r}"
+                f"end with a letter or digit, got {excerpt(value)}"
             )
     return problems
 
@@ -132,12 +154,12 @@ def label_value_problems(value: str) -> list[str]:
     problems = []
     if len(value) > _LABEL_VALUE_MAX:
         problems.append(
-            f"must be at most {_LABEL_VALUE_MAX} characters, got {len(value)} in {value!r}"
+            f"must be at most {_LABEL_VALUE_MAX} characters, got {len(value)} in {excerpt(value)}"
         )
     if not _LABEL_VALUE.fullmatch(value):
         problems.append(
             "must be empty or consist of letters, digits, '-', '_' and '.', and start and end "
-            f"with a letter or digit, got {value!r}"
+            f"with a letter or digit, got {excerpt(value)}"
         )
     return problems
 
@@ -164,12 +186,13 @@ def restricted_label_problem(
     for restricted in sorted(restricted_domains):
         if domain == restricted or domain.endswith("." + restricted):
             return (
-                f"label {key!r} is in the restricted domain {restricted!r}; use a well-known "
+                f"label {excerpt(key)} is in the restricted domain {restricted!r}; "
+                f"use a well-known "
                 f"label ({', '.join(sorted(well_known_labels))}) or a custom label outside "
                 f"{', '.join(sorted(restricted_domains))}"
             )
     if key in RESTRICTED_LABELS:
-        return f"label {key!r} is restricted; Karpenter sets it itself"
+        return f"label {excerpt(key)} is restricted; Karpenter sets it itself"
     return None
 
 
@@ -321,7 +344,8 @@ def _kubernetes_domain_problem(key: str, allowed: frozenset[str]) -> str | None:
     for restricted in _KUBERNETES_DOMAINS:
         if within(restricted):
             return (
-                f"label {key!r} is in the restricted domain {restricted!r}; use a well-known "
+                f"label {excerpt(key)} is in the restricted domain {restricted!r}; "
+                f"use a well-known "
                 f"label or a custom label outside {' and '.join(_KUBERNETES_DOMAINS)} "
                 f"(except {', '.join(_KUBERNETES_DOMAIN_EXCEPTIONS)})"
             )
@@ -380,24 +404,24 @@ def _check_requirement(
     if operator not in OPERATORS:
         report.add(
             f"{path}.operator",
-            f"must be one of {', '.join(OPERATORS)}, got {operator!r}",
+            f"must be one of {', '.join(OPERATORS)}, got {excerpt(operator)}",
         )
     for value_index, value in enumerate(values):
         report.add_all(f"{values_path}[{value_index}]", label_value_problems(value))
 
     if operator == "In" and not values:
-        report.add(values_path, f"operator In needs at least one value (key {key!r})")
+        report.add(values_path, f"operator In needs at least one value (key {excerpt(key)})")
     elif operator in NUMERIC_OPERATORS:
         if len(values) != 1 or not _NON_NEGATIVE_INTEGER.fullmatch(values[0]):
             report.add(
                 values_path,
                 f"operator {operator} needs exactly one non-negative integer value, "
-                f"got {values!r} (key {key!r})",
+                f"got {excerpt(values)} (key {excerpt(key)})",
             )
     elif operator in ("Exists", "DoesNotExist") and values:
         report.add(
             values_path,
-            f"operator {operator} takes no values, got {values!r} (key {key!r})",
+            f"operator {operator} takes no values, got {excerpt(values)} (key {excerpt(key)})",
         )
 
     min_values = requirement.min_values
@@ -408,7 +432,7 @@ def _check_requirement(
         elif operator == "In" and len(values) < min_values:
             report.add(
                 min_values_path,
-                f"is {min_values} but only {len(values)} value(s) are listed (key {key!r})",
+                f"is {min_values} but only {len(values)} value(s) are listed (key {excerpt(key)})",
             )
 
     known = WELL_KNOWN_VALUES.get(key)
@@ -417,14 +441,14 @@ def _check_requirement(
         if not valid:
             report.add(
                 values_path,
-                f"none of {values!r} is a valid value for {key!r}; "
+                f"none of {excerpt(values)} is a valid value for {excerpt(key)}; "
                 f"expected one of {', '.join(sorted(known))}",
             )
         elif min_values is not None and len(set(valid)) < min_values:
             report.add(
                 min_values_path,
-                f"is {min_values} but only {len(set(valid))} of {values!r} are valid values "
-                f"for {key!r} ({', '.join(sorted(known))})",
+                f"is {min_values} but only {len(set(valid))} of {excerpt(values)} are valid values "
+                f"for {excerpt(key)} ({', '.join(sorted(known))})",
             )
 
 
@@ -442,7 +466,7 @@ def _check_taints(
             if taint.effect not in TAINT_EFFECTS:
                 report.add(
                     f"{path}.effect",
-                    f"must be one of {', '.join(TAINT_EFFECTS)}, got {taint.effect!r}",
+                    f"must be one of {', '.join(TAINT_EFFECTS)}, got {excerpt(taint.effect)}",
                 )
             pair = (taint.key, taint.effect)
             first = seen.get(pair)
@@ -463,7 +487,7 @@ def _check_node_class_ref(report: _Report, path: str, ref: NodeClassReference) -
     if "/" in ref.group:
         report.add(
             f"{path}.group",
-            f"must be an API group without a version (no '/'), got {ref.group!r}",
+            f"must be an API group without a version (no '/'), got {excerpt(ref.group)}",
         )
 
 
@@ -472,16 +496,32 @@ def _check_expire_after(report: _Report, path: str, value: str) -> None:
         report.add(
             path,
             f"must be a duration in hours, minutes and seconds (e.g. 720h, 1h30m) or Never, "
-            f"got {value!r}",
+            f"got {excerpt(value)}",
         )
+    else:
+        _check_duration_range(report, path, value)
 
 
 def _check_grace_period(report: _Report, path: str, value: str | None) -> None:
     if value is not None and not _DURATION.fullmatch(value):
         report.add(
             path,
-            f"must be a duration in hours, minutes and seconds (e.g. 48h, 10m30s), got {value!r}",
+            "must be a duration in hours, minutes and seconds (e.g. 48h, 10m30s), "
+            f"got {excerpt(value)}",
         )
+    elif value is not None:
+        _check_duration_range(report, path, value)
+
+
+def _check_duration_range(report: _Report, path: str, value: str) -> None:
+    """A duration the pattern allows but no clock can hold (``99999999999999999999h``):
+    Karpenter's parser refuses it, and the controllers would fail on it at every pass."""
+    if value == NEVER:
+        return
+    try:
+        parse_duration(value)
+    except DurationError as error:
+        report.add(path, str(error))
 
 
 def _check_disruption(report: _Report, path: str, disruption: Disruption) -> None:
@@ -489,14 +529,16 @@ def _check_disruption(report: _Report, path: str, disruption: Disruption) -> Non
         report.add(
             f"{path}.consolidationPolicy",
             f"must be one of {', '.join(CONSOLIDATION_POLICIES)}, "
-            f"got {disruption.consolidation_policy!r}",
+            f"got {excerpt(disruption.consolidation_policy)}",
         )
     if not _DURATION_OR_NEVER.fullmatch(disruption.consolidate_after):
         report.add(
             f"{path}.consolidateAfter",
             "must be a duration in hours, minutes and seconds (e.g. 0s, 5m) or Never, "
-            f"got {disruption.consolidate_after!r}",
+            f"got {excerpt(disruption.consolidate_after)}",
         )
+    else:
+        _check_duration_range(report, f"{path}.consolidateAfter", disruption.consolidate_after)
     budgets = disruption.budgets
     if len(budgets) > MAX_BUDGETS:
         report.add(
@@ -507,11 +549,13 @@ def _check_disruption(report: _Report, path: str, disruption: Disruption) -> Non
 
 
 def _check_budget(report: _Report, path: str, budget: Budget) -> None:
-    if not _BUDGET_NODES.fullmatch(budget.nodes):
+    if not _BUDGET_NODES.fullmatch(budget.nodes) or (
+        not budget.nodes.endswith("%") and len(budget.nodes.lstrip("0")) > _MAX_BUDGET_DIGITS
+    ):
         report.add(
             f"{path}.nodes",
-            f"must be a whole number of nodes or a percentage from 0% to 100%, "
-            f"got {budget.nodes!r}",
+            f"must be a whole number of nodes (at most {_MAX_BUDGET_DIGITS} digits) or a "
+            f"percentage from 0% to 100%, got {excerpt(budget.nodes)}",
         )
     if (budget.schedule is None) != (budget.duration is None):
         missing = "duration" if budget.duration is None else "schedule"
@@ -529,8 +573,10 @@ def _check_budget(report: _Report, path: str, budget: Budget) -> None:
         report.add(
             f"{path}.duration",
             f"must be a duration in hours and minutes only (e.g. 8h, 30m, 1h30m), "
-            f"got {budget.duration!r}",
+            f"got {excerpt(budget.duration)}",
         )
+    elif budget.duration is not None:
+        _check_duration_range(report, f"{path}.duration", budget.duration)
     if budget.reasons is not None:
         if len(budget.reasons) > MAX_BUDGET_REASONS:
             report.add(
@@ -543,10 +589,10 @@ def _check_budget(report: _Report, path: str, budget: Budget) -> None:
             if reason not in DISRUPTION_REASONS:
                 report.add(
                     reason_path,
-                    f"must be one of {', '.join(DISRUPTION_REASONS)}, got {reason!r}",
+                    f"must be one of {', '.join(DISRUPTION_REASONS)}, got {excerpt(reason)}",
                 )
             elif reason in seen:
-                report.add(reason_path, f"duplicate reason {reason!r}")
+                report.add(reason_path, f"duplicate reason {excerpt(reason)}")
             seen.add(reason)
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
 from nodewright.cluster import ClusterError
 from nodewright.plugin.host import PluginHost
 from nodewright.service import logs
@@ -33,6 +36,26 @@ def add_run_command(commands: Any, load_host: Callable[[], PluginHost]) -> None:
     run.set_defaults(handler=lambda args: cmd_run(args, load_host))
 
 
+def _kubeconfig_problem(kubeconfig: str | None) -> str | None:
+    """Why the kubeconfig cannot be read, checked with the manifests' limits (depth, aliases,
+    size) before the Kubernetes client parses it without any."""
+    if kubeconfig:
+        candidates = [kubeconfig]
+    elif os.environ.get("KUBECONFIG"):
+        candidates = [p for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    else:
+        candidates = [os.path.expanduser("~/.kube/config")]
+    for candidate in candidates:
+        path = Path(candidate)
+        try:
+            if not path.is_file():
+                continue  # a missing file is the client's to report (or in-cluster is used)
+            parse_yaml(read_manifest(path), str(path))
+        except (ManifestError, ValueError) as error:
+            return f"cannot read the kubeconfig: {error}"
+    return None
+
+
 def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> int:
     try:
         settings = load_settings(args)
@@ -44,6 +67,10 @@ def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> in
     host = load_host()
     if not host.node_class_kinds():
         print('error: no provider installed; e.g. pip install "nodewright[kwok]"', file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    problem = _kubeconfig_problem(settings.kubeconfig)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     try:
         cluster = connect(settings)

@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import yaml
-
 from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.excerpt import excerpt
+from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
 
 STEP_KINDS = ("apply", "scale", "delete", "advance", "settle")
+#: The longest one ``advance`` or ``settle`` step may run: 30 days (Karpenter's default
+#: ``expireAfter``), a bound on a run's time however large the number written.
+MAX_STEP_DURATION = timedelta(hours=720)
 
 
 class ScenarioError(ValueError):
@@ -55,17 +58,11 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
+    """Read a scenario file with the manifests' limits (depth, aliases, size)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScenarioError(f"{path}: cannot read scenario: {error.strerror}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or str(error)
-        raise ScenarioError(f"{where}: malformed YAML: {problem}") from None
+        document = parse_yaml(read_manifest(path), str(path))
+    except ManifestError as error:
+        raise ScenarioError(str(error)) from None
     return parse_scenario(document, path)
 
 
@@ -75,16 +72,22 @@ def parse_scenario(document: object, path: Path) -> Scenario:
     if isinstance(document, Mapping):
         unknown = set(document) - {"steps"}
         if unknown:
-            raise ScenarioError(f"{path}: unknown key(s) {sorted(unknown)}; expected 'steps'")
+            shown = ", ".join(sorted(excerpt(key) for key in unknown))
+            raise ScenarioError(f"{path}: unknown key(s) {shown}; expected 'steps'")
         document = document.get("steps") or []
     if not isinstance(document, Sequence) or isinstance(document, str):
         raise ScenarioError(f"{path}: a scenario is a list of steps")
-    steps = [_parse_step(raw, path, index) for index, raw in enumerate(document)]
+    # Steps read by parse_yaml know their lines (a plain list, in tests, does not).
+    lines: list[int] = getattr(document, "item_lines", None) or [0] * len(document)
+    steps = [
+        _parse_step(raw, path, index, line)
+        for index, (raw, line) in enumerate(zip(document, lines, strict=True))
+    ]
     return Scenario(tuple(steps))
 
 
-def _parse_step(raw: object, path: Path, index: int) -> Step:
-    where = f"{path}: steps[{index}]"
+def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
+    where = f"{path}:{line}: steps[{index}]" if line else f"{path}: steps[{index}]"
     if not isinstance(raw, Mapping) or len(raw) != 1:
         raise ScenarioError(
             f"{where}: a step is a mapping with one key, one of {', '.join(STEP_KINDS)}"
@@ -92,7 +95,7 @@ def _parse_step(raw: object, path: Path, index: int) -> Step:
     ((action, value),) = raw.items()
     if action not in STEP_KINDS:
         raise ScenarioError(
-            f"{where}: unknown step {action!r}; expected one of {', '.join(STEP_KINDS)}"
+            f"{where}: unknown step {excerpt(action)}; expected one of {', '.join(STEP_KINDS)}"
         )
     if action == "apply":
         items = value if isinstance(value, list) else [value]
@@ -105,15 +108,19 @@ def _parse_step(raw: object, path: Path, index: int) -> Step:
         if not isinstance(value, str):
             raise ScenarioError(f"{where}.{action}: expected a duration such as '30s' or '5m'")
         try:
-            return Step(action, duration=parse_duration(value), where=where)
+            duration = parse_duration(value)
         except DurationError as error:
             raise ScenarioError(f"{where}.{action}: {error}") from None
+        if duration > MAX_STEP_DURATION:
+            raise ScenarioError(f"{where}.{action}: at most 720h per step, got {excerpt(value)}")
+        return Step(action, duration=duration, where=where)
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}.{action}: expected a mapping with kind and name")
     allowed = {"kind", "name", "namespace"} | ({"replicas"} if action == "scale" else set())
     unknown = set(value) - allowed
     if unknown:
-        raise ScenarioError(f"{where}.{action}: unknown field(s) {sorted(unknown)}")
+        shown = ", ".join(sorted(excerpt(key) for key in unknown))
+        raise ScenarioError(f"{where}.{action}: unknown field(s) {shown}")
     kind, name = value.get("kind"), value.get("name")
     if not isinstance(kind, str) or not isinstance(name, str):
         raise ScenarioError(f"{where}.{action}: 'kind' and 'name' are required strings")

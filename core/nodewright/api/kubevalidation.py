@@ -1,0 +1,439 @@
+"""The Kubernetes API server's own rules for the objects nodewright reads from manifests.
+
+A real API server refuses a pod named ``UPPER_case!``, a label key with a NUL byte in it, a
+label value of 64 characters, a selector operator it does not know or a request larger than
+its limit; ``nodewright simulate`` refuses them too, with the same field paths, instead of
+simulating a cluster that could not exist. The shape of an object (unknown fields, value
+types, quantities) is checked before this, by :mod:`nodewright.api.kubeschema`; these are the
+rules that need more than the shape.
+
+Each problem is a :class:`~nodewright.api.validation.FieldError` naming the field by its
+camelCase path (``spec.template.spec.containers[0].resources.requests[cpu]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from nodewright.api.apps import (
+    DaemonSet,
+    Deployment,
+    Job,
+    PodDisruptionBudget,
+    ReplicaSet,
+    StatefulSet,
+)
+from nodewright.api.core import (
+    Affinity,
+    Container,
+    LabelSelector,
+    Namespace,
+    Node,
+    NodeSelectorTerm,
+    Pod,
+    PodAffinityTerm,
+    PodSpec,
+    PodTemplateSpec,
+)
+from nodewright.api.excerpt import excerpt
+from nodewright.api.meta import KubeObject, ObjectMeta
+from nodewright.api.quantity import QuantityError, parse_quantity
+from nodewright.api.validation import (
+    FieldError,
+    dns_label_problems,
+    dns_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
+)
+
+#: The API server's limit on all of an object's annotations together (keys and values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_SELECTOR_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+INCLUSION_POLICIES = ("Honor", "Ignore")
+WEIGHT_RANGE = (1, 100)
+
+#: Kinds whose names are DNS labels (at most 63 characters, no dots); others are subdomains.
+_LABEL_NAMED_KINDS = frozenset({Namespace.KIND})
+
+
+class _Report:
+    """Collects the problems of one object."""
+
+    def __init__(self, obj: KubeObject) -> None:
+        self.kind = obj.kind or type(obj).KIND
+        self.name = obj.metadata.name or obj.metadata.generate_name or ""
+        self.errors: list[FieldError] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(self.kind, self.name, path, message))
+
+    def add_all(self, path: str, messages: Iterable[str]) -> None:
+        for message in messages:
+            self.add(path, message)
+
+
+def validate_object(obj: KubeObject) -> list[FieldError]:
+    """Every rule of the API server's validation for ``obj``'s kind that ``obj`` breaks."""
+    report = _Report(obj)
+    _check_metadata(report, "metadata", obj.metadata, type(obj), top_level=True)
+    if isinstance(obj, Pod):
+        _check_pod_spec(report, "spec", obj.spec)
+    elif isinstance(obj, Deployment | ReplicaSet | StatefulSet):
+        _check_replicas(report, "spec.replicas", obj.spec.replicas)
+        _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
+    elif isinstance(obj, DaemonSet):
+        _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
+    elif isinstance(obj, Job):
+        _check_replicas(report, "spec.parallelism", obj.spec.parallelism)
+        if obj.spec.completions is not None:
+            _check_replicas(report, "spec.completions", obj.spec.completions)
+        _check_template(report, "spec.template", obj.spec.template)
+    elif isinstance(obj, PodDisruptionBudget):
+        _check_disruption_budget(report, obj)
+    elif isinstance(obj, Node):
+        _check_node(report, obj)
+    return report.errors
+
+
+# --- metadata ----------------------------------------------------------------------------------
+
+
+def _check_metadata(
+    report: _Report, path: str, meta: ObjectMeta, kind: type[KubeObject], top_level: bool
+) -> None:
+    if top_level:
+        name_rules = (
+            dns_label_problems if kind.KIND in _LABEL_NAMED_KINDS else (dns_subdomain_problems)
+        )
+        if meta.name:
+            report.add_all(f"{path}.name", name_rules(meta.name))
+        elif meta.generate_name:
+            prefix = meta.generate_name.rstrip("-") or "x"
+            report.add_all(f"{path}.generateName", name_rules(prefix))
+        else:
+            report.add(f"{path}.name", "required field is missing (or set generateName)")
+        if meta.namespace and kind.NAMESPACED:
+            report.add_all(f"{path}.namespace", dns_label_problems(meta.namespace))
+    check_labels(report, f"{path}.labels", meta.labels)
+    size = 0
+    for key, value in meta.annotations.items():
+        report.add_all(
+            f"{path}.annotations[{key}]", (f"key {p}" for p in qualified_name_problems(key))
+        )
+        size += len(key) + len(value)
+    if size > MAX_ANNOTATIONS_BYTES:
+        report.add(
+            f"{path}.annotations",
+            f"may hold at most {MAX_ANNOTATIONS_BYTES} characters in all, got {size}",
+        )
+
+
+def check_labels(report: _Report, path: str, labels: Mapping[str, str]) -> None:
+    for key, value in labels.items():
+        key_path = f"{path}[{key}]"
+        report.add_all(key_path, (f"key {p}" for p in qualified_name_problems(key)))
+        report.add_all(key_path, (f"value {p}" for p in label_value_problems(value)))
+
+
+def _check_label_selector(report: _Report, path: str, selector: LabelSelector) -> None:
+    check_labels(report, f"{path}.matchLabels", selector.match_labels)
+    for index, expression in enumerate(selector.match_expressions):
+        where = f"{path}.matchExpressions[{index}]"
+        report.add_all(f"{where}.key", qualified_name_problems(expression.key))
+        _check_operator_values(
+            report, where, expression.operator, expression.values, SELECTOR_OPERATORS
+        )
+
+
+def _check_operator_values(
+    report: _Report, path: str, operator: str, values: list[str], operators: tuple[str, ...]
+) -> None:
+    if operator not in operators:
+        report.add(
+            f"{path}.operator", f"must be one of {', '.join(operators)}, got {excerpt(operator)}"
+        )
+        return
+    if operator in ("In", "NotIn") and not values:
+        report.add(f"{path}.values", f"must not be empty for operator {operator}")
+    elif operator in ("Exists", "DoesNotExist") and values:
+        report.add(f"{path}.values", f"must be empty for operator {operator}")
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1 or not values[0].lstrip("-").isdigit():
+            report.add(
+                f"{path}.values",
+                f"operator {operator} needs exactly one integer value, got {excerpt(values)}",
+            )
+        return
+    for index, value in enumerate(values):
+        report.add_all(f"{path}.values[{index}]", label_value_problems(value))
+
+
+# --- workloads and pods ------------------------------------------------------------------------
+
+
+def _check_replicas(report: _Report, path: str, value: int) -> None:
+    if value < 0:
+        report.add(path, f"must be greater than or equal to 0, got {value}")
+
+
+def _check_workload(
+    report: _Report,
+    selector: LabelSelector,
+    template: PodTemplateSpec,
+    *,
+    required_selector: bool,
+) -> None:
+    if required_selector and not (selector.match_labels or selector.match_expressions):
+        report.add("spec.selector", "required field is missing (matchLabels or matchExpressions)")
+    else:
+        _check_label_selector(report, "spec.selector", selector)
+        labels = template.metadata.labels
+        unmatched = {
+            key: value for key, value in selector.match_labels.items() if labels.get(key) != value
+        }
+        if unmatched:
+            report.add(
+                "spec.template.metadata.labels",
+                "selector does not match template labels: the pods would lack "
+                f"{excerpt(unmatched)}",
+            )
+    _check_template(report, "spec.template", template)
+
+
+def _check_template(report: _Report, path: str, template: PodTemplateSpec) -> None:
+    check_labels(report, f"{path}.metadata.labels", template.metadata.labels)
+    _check_pod_spec(report, f"{path}.spec", template.spec)
+
+
+def _check_pod_spec(report: _Report, path: str, spec: PodSpec) -> None:
+    if not spec.containers:
+        report.add(f"{path}.containers", "must have at least one container")
+    names: dict[str, str] = {}
+    for list_name, containers in (
+        ("containers", spec.containers),
+        ("initContainers", spec.init_containers),
+    ):
+        for index, container in enumerate(containers):
+            where = f"{path}.{list_name}[{index}]"
+            _check_container(report, where, container)
+            first = names.get(container.name)
+            if first is not None and container.name:
+                report.add(
+                    f"{where}.name", f"duplicate name {excerpt(container.name)}; {first} has it"
+                )
+            names.setdefault(container.name, where)
+    _check_resource_list(report, f"{path}.overhead", spec.overhead)
+    check_labels(report, f"{path}.nodeSelector", spec.node_selector)
+    if spec.affinity is not None:
+        _check_affinity(report, f"{path}.affinity", spec.affinity)
+    for index, toleration in enumerate(spec.tolerations):
+        where = f"{path}.tolerations[{index}]"
+        if toleration.key:
+            report.add_all(f"{where}.key", qualified_name_problems(toleration.key))
+        operator = toleration.operator or "Equal"
+        if operator not in TOLERATION_OPERATORS:
+            report.add(
+                f"{where}.operator",
+                f"must be one of {', '.join(TOLERATION_OPERATORS)}, got {excerpt(operator)}",
+            )
+        elif operator == "Exists" and toleration.value:
+            report.add(f"{where}.value", "must be empty when operator is Exists")
+        elif operator == "Equal" and not toleration.key:
+            report.add(f"{where}.operator", "must be Exists when key is empty")
+        if toleration.effect and toleration.effect not in TAINT_EFFECTS:
+            report.add(
+                f"{where}.effect",
+                f"must be one of {', '.join(TAINT_EFFECTS)}, got {excerpt(toleration.effect)}",
+            )
+        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+            report.add(f"{where}.tolerationSeconds", "may be set only when effect is NoExecute")
+    for index, constraint in enumerate(spec.topology_spread_constraints):
+        where = f"{path}.topologySpreadConstraints[{index}]"
+        if constraint.max_skew <= 0:
+            report.add(f"{where}.maxSkew", f"must be greater than 0, got {constraint.max_skew}")
+        report.add_all(f"{where}.topologyKey", qualified_name_problems(constraint.topology_key))
+        if constraint.when_unsatisfiable not in WHEN_UNSATISFIABLE:
+            report.add(
+                f"{where}.whenUnsatisfiable",
+                f"must be one of {', '.join(WHEN_UNSATISFIABLE)}, "
+                f"got {excerpt(constraint.when_unsatisfiable)}",
+            )
+        if constraint.min_domains is not None:
+            if constraint.min_domains <= 0:
+                report.add(
+                    f"{where}.minDomains", f"must be greater than 0, got {constraint.min_domains}"
+                )
+            elif constraint.when_unsatisfiable != "DoNotSchedule":
+                report.add(
+                    f"{where}.minDomains", "may be set only when whenUnsatisfiable is DoNotSchedule"
+                )
+        for policy_name, policy in (
+            ("nodeAffinityPolicy", constraint.node_affinity_policy),
+            ("nodeTaintsPolicy", constraint.node_taints_policy),
+        ):
+            if policy is not None and policy not in INCLUSION_POLICIES:
+                report.add(
+                    f"{where}.{policy_name}",
+                    f"must be one of {', '.join(INCLUSION_POLICIES)}, got {excerpt(policy)}",
+                )
+        if constraint.label_selector is not None:
+            _check_label_selector(report, f"{where}.labelSelector", constraint.label_selector)
+
+
+def _check_container(report: _Report, path: str, container: Container) -> None:
+    if not container.name:
+        report.add(f"{path}.name", "required field is missing")
+    else:
+        report.add_all(f"{path}.name", dns_label_problems(container.name))
+    requests = _check_resource_list(
+        report, f"{path}.resources.requests", container.resources.requests
+    )
+    limits = _check_resource_list(report, f"{path}.resources.limits", container.resources.limits)
+    for resource, request in requests.items():
+        limit = limits.get(resource)
+        if limit is not None and request > limit:
+            report.add(
+                f"{path}.resources.requests[{resource}]",
+                f"must be less than or equal to the {resource} limit "
+                f"({excerpt(container.resources.limits[resource])}), "
+                f"got {excerpt(container.resources.requests[resource])}",
+            )
+
+
+def _check_resource_list(
+    report: _Report, path: str, resources: Mapping[str, str]
+) -> dict[str, int]:
+    """Resource names and non-negative quantities; the parsed values, in milli-units."""
+    parsed: dict[str, int] = {}
+    for name, text in resources.items():
+        where = f"{path}[{name}]"
+        problems = qualified_name_problems(name)
+        if problems:
+            report.add_all(where, (f"resource name {p}" for p in problems))
+            continue
+        try:
+            value = parse_quantity(text)
+        except QuantityError as error:
+            report.add(where, str(error))
+            continue
+        if value < 0:
+            report.add(where, f"must be greater than or equal to 0, got {excerpt(text)}")
+            continue
+        parsed[name] = value
+    return parsed
+
+
+def _check_affinity(report: _Report, path: str, affinity: Affinity) -> None:
+    node = affinity.node_affinity
+    if node is not None:
+        required = node.required_during_scheduling_ignored_during_execution
+        where = f"{path}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        if required is not None:
+            if not required.node_selector_terms:
+                report.add(f"{where}.nodeSelectorTerms", "must have at least one term")
+            for index, term in enumerate(required.node_selector_terms):
+                _check_node_selector_term(report, f"{where}.nodeSelectorTerms[{index}]", term)
+        preferred = node.preferred_during_scheduling_ignored_during_execution
+        where = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        for index, weighted in enumerate(preferred):
+            _check_weight(report, f"{where}[{index}].weight", weighted.weight)
+            _check_node_selector_term(report, f"{where}[{index}].preference", weighted.preference)
+    for field_name, pod_affinity in (
+        ("podAffinity", affinity.pod_affinity),
+        ("podAntiAffinity", affinity.pod_anti_affinity),
+    ):
+        if pod_affinity is None:
+            continue
+        base = f"{path}.{field_name}"
+        for index, affinity_term in enumerate(
+            pod_affinity.required_during_scheduling_ignored_during_execution
+        ):
+            _check_pod_affinity_term(
+                report,
+                f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{index}]",
+                affinity_term,
+            )
+        for index, weighted_term in enumerate(
+            pod_affinity.preferred_during_scheduling_ignored_during_execution
+        ):
+            where = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{index}]"
+            _check_weight(report, f"{where}.weight", weighted_term.weight)
+            _check_pod_affinity_term(
+                report, f"{where}.podAffinityTerm", weighted_term.pod_affinity_term
+            )
+
+
+def _check_node_selector_term(report: _Report, path: str, term: NodeSelectorTerm) -> None:
+    for index, expression in enumerate(term.match_expressions):
+        where = f"{path}.matchExpressions[{index}]"
+        report.add_all(f"{where}.key", qualified_name_problems(expression.key))
+        _check_operator_values(
+            report, where, expression.operator, expression.values, NODE_SELECTOR_OPERATORS
+        )
+    for index, field_expression in enumerate(term.match_fields):
+        where = f"{path}.matchFields[{index}]"
+        if field_expression.key != "metadata.name":
+            report.add(
+                f"{where}.key", f"must be metadata.name, got {excerpt(field_expression.key)}"
+            )
+        _check_operator_values(
+            report, where, field_expression.operator, field_expression.values, ("In", "NotIn")
+        )
+
+
+def _check_pod_affinity_term(report: _Report, path: str, term: PodAffinityTerm) -> None:
+    report.add_all(f"{path}.topologyKey", qualified_name_problems(term.topology_key))
+    if term.label_selector is not None:
+        _check_label_selector(report, f"{path}.labelSelector", term.label_selector)
+    if term.namespace_selector is not None:
+        _check_label_selector(report, f"{path}.namespaceSelector", term.namespace_selector)
+
+
+def _check_weight(report: _Report, path: str, weight: int) -> None:
+    low, high = WEIGHT_RANGE
+    if not low <= weight <= high:
+        report.add(path, f"must be between {low} and {high}, got {weight}")
+
+
+# --- other kinds -------------------------------------------------------------------------------
+
+
+def _check_disruption_budget(report: _Report, budget: PodDisruptionBudget) -> None:
+    spec = budget.spec
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        report.add("spec", "minAvailable and maxUnavailable cannot both be set")
+    for name, value in (
+        ("minAvailable", spec.min_available),
+        ("maxUnavailable", spec.max_unavailable),
+    ):
+        if isinstance(value, int) and value < 0:
+            report.add(f"spec.{name}", f"must be greater than or equal to 0, got {value}")
+        elif isinstance(value, str):
+            number = value.removesuffix("%")
+            if not (value.endswith("%") and number.isdigit() and int(number) <= 100):
+                report.add(
+                    f"spec.{name}",
+                    f"must be a whole number or a percentage from 0% to 100%, got {excerpt(value)}",
+                )
+    if spec.selector is not None:
+        _check_label_selector(report, "spec.selector", spec.selector)
+
+
+def _check_node(report: _Report, node: Node) -> None:
+    for index, taint in enumerate(node.spec.taints):
+        where = f"spec.taints[{index}]"
+        report.add_all(f"{where}.key", qualified_name_problems(taint.key))
+        if taint.value:
+            report.add_all(f"{where}.value", label_value_problems(taint.value))
+        if taint.effect not in TAINT_EFFECTS:
+            report.add(
+                f"{where}.effect",
+                f"must be one of {', '.join(TAINT_EFFECTS)}, got {excerpt(taint.effect)}",
+            )
+    _check_resource_list(report, "status.capacity", node.status.capacity)
+    _check_resource_list(report, "status.allocatable", node.status.allocatable)

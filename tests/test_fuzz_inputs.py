@@ -1,0 +1,91 @@
+"""Fuzzing the loading path in the suite: mutated manifests through ``simulate`` and
+``convert`` exit 0 or 2, print no traceback, name the file on every error line, and stay
+within bounded time and memory.
+
+The generator and the property are ``bench/fuzz_inputs.py``'s; here a fixed, small number
+of examples keeps the suite fast (the same inputs on every run). The long run and its
+figures are in bench/README.md. Inputs the long run found breaking the property are kept
+below as regression tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "fuzz_inputs.py"
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_fuzz_inputs", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzzing = _load_bench()
+
+#: Enough to cover every mutation and seed a few times; about two seconds.
+EXAMPLES = 20
+
+
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(fuzzing.manifests())
+def test_mutated_manifests_keep_the_property(manifest: tuple[str, str]) -> None:
+    text, suffix = manifest
+    for outcome in fuzzing.check_input(text, suffix):
+        assert outcome.violations == [], (outcome.command, outcome.stderr[:2000])
+
+
+def _property_holds(text: str, suffix: str = ".yaml") -> list[object]:
+    outcomes = fuzzing.check_input(text, suffix)
+    for outcome in outcomes:
+        assert outcome.violations == [], (outcome.command, outcome.stderr[:2000])
+        assert outcome.exit_code == 2, (outcome.command, outcome.stderr)
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("kind: Pod\nspec: " + "[" * 1000, id="1000-nested-lists"),
+        pytest.param("kind: Pod\nspec: " + "{a: " * 1000, id="1000-nested-mappings"),
+        pytest.param(fuzzing.AWKWARD_TEXT[-1], id="alias-bomb"),
+        pytest.param(
+            "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: a}]}\n",
+            id="pod-without-name",
+        ),
+        pytest.param("apiVersion: v1\nkind: {a: 1}\nmetadata: {name: x}\n", id="kind-mapping"),
+        pytest.param("apiVersion: [v1]\nkind: Pod\nmetadata: {name: x}\n", id="api-version-list"),
+        pytest.param(
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: hello\nspec: {}\n",
+            id="metadata-string",
+        ),
+        pytest.param(
+            "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: a}\nspec: x\n",
+            id="spec-string",
+        ),
+        pytest.param(
+            "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\n"
+            "spec: [1]\n",
+            id="provisioner-spec-list",
+        ),
+        pytest.param("", id="empty-file"),
+    ],
+)
+def test_issue_18_crashing_inputs_are_clear_errors(text: str) -> None:
+    _property_holds(text)
