@@ -28,6 +28,7 @@ import json
 import logging
 import re
 import resource
+import signal
 import sys
 import tempfile
 import time
@@ -48,6 +49,8 @@ from nodewright.cli import main
 MAX_CPU_SECONDS = 30.0
 MAX_PEAK_GROWTH_BYTES = 400 * 1024 * 1024
 MAX_LINE_LENGTH = 2000
+#: Wall-clock seconds after which a run counts as hung and is interrupted.
+MAX_WALL_SECONDS = 120
 
 NODE_CLASS = {
     "apiVersion": "karpenter.kwok.sh/v1alpha1",
@@ -300,6 +303,14 @@ _BUILTIN_EXCEPTIONS = sorted(
 _CRASHED_CONTROLLER = re.compile(rf"\tERROR\t.*: ({'|'.join(_BUILTIN_EXCEPTIONS)}): ")
 
 
+class _Hung(BaseException):
+    """Raised into a run that did not answer within :data:`MAX_WALL_SECONDS`."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise _Hung
+
+
 def _peak_rss() -> int:
     """The process's peak resident memory so far, in bytes (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -308,20 +319,28 @@ def _peak_rss() -> int:
 def run_command(command: str, path: Path) -> Outcome:
     """Run ``nodewright COMMAND PATH`` in this process and check the property.
 
-    CPU time is the calling thread's (other jobs on the machine do not count).
+    CPU time is the calling thread's (other jobs on the machine do not count). A run that
+    has not answered after :data:`MAX_WALL_SECONDS` is interrupted and counts as hung (the
+    main thread only: SIGALRM).
     """
     stdout, stderr = io.StringIO(), io.StringIO()
     rss_before = _peak_rss()
     started = time.thread_time()
     exit_code: int | str
+    previous = signal.signal(signal.SIGALRM, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, MAX_WALL_SECONDS)
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             exit_code = main([command, str(path)])
+    except _Hung:
+        exit_code = f"no answer within {MAX_WALL_SECONDS} s"
     except SystemExit as exit_:
         exit_code = f"SystemExit({exit_.code})"
     except BaseException as error:  # the property: nothing escapes
         exit_code = f"{type(error).__name__}: {str(error)[:300]}"
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
         cpu = time.thread_time() - started
         growth = max(0, _peak_rss() - rss_before)
         logging.getLogger("nodewright").handlers.clear()
