@@ -366,7 +366,12 @@ class MemoryCluster:
             raise InvalidError(f"pod {current.key} is being deleted")
         if self._pristine is not None:
             self._check_before_write(Pod, key, None)
-        pod = mutable(current)
+        # A new version that shares what binding leaves alone with the old one (stored
+        # objects are never changed in place): the spec's other fields, the containers.
+        pod = _revised(current)
+        pod.spec = shallow_copy(current.spec)
+        pod.status = shallow_copy(current.status)
+        pod.status.conditions = [shallow_copy(c) for c in current.status.conditions]
         pod.spec.node_name = node_name
         now = self._clock.now()
         scheduled = pod.condition("PodScheduled")
@@ -525,7 +530,7 @@ class MemoryCluster:
     def _delete_stored(self, kind: type[KubeObject], key: _Key, current: KubeObject) -> None:
         if current.metadata.finalizers:
             if current.metadata.deletion_timestamp is None:
-                marked = mutable(current)
+                marked = _revised(current)
                 marked.metadata.deletion_timestamp = self._clock.now()
                 self._store(kind, key, marked, current, "MODIFIED")
             return
@@ -540,7 +545,7 @@ class MemoryCluster:
         self._by_uid.pop(uid, None)
         for ref in final.metadata.owner_references:
             self._dependents.get(ref.uid, set()).discard((kind, key))
-        gone = mutable(final)
+        gone = _revised(final)
         version = self._next_version()
         gone.metadata.resource_version = str(version)
         self._history.append(WatchEvent(type="DELETED", object=gone, resource_version=version))
@@ -555,11 +560,22 @@ class MemoryCluster:
                 continue
             refs = current.metadata.owner_references
             if any(ref.uid != owner_uid and ref.uid in self._by_uid for ref in refs):
-                orphaned = mutable(current)
+                orphaned = _revised(current)
                 orphaned.metadata.owner_references = [r for r in refs if r.uid != owner_uid]
                 self._store(kind, key, orphaned, current, "MODIFIED")
                 continue
             self._delete_stored(kind, key, current)
+
+
+def _revised(obj: T) -> T:
+    """A new version of a stored object to change its metadata on: it shares everything else
+    with ``obj`` (never changed in place) and has metadata of its own, which the store stamps."""
+    clone = shallow_copy(obj)
+    meta = shallow_copy(obj.metadata)
+    meta.finalizers = list(meta.finalizers)
+    meta.owner_references = list(meta.owner_references)
+    clone.__dict__["metadata"] = meta
+    return clone
 
 
 def _with_status(obj: T, status: Any) -> T:
