@@ -85,6 +85,26 @@ def _property_holds(text: str, suffix: str = ".yaml") -> list[object]:
             id="provisioner-spec-list",
         ),
         pytest.param("", id="empty-file"),
+        # Found by bench/fuzz_inputs.py on the code before issue 18 (one per kind of break):
+        pytest.param(
+            "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {}\n",
+            id="node-class-without-name",
+        ),
+        pytest.param(
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {namespace: a}\n"
+            "spec: {minAvailable: 1}\n",
+            id="budget-without-name",
+        ),
+        pytest.param(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "    - {name: a, resources: {requests: {cpu: 500m, name: v}}}\n",
+            id="request-named-name-of-v",
+        ),
+        pytest.param(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+            "  template: {metadata: {labels: {team: " + "y" * 200_000 + "}}}\n",
+            id="label-value-of-200000-characters",
+        ),
     ],
 )
 def test_issue_18_crashing_inputs_are_clear_errors(text: str) -> None:
