@@ -374,3 +374,14 @@ def test_a_node_pool_duration_beyond_any_clock_is_refused(
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
     assert f"spec.template.spec.{field}: '{value}' is out of range" in error
+
+
+def test_a_json_report_path_that_is_a_directory_is_refused_before_simulating(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "pool.yaml"
+    manifests.write_text(node_pool() + KWOK_CLASS)
+    assert main(["simulate", str(manifests), "--json", str(tmp_path)]) == 2
+    assert _errors(capsys.readouterr().err) == [
+        f"error: --json {tmp_path}: is a directory; name a file"
+    ]

@@ -385,6 +385,8 @@ def _duration_option(name: str, value: str) -> timedelta:
 def cmd_simulate(args: argparse.Namespace) -> int:
     host = load_host()
     try:
+        if args.json:
+            _check_output_file("--json", Path(args.json))
         scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
         provider_options = _parse_provider_options(args.provider_option)
         options = Options(
@@ -417,8 +419,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     report = build_report(simulation)
     _print_tables(report)
     if args.json:
-        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        try:
+            Path(args.json).write_text(
+                json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8"
+            )
+        except OSError as error:
+            print(f"error: --json {args.json}: cannot write: {error.strerror}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
     return EXIT_OK
+
+
+def _check_output_file(option: str, path: Path) -> None:
+    """Refuse an output path that cannot be written before simulating, not after."""
+    if path.is_dir():
+        raise InputError([f"{option} {path}: is a directory; name a file"])
+    if not path.parent.is_dir():
+        raise InputError([f"{option} {path}: the folder {path.parent} does not exist"])
 
 
 # -- plugins ------------------------------------------------------------------------------------
