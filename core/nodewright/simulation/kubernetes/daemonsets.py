@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import cast
 
 from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Node, Pod, PodCondition, PodSpec, Toleration
 from nodewright.clock import Clock
-from nodewright.cluster.memory import MemoryCluster, copy_object
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import Key, object_key
 from nodewright.scheduling.pods import pod_tolerations, taints_from_api
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, tolerates_all
 from nodewright.scheduling.taints import Toleration as SchedulingToleration
-from nodewright.simulation.kubernetes.ownership import by_controller, pod_from_template
+from nodewright.simulation.kubernetes.ownership import controller_key, pod_from_template
 from nodewright.simulation.kubernetes.pods import is_active
 
 #: Tolerations the DaemonSet controller adds to every daemon pod, so daemons run on nodes
@@ -28,30 +31,49 @@ DAEMON_TOLERATIONS = (
 
 
 class DaemonSetController:
-    """Places each DaemonSet's pods itself, without the scheduler, as upstream does."""
+    """Places each DaemonSet's pods itself, without the scheduler, as upstream does.
+
+    A pass looks only at what changed since the last: a changed DaemonSet against every node,
+    a changed node against every DaemonSet, and a changed daemon pod's node for its DaemonSet.
+    """
 
     def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.state = cluster.state
+        self._changes = self.state.feed(DaemonSet, Node, Pod)
+        self._started = False
+        #: (DaemonSet, node) pairs it placed a pod on: looked at again next pass, as a feed
+        #: leaves no trace of a pod created after its last drain and deleted before the next.
+        self._requeued: dict[Key, set[str]] = {}
 
     def reconcile(self) -> None:
         """One pod per eligible node, bound directly; pods leave nodes that stop qualifying."""
-        nodes = [node for node in self.cluster.peek(Node) if not node.deleting]
-        node_names = {node.name for node in nodes}
-        daemon_sets = list(self.cluster.peek(DaemonSet))
-        if not daemon_sets:
+        affected = self._affected()
+        if not affected:
             return
-        owned = by_controller(self.cluster.peek(Pod))
-        for ds in daemon_sets:
-            if ds.deleting:
+        for key in sorted(affected):
+            ds = self.state.get(DaemonSet, key)
+            if ds is None or ds.deleting:
                 continue
             spec = _daemon_pod_spec(ds)
             placed: dict[str, list[Pod]] = defaultdict(list)
-            for pod in owned.get(ds.metadata.uid or "", []):
+            for pod in self.state.controlled_by(Pod, ds.metadata.uid or "").values():
                 if not pod.deleting:
                     placed[pod.spec.node_name or ""].append(pod)
+            names = affected[key]
+            if names is None:  # the DaemonSet changed: every node, every placed pod
+                nodes = [node for node in self.state.sorted(Node) if not node.deleting]
+                candidates = set(placed)
+            else:
+                live = (self.state.get(Node, ("", name)) for name in sorted(names))
+                nodes = [node for node in live if node is not None and not node.deleting]
+                candidates = names
             for node in nodes:
-                running = [pod for pod in placed.get(node.name, []) if is_active(pod)]
+                running = sorted(
+                    (pod for pod in placed.get(node.name, []) if is_active(pod)),
+                    key=object_key,
+                )
                 if running:
                     if not _may_stay(spec, node):
                         for pod in running:
@@ -60,7 +82,7 @@ class DaemonSetController:
                 if not _may_start(spec, node):
                     continue
                 pod = pod_from_template(ds.spec.template, ds, generate_name=f"{ds.name}-")
-                pod.spec = copy_object(spec)
+                pod.spec = mutable(spec)
                 pod.spec.node_name = node.name
                 pod.status.conditions.append(
                     PodCondition(
@@ -68,10 +90,40 @@ class DaemonSetController:
                     )
                 )
                 self.cluster.create(pod)
-            for node_name, pods in sorted(placed.items()):
-                if node_name not in node_names:
-                    for pod in pods:
+                self._requeued.setdefault(key, set()).add(node.name)
+            node_names = {node.name for node in nodes}
+            for node_name in sorted(candidates):
+                if node_name in placed and node_name not in node_names:
+                    for pod in sorted(placed[node_name], key=object_key):
                         self.cluster.delete(Pod, pod.name, pod.namespace)
+
+    def _affected(self) -> dict[Key, set[str] | None]:
+        """DaemonSet key -> names of the nodes to look at (None: all of them)."""
+        changes = self._changes.drain()
+        affected: dict[Key, set[str] | None] = dict(self._requeued)
+        self._requeued = {}
+        if not self._started:
+            self._started = True
+            return dict.fromkeys(self.state.objects(DaemonSet))
+
+        def look_at(key: Key, node_name: str) -> None:
+            names = affected.setdefault(key, set())
+            if names is not None:
+                names.add(node_name)
+
+        daemon_sets = self.state.objects(DaemonSet)
+        for change in changes:
+            if change.kind is DaemonSet:
+                affected[change.key] = None
+            elif change.kind is Node:
+                for key in daemon_sets:
+                    look_at(key, change.key[1])
+            else:
+                for pod in (change.old, change.new):
+                    owner = None if pod is None else controller_key(pod, DaemonSet)
+                    if pod is not None and owner is not None:
+                        look_at(owner, cast(Pod, pod).spec.node_name or "")
+        return affected
 
 
 def _daemon_pod_spec(ds: DaemonSet) -> PodSpec:

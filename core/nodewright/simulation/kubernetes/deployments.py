@@ -8,42 +8,52 @@ import json
 from nodewright.api.apps import Deployment, ReplicaSet
 from nodewright.api.core import PodTemplateSpec
 from nodewright.api.meta import ObjectMeta
-from nodewright.cluster.memory import MemoryCluster, copy_object
-from nodewright.simulation.kubernetes.ownership import (
-    by_controller,
-    controller_ref,
-    create_unless_taken,
-)
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import object_key
+from nodewright.simulation.kubernetes.ownerchanges import OwnerChanges
+from nodewright.simulation.kubernetes.ownership import controller_ref, create_unless_taken
 
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 
 
 class DeploymentController:
     """Keeps each Deployment's ReplicaSets: the current template's gets the replicas, older
-    ones 0 (no rolling update: the switch is immediate)."""
+    ones 0 (no rolling update: the switch is immediate).
+
+    A pass looks only at Deployments that changed, or whose ReplicaSets did, since the last.
+    """
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self.state = cluster.state
+        self._changes = OwnerChanges(self.state, Deployment, ReplicaSet)
 
     def reconcile(self) -> None:
         """One ReplicaSet per pod template; the current one gets the replicas, older ones 0."""
-        replica_sets = by_controller(self.cluster.peek(ReplicaSet))
-        for deployment in list(self.cluster.peek(Deployment)):
-            if deployment.deleting:
+        for key in sorted(self._changes.affected()):
+            deployment = self.state.get(Deployment, key)
+            if deployment is None or deployment.deleting:
                 continue
             template_hash = _template_hash(deployment.spec.template)
             name = f"{deployment.name}-{template_hash}"
-            owned = replica_sets.get(deployment.metadata.uid or "", [])
+            owned = sorted(
+                self.state.controlled_by(ReplicaSet, deployment.metadata.uid or "").values(),
+                key=object_key,
+            )
             current = next((rs for rs in owned if rs.name == name), None)
             if current is None:
+                # Looked at again next pass: to see it, or to try again while another object
+                # holds the name.
                 create_unless_taken(self.cluster, _replica_set(deployment, name, template_hash))
+                self._changes.requeue(key)
             elif current.spec.replicas != deployment.spec.replicas:
-                scaled = copy_object(current)
+                scaled = mutable(current)
                 scaled.spec.replicas = deployment.spec.replicas
                 self.cluster.update(scaled)
             for old in owned:
                 if old.name != name and old.spec.replicas != 0 and not old.deleting:
-                    retired = copy_object(old)
+                    retired = mutable(old)
                     retired.spec.replicas = 0
                     self.cluster.update(retired)
 

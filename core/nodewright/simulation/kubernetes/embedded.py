@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from nodewright.clock import Clock
-from nodewright.cluster.memory import MemoryCluster, collector_paused
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import collector_paused
 from nodewright.simulation.kubernetes.daemonsets import DaemonSetController
 from nodewright.simulation.kubernetes.deployments import DeploymentController
 from nodewright.simulation.kubernetes.jobs import JobController
+from nodewright.simulation.kubernetes.podcounts import OwnedPodCounts
 from nodewright.simulation.kubernetes.podgc import PodGarbageCollector
 from nodewright.simulation.kubernetes.replicasets import ReplicaSetController
 from nodewright.simulation.kubernetes.scheduler import KubeScheduler
@@ -25,26 +27,31 @@ class EmbeddedKubernetes:
     volumes as it binds), the kubelet of static nodes, WaitForFirstConsumer binding for pods
     that reached a node without the scheduler, and last the workloads' status counts. Pods
     created by a controller get their first scheduling attempt in the same pass.
+
+    Each part reads the cluster's shared state and drains its own change feed, so a pass costs
+    what changed since the last one, not the size of the cluster; the first pass looks at
+    everything.
     """
 
     def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
         self.cluster = cluster
         self.clock = clock
+        pod_counts = OwnedPodCounts(cluster.state)
         self.pod_gc = PodGarbageCollector(cluster)
         self.deployments = DeploymentController(cluster)
-        self.replica_sets = ReplicaSetController(cluster)
+        self.replica_sets = ReplicaSetController(cluster, pod_counts)
         self.stateful_sets = StatefulSetController(cluster)
-        self.jobs = JobController(cluster)
+        self.jobs = JobController(cluster, pod_counts)
         self.daemon_sets = DaemonSetController(cluster, clock)
         self.volumes = VolumeControllers(cluster)
         self.scheduler = KubeScheduler(cluster, clock, self.volumes)
         self.static_kubelets = StaticKubelets(cluster, clock)
-        self.workload_statuses = WorkloadStatuses(cluster)
+        self.workload_statuses = WorkloadStatuses(cluster, pod_counts)
 
     def reconcile(self) -> bool:
         """Run one pass; True when it wrote anything."""
         before = self.cluster.resource_version()
-        with collector_paused():  # thousands of short-lived copies, no reference cycles
+        with collector_paused():  # many short-lived objects, no reference cycles
             self.pod_gc.reconcile()
             self.deployments.reconcile()
             self.replica_sets.reconcile()

@@ -3,16 +3,14 @@ objects created for an owner."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Mapping
 
 from nodewright.api.core import Pod, PodTemplateSpec
 from nodewright.api.meta import KubeObject, ObjectMeta, OwnerReference
 from nodewright.cluster import AlreadyExistsError
-from nodewright.cluster.memory import MemoryCluster, copy_object
-
-K = TypeVar("K", bound=KubeObject)
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import Key
 
 
 def controller_uid(obj: KubeObject) -> str | None:
@@ -20,6 +18,14 @@ def controller_uid(obj: KubeObject) -> str | None:
     for ref in obj.metadata.owner_references:
         if ref.controller:
             return ref.uid
+    return None
+
+
+def controller_key(obj: KubeObject, kind: type[KubeObject]) -> Key | None:
+    """The key of the object's controller when it is a ``kind`` (owners share the namespace)."""
+    for ref in obj.metadata.owner_references:
+        if ref.controller:
+            return (obj.metadata.namespace or "", ref.name) if ref.kind == kind.KIND else None
     return None
 
 
@@ -32,16 +38,6 @@ def controller_ref(owner: KubeObject) -> OwnerReference:
         controller=True,
         block_owner_deletion=True,
     )
-
-
-def by_controller(objects: Iterable[K]) -> dict[str, list[K]]:
-    """Objects grouped by their controller's UID; objects without one are left out."""
-    owned: dict[str, list[K]] = defaultdict(list)
-    for obj in objects:
-        uid = controller_uid(obj)
-        if uid is not None:
-            owned[uid].append(obj)
-    return owned
 
 
 def pod_from_template(
@@ -62,14 +58,15 @@ def pod_from_template(
             annotations=dict(template.metadata.annotations),
             owner_references=[controller_ref(owner)],
         ),
-        spec=copy_object(template.spec),
+        spec=mutable(template.spec),
     )
 
 
-def create_unless_taken(cluster: MemoryCluster, obj: KubeObject) -> None:
-    """Create an object with a fixed name; an unrelated object holding it blocks (and the
-    real controllers, too, wait for the name to be freed)."""
+def create_unless_taken(cluster: MemoryCluster, obj: KubeObject) -> bool:
+    """Create an object with a fixed name; False when an object holding the name blocks it
+    (the real controllers, too, wait for the name to be freed)."""
     try:
         cluster.create(obj)
     except AlreadyExistsError:
-        return
+        return False
+    return True

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from nodewright.api.core import Pod, PodCondition
 from nodewright.clock import Clock
-
-TERMINAL_PHASES = ("Succeeded", "Failed")
+from nodewright.cluster.state import is_terminal
 
 
 def is_active(pod: Pod) -> bool:
     """Neither being deleted nor finished: the pod counts toward its owner's replicas."""
-    return not pod.deleting and pod.status.phase not in TERMINAL_PHASES
+    return not pod.deleting and not is_terminal(pod)
 
 
 def is_ready(pod: Pod) -> bool:

@@ -431,6 +431,11 @@ class PodTopology:
             self._version += 1
 
 
+def has_required_terms(pod: Pod, *, anti: bool) -> bool:
+    """The pod states required pod affinity (anti: anti-affinity)."""
+    return bool(_required_terms(pod, anti=anti))
+
+
 def _required_terms(pod: Pod, *, anti: bool) -> list[PodAffinityTerm]:
     affinity = pod.spec.affinity
     if affinity is None:

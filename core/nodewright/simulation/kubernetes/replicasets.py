@@ -5,15 +5,23 @@ from __future__ import annotations
 from nodewright.api.apps import ReplicaSet
 from nodewright.api.core import Pod
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.simulation.kubernetes.ownership import by_controller, pod_from_template
+from nodewright.simulation.kubernetes.ownerchanges import OwnerChanges
+from nodewright.simulation.kubernetes.ownership import pod_from_template
+from nodewright.simulation.kubernetes.podcounts import OwnedPodCounts
 from nodewright.simulation.kubernetes.pods import is_active
 
 
 class ReplicaSetController:
-    """Keeps each ReplicaSet at ``spec.replicas`` live pods."""
+    """Keeps each ReplicaSet at ``spec.replicas`` live pods.
 
-    def __init__(self, cluster: MemoryCluster) -> None:
+    A pass looks only at ReplicaSets that changed, or whose pods did, since the last.
+    """
+
+    def __init__(self, cluster: MemoryCluster, pod_counts: OwnedPodCounts) -> None:
         self.cluster = cluster
+        self.state = cluster.state
+        self.pod_counts = pod_counts
+        self._changes = OwnerChanges(self.state, ReplicaSet, Pod)
 
     def reconcile(self) -> None:
         """Create or delete pods until each ReplicaSet has its replicas.
@@ -21,20 +29,22 @@ class ReplicaSetController:
         Scaling down removes pods that are not on a node first, then pods not yet running,
         then the newest, as the ReplicaSet controller's ranking does.
         """
-        replica_sets = list(self.cluster.peek(ReplicaSet))
-        if not replica_sets:
-            return
-        owned = by_controller(self.cluster.peek(Pod))
-        for rs in replica_sets:
-            if rs.deleting:
+        for key in sorted(self._changes.affected()):
+            rs = self.state.get(ReplicaSet, key)
+            if rs is None or rs.deleting:
                 continue
-            pods = [pod for pod in owned.get(rs.metadata.uid or "", []) if is_active(pod)]
-            missing = rs.spec.replicas - len(pods)
+            uid = rs.metadata.uid or ""
+            missing = rs.spec.replicas - self.pod_counts.of(uid).active
             for _ in range(missing):
                 self.cluster.create(
                     pod_from_template(rs.spec.template, rs, generate_name=f"{rs.name}-")
                 )
+            if missing > 0:
+                self._changes.requeue(key)
             if missing < 0:
+                pods = [
+                    pod for pod in self.state.controlled_by(Pod, uid).values() if is_active(pod)
+                ]
                 for pod in sorted(pods, key=deletion_rank)[:-missing]:
                     self.cluster.delete(Pod, pod.name, pod.namespace)
 

@@ -5,13 +5,18 @@ limits, volume topology, topology spread, pod affinity); among the nodes that pa
 fullest wins (MostAllocated), moved by ScheduleAnyway spreads and preferred pod
 (anti-)affinity when the pod has them. A pod that fits nowhere gets kube-scheduler's
 ``PodScheduled=False`` condition with its per-node reasons, counted.
+
+Like kube-scheduler's queue, a pod found unschedulable is not tried again until something
+happens that could change the answer: a node, a bound pod, a claim, a volume, a class or a
+namespace changes (its message counts every node, so any of them may change it). A pass in
+which nothing like that happened and no pod is new costs nothing.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
 
 from nodewright.api.apps import CSINode, StorageClass
 from nodewright.api.core import (
@@ -24,35 +29,32 @@ from nodewright.api.core import (
 )
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
-from nodewright.cluster.memory import MemoryCluster, copy_object
-from nodewright.scheduling.model import HostPort, PodRequest
-from nodewright.scheduling.pods import (
-    node_fit_problem,
-    pod_host_ports,
-    pod_request,
-    pod_requests,
-    ports_conflict,
-    taints_from_api,
-)
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import Change, Key, is_terminal
+from nodewright.scheduling.model import PodRequest
+from nodewright.scheduling.pods import pod_request, ports_conflict
 from nodewright.scheduling.requirements import RequirementError
-from nodewright.scheduling.resources import CPU, MEMORY, ResourceList, parse_resources
+from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.selectors import node_selector_matches
-from nodewright.scheduling.taints import Taint
-from nodewright.scheduling.volumes import (
-    VolumeUsage,
-    add_usage,
-    claim_name,
-    node_volume_limits,
-    pod_volume_usage,
-)
+from nodewright.scheduling.volumes import VolumeUsage, add_usage, claim_name, pod_volume_usage
+from nodewright.simulation.kubernetes.nodestates import NodeState, NodeStates
 from nodewright.simulation.kubernetes.ownership import controller_uid
-from nodewright.simulation.kubernetes.pods import TERMINAL_PHASES, is_active, set_pod_condition
+from nodewright.simulation.kubernetes.pods import set_pod_condition
 from nodewright.simulation.kubernetes.podtopology import (
-    MAX_NODE_SCORE,
     PodConstraints,
     PodTopology,
-    SpreadLimit,
-    normalised_preferences,
+    has_required_terms,
+)
+from nodewright.simulation.kubernetes.schedulingpass import (
+    NO_VOLUMES,
+    PodVolumes,
+    SchedulingPass,
+    ShapeViews,
+    best,
+    has_room,
+    most_allocated_score,
+    shape,
 )
 from nodewright.simulation.kubernetes.volumes import (
     WAIT_FOR_FIRST_CONSUMER,
@@ -62,161 +64,23 @@ from nodewright.simulation.kubernetes.volumes import (
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
-# kube-scheduler's words for nodes it filtered before looking at the pod.
-NODE_UNSCHEDULABLE = "node(s) were unschedulable"
-NODE_NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
 VOLUME_AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
 VOLUME_TOPOLOGY_MISMATCH = "node(s) didn't find available persistent volumes to bind"
-VOLUME_LIMIT_EXCEEDED = "node(s) exceed max volume count"
 NO_NODES = "no nodes available to schedule pods"
 
-
-@dataclass
-class _NodeState:
-    """What the binder knows about one schedulable node during a pass."""
-
-    node: Node
-    labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
-    allocatable: ResourceList
-    requested: ResourceList = field(default_factory=dict)
-    ports: list[HostPort] = field(default_factory=list)
-    pods: list[Pod] = field(default_factory=list)
-    #: CSI driver -> volumes the node may attach (``CSINode`` allocatable counts).
-    volume_limits: Mapping[str, int] = field(default_factory=dict)
-    #: CSI driver -> claims its pods attach; computed when a pod with volumes first asks.
-    volume_usage: dict[str, frozenset[str]] | None = None
+#: Kinds whose every change may change a pending pod's verdict or message.
+_WORLD_KINDS = (Node, CSINode, PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace)
 
 
 @dataclass(frozen=True)
-class _PodVolumes:
-    """What kube-scheduler's volume filters need from one pod."""
+class _Prepared:
+    """A pending pod read once: its queue position and what it asks of a node (or why that
+    cannot be read). Kept while only this scheduler writes the pod (its status)."""
 
-    #: Node selectors of its volumes, each with the reason a node that fails it is given.
-    selectors: list[tuple[NodeSelector, str]]
-    #: CSI driver -> claims the pod attaches, for NodeVolumeLimits.
-    usage: VolumeUsage
-
-
-@dataclass
-class _SchedulingPass:
-    """One scheduling pass over the pending pods, with caches for pods that look alike.
-
-    Pods of one workload share requests, tolerations and node requirements. Taints and
-    labels do not change during a pass, so which nodes admit such a pod is computed once;
-    and while nothing has been bound, the explanation for a pod that fits nowhere is the same
-    for every pod like it.
-    """
-
-    node_count: int
-    states: list[_NodeState]
-    filtered: Counter[str]
-    topology: PodTopology
-    claims: Mapping[str, PersistentVolumeClaim] = field(default_factory=dict)
-    volumes: Mapping[str, PersistentVolume] = field(default_factory=dict)
-    storage_classes: Mapping[str, StorageClass] = field(default_factory=dict)
-    binds: int = 0
-    _admitting: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
-    _open: dict[tuple[object, ...], list[_NodeState]] = field(default_factory=dict)
-    _explanations: dict[tuple[object, ...], tuple[int, str]] = field(default_factory=dict)
-
-    def admitting(self, request: PodRequest) -> list[_NodeState]:
-        """Nodes whose taints and labels admit the pod, whatever they already run."""
-        key = (request.requirement_terms, request.tolerations)
-        nodes = self._admitting.get(key)
-        if nodes is None:
-            probe = replace(request, requests={}, host_ports=())
-            nodes = [
-                state
-                for state in self.states
-                if node_fit_problem(probe, state.labels, state.taints, {}, {}, ()) is None
-            ]
-            self._admitting[key] = nodes
-        return nodes
-
-    def open_nodes(self, request: PodRequest) -> list[_NodeState]:
-        """Admitting nodes that still had room for a pod of this shape at the last look.
-
-        Within a pass nodes only fill up, so a node once too full for a shape stays so.
-        """
-        nodes = self._open.get(_shape(request))
-        return self.admitting(request) if nodes is None else nodes
-
-    def keep_open(self, request: PodRequest, nodes: list[_NodeState]) -> None:
-        self._open[_shape(request)] = nodes
-
-    def volume_usage(self, state: _NodeState) -> dict[str, frozenset[str]]:
-        """The claims the node's pods attach, per CSI driver."""
-        if state.volume_usage is None:
-            state.volume_usage = add_usage(
-                *(
-                    pod_volume_usage(pod, self.claims, self.volumes, self.storage_classes)
-                    for pod in state.pods
-                )
-            )
-        return state.volume_usage
-
-    def exceeds_volume_limits(self, state: _NodeState, usage: VolumeUsage) -> bool:
-        """NodeVolumeLimits: the node cannot attach the pod's new claims."""
-        if not usage or not state.volume_limits:
-            return False
-        used = self.volume_usage(state)
-        for driver, claims in usage.items():
-            limit = state.volume_limits.get(driver)
-            if limit is not None and len(used.get(driver, frozenset()) | claims) > limit:
-                return True
-        return False
-
-    def problem(
-        self,
-        state: _NodeState,
-        request: PodRequest,
-        volumes: _PodVolumes,
-        constraints: PodConstraints | None,
-        limits: Sequence[SpreadLimit],
-    ) -> str | None:
-        """The first of kube-scheduler's filters that rejects the node, or None."""
-        problem = node_fit_problem(
-            request, state.labels, state.taints, state.allocatable, state.requested, state.ports
-        )
-        if problem is not None:
-            return problem
-        if self.exceeds_volume_limits(state, volumes.usage):
-            return VOLUME_LIMIT_EXCEEDED
-        for selector, reason in volumes.selectors:
-            if not node_selector_matches(selector, state.labels, state.node.name):
-                return reason
-        if constraints is not None:
-            return constraints.problem(state.labels, limits)
-        return None
-
-    def explain(
-        self,
-        pod: Pod,
-        request: PodRequest,
-        volumes: _PodVolumes,
-        constraints: PodConstraints | None,
-    ) -> str:
-        """kube-scheduler's per-node reasons, counted and sorted (``1 Insufficient cpu, ...``)."""
-        key: tuple[object, ...] | None = None
-        if not volumes.selectors and not volumes.usage:
-            key = _shape(request)
-            if constraints is not None:
-                key += (_topology_signature(pod),)
-            cached = self._explanations.get(key)
-            if cached is not None and cached[0] == self.binds:
-                return cached[1]
-        limits = constraints.limits() if constraints is not None else ()
-        reasons = Counter(self.filtered)
-        for state in self.states:
-            problem = self.problem(state, request, volumes, constraints, limits)
-            if problem is not None:
-                for reason in problem.split(", "):
-                    reasons[reason] += 1
-        summary = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-        if key is not None:
-            self._explanations[key] = (self.binds, summary)
-        return summary
+    order: tuple[int, datetime, str, str] | None
+    request: PodRequest | None
+    error: str | None
+    shape: tuple[object, ...] | None
 
 
 class KubeScheduler:
@@ -225,151 +89,209 @@ class KubeScheduler:
     def __init__(self, cluster: MemoryCluster, clock: Clock, volumes: VolumeControllers) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.state = cluster.state
         #: Binding provisions WaitForFirstConsumer volumes, as kube-scheduler's VolumeBinding.
         self.volumes = volumes
-        self._requests: dict[str, ResourceList] = {}
+        self.nodes = NodeStates(self.state)
+        self._shapes = ShapeViews()
+        self._changes = self.state.feed(Pod, *_WORLD_KINDS)
+        #: Bumped by every change that may change a pending pod's verdict or message.
+        self._world = 0
+        self._world_at_last_pass = -1
+        #: pending pod -> the world it was last found unschedulable in
+        self._verdicts: dict[Key, int] = {}
+        #: pods bound in the last pass -> their nodes (their feed still shows them pending)
+        self._just_bound: dict[Key, str] = {}
+        #: pending pods that are new or changed since the last pass
+        self._fresh: set[Key] = set(self.state.unbound_pods())
+        self._prepared: dict[Key, _Prepared] = {}
+        #: pod -> the resourceVersion of the status this scheduler last wrote for it
+        self._written: dict[Key, str | None] = {}
+        #: bound pods with required pod anti-affinity (they constrain every pending pod)
+        self._repelling: set[Key] = {
+            key
+            for key, pod in self.state.objects(Pod).items()
+            if pod.spec.node_name and not is_terminal(pod) and has_required_terms(pod, anti=True)
+        }
+        #: namespace -> live pods in it (a namespace with pods has implicit labels)
+        self._namespaces: dict[str, int] = {}
+        for pod in self.state.objects(Pod).values():
+            if not is_terminal(pod):
+                self._namespaces[pod.namespace] = self._namespaces.get(pod.namespace, 0) + 1
+
+    # -- following the cluster ----------------------------------------------------------------
+
+    def _absorb(self, changes: list[Change]) -> None:
+        just_bound, self._just_bound = self._just_bound, {}
+        for change in changes:
+            if change.kind is Pod:
+                self._absorb_pod(
+                    change.key,
+                    cast("Pod | None", change.old),
+                    cast("Pod | None", change.new),
+                    just_bound.get(change.key),
+                )
+                continue
+            if change.kind is Node and not _node_differs(
+                cast("Node | None", change.old), cast("Node | None", change.new)
+            ):
+                continue  # say a heartbeat: nothing the scheduler reads changed
+            self._world += 1
+            if change.kind is Node or change.kind is CSINode:
+                self.nodes.node_changed(change.key[1])
+            elif change.kind is not Namespace:
+                self.nodes.forget_volume_usage()
+
+    def _absorb_pod(self, key: Key, old: Pod | None, new: Pod | None, bound_to: str | None) -> None:
+        """``bound_to``: the node this scheduler bound the pod to after the feed last saw it
+        (the feed still reports it as pending, so whatever happened to it since is news)."""
+        if bound_to is not None or _placed_differently(old, new):
+            self._world += 1
+            for pod in (old, new):
+                if pod is not None and pod.spec.node_name:
+                    self.nodes.pods_changed(pod.spec.node_name)
+        if new is None or new.spec.node_name:
+            self._verdicts.pop(key, None)
+            self._prepared.pop(key, None)
+            self._written.pop(key, None)
+            self._fresh.discard(key)
+        elif self._written.get(key) != new.metadata.resource_version or old is None:
+            self._fresh.add(key)  # a pending pod someone else wrote: look at it again
+            self._verdicts.pop(key, None)
+            self._prepared.pop(key, None)
+        if new is None and old is not None:
+            self.nodes.pod_gone(old)
+        if (
+            new is not None
+            and new.spec.node_name
+            and not is_terminal(new)
+            and has_required_terms(new, anti=True)
+        ):
+            self._repelling.add(key)
+        else:
+            self._repelling.discard(key)
+        before = None if old is None or is_terminal(old) else old.namespace
+        after = None if new is None or is_terminal(new) else new.namespace
+        if before != after:
+            self._count_namespace(before, -1)
+            self._count_namespace(after, 1)
+
+    def _count_namespace(self, namespace: str | None, sign: int) -> None:
+        if namespace is None:
+            return
+        count = self._namespaces.get(namespace, 0) + sign
+        if count:
+            self._namespaces[namespace] = count
+        else:
+            del self._namespaces[namespace]
+        if count == (1 if sign > 0 else 0):
+            self._world += 1  # the namespace appeared or went: namespace selectors see it
+
+    # -- a pass -------------------------------------------------------------------------------
 
     def reconcile(self) -> None:
         """Bind each pending pod to the best node it fits, or record why it fits nowhere."""
-        pending = [
-            pod
-            for pod in self.cluster.peek(Pod)
-            if not pod.spec.node_name
-            and is_active(pod)
-            and (pod.spec.scheduler_name or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-        ]
-        if not pending:
+        self._absorb(self._changes.drain())
+        if self._world == self._world_at_last_pass and not self._fresh:
             return
-        pending.sort(
-            key=lambda pod: (
-                -(pod.spec.priority or 0),
-                pod.metadata.creation_timestamp or self.clock.now(),
-                pod.namespace,
-                pod.name,
-            )
-        )
-        nodes = list(self.cluster.peek(Node))
-        states, filtered = self._node_states(nodes)
-        active = [pod for pod in self.cluster.peek(Pod) if pod.status.phase not in TERMINAL_PHASES]
-        run = _SchedulingPass(
-            node_count=len(nodes),
-            states=states,
-            filtered=filtered,
-            topology=PodTopology(nodes, active, self.cluster.peek(Namespace)),
-        )
-        if any(state.volume_limits for state in states):
-            run.claims = {c.key: c for c in self.cluster.peek(PersistentVolumeClaim)}
-            run.volumes = {v.name: v for v in self.cluster.peek(PersistentVolume)}
-            run.storage_classes = {sc.name: sc for sc in self.cluster.peek(StorageClass)}
-        for pod in pending:
-            self._schedule_one(pod, run)
+        self._fresh.clear()
+        queue = self._queue()
+        if queue:
+            self.nodes.refresh()
+            run = self._new_pass()
+            for _, key, pod, prepared in queue:
+                if self._verdicts.get(key) != self._world:
+                    self._schedule_one(key, pod, prepared, run)
+                elif prepared.shape is not None:
+                    self._shapes.used.add(prepared.shape)  # still pending: keep its views
+            self._shapes.forget_unused()
+        self._world_at_last_pass = self._world
 
-    def _node_states(self, nodes: Sequence[Node]) -> tuple[list[_NodeState], Counter[str]]:
-        """Schedulable nodes with what is already on them, and why the others are skipped."""
-        filtered: Counter[str] = Counter()
-        states: dict[str, _NodeState] = {}
-        csi_nodes = {csi.name: csi for csi in self.cluster.peek(CSINode)}
-        for node in nodes:
-            if node.spec.unschedulable or node.deleting:
-                filtered[NODE_UNSCHEDULABLE] += 1
-            elif not node.ready:
-                filtered[NODE_NOT_READY] += 1
-            else:
-                states[node.name] = _NodeState(
-                    node=node,
-                    labels=node.metadata.labels,
-                    taints=taints_from_api(node.spec.taints),
-                    allocatable=parse_resources(node.status.allocatable),
-                    volume_limits=node_volume_limits(csi_nodes.get(node.name)),
-                )
-        seen: set[str] = set()
-        for pod in self.cluster.peek(Pod):
-            uid = pod.metadata.uid or ""
-            seen.add(uid)
-            state = states.get(pod.spec.node_name or "")
-            if state is None or pod.status.phase in TERMINAL_PHASES:
+    def _queue(self) -> list[tuple[tuple[int, datetime, str, str], Key, Pod, _Prepared]]:
+        """Pending pods in kube-scheduler's order: priority, then age, then name."""
+        now = self.clock.now()
+        queue: list[tuple[tuple[int, datetime, str, str], Key, Pod, _Prepared]] = []
+        for key, pod in self.state.unbound_pods().items():
+            if pod.deleting or (pod.spec.scheduler_name or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
                 continue
-            for name, value in self._pod_requests(pod).items():
-                state.requested[name] = state.requested.get(name, 0) + value
-            state.ports.extend(pod_host_ports(pod))
-            state.pods.append(pod)
-        if len(self._requests) > 2 * len(seen) + 1000:
-            self._requests = {uid: r for uid, r in self._requests.items() if uid in seen}
-        return [states[name] for name in sorted(states)], filtered
+            prepared = self._prepared.get(key)
+            if prepared is None:
+                prepared = self._prepared[key] = _prepare(pod)
+            queue.append((prepared.order or _order(pod, now), key, pod, prepared))
+        queue.sort(key=_position)
+        return queue
 
-    def _pod_requests(self, pod: Pod) -> ResourceList:
-        """Pod requests, cached by UID (a pod's resources do not change once created)."""
-        uid = pod.metadata.uid or ""
-        cached = self._requests.get(uid)
-        if cached is None:
-            cached = pod_requests(pod)
-            self._requests[uid] = cached
-        return cached
+    def _new_pass(self) -> SchedulingPass:
+        states = self.nodes.schedulable()
+        run = SchedulingPass(
+            node_count=len(self.state.objects(Node)),
+            nodes=self.nodes,
+            states=states,
+            filtered=self.nodes.skipped(),
+            topology_source=self._topology,
+            shapes=self._shapes,
+        )
+        if self.nodes.any_volume_limits():
+            run.claims = {c.key: c for c in self.state.sorted(PersistentVolumeClaim)}
+            run.volumes = {v.name: v for v in self.state.sorted(PersistentVolume)}
+            run.storage_classes = {sc.name: sc for sc in self.state.sorted(StorageClass)}
+        return run
 
-    def _schedule_one(self, pod: Pod, run: _SchedulingPass) -> None:
-        try:
-            request = pod_request(pod)
-        except RequirementError as error:
-            self._mark_unschedulable(pod, f"invalid node affinity: {error}", 0, plain=True)
+    def _topology(self) -> PodTopology:
+        active = [pod for pod in self.state.sorted(Pod) if not is_terminal(pod)]
+        return PodTopology(list(self.state.sorted(Node)), active, self.state.sorted(Namespace))
+
+    def _schedule_one(self, key: Key, pod: Pod, prepared: _Prepared, run: SchedulingPass) -> None:
+        request = prepared.request
+        if request is None:
+            self._mark_unschedulable(key, pod, prepared.error or "", 0, plain=True)
             return
         volumes = self._pod_volumes(pod, run)
         if isinstance(volumes, str):
-            self._mark_unschedulable(pod, volumes, run.node_count)
+            self._mark_unschedulable(key, pod, volumes, run.node_count)
             return
         if run.node_count == 0:
-            self._mark_unschedulable(pod, NO_NODES, 0, plain=True)
+            self._mark_unschedulable(key, pod, NO_NODES, 0, plain=True)
             return
-        constraints = run.topology.constraints(pod, request)
-        limits = constraints.limits() if constraints is not None else ()
-        wanted_cpu = request.requests.get(CPU, 0)
-        wanted_memory = request.requests.get(MEMORY, 0)
-        still_open: list[_NodeState] = []
-        feasible: list[tuple[float, _NodeState]] = []
-        for state in run.open_nodes(request):
-            if request.host_ports and ports_conflict(request.host_ports, state.ports):
-                continue
-            if not _has_room(request.requests, state):
-                continue
-            still_open.append(state)
-            if run.exceeds_volume_limits(state, volumes.usage):
-                continue
-            if volumes.selectors and any(
-                not node_selector_matches(selector, state.labels, state.node.name)
-                for selector, _ in volumes.selectors
-            ):
-                continue
-            if constraints is not None and constraints.problem(state.labels, limits):
-                continue
-            feasible.append((_most_allocated_score(wanted_cpu, wanted_memory, state), state))
-        run.keep_open(request, still_open)
-        if not feasible:
+        constraints = None
+        if self._repelling or _has_pod_constraints(pod):
+            constraints = run.topology.constraints(pod, request)
+        if constraints is None and volumes.none:
+            chosen = run.fitting(request).best()
+        else:
+            chosen = _best_by_scan(request, volumes, constraints, run)
+        if chosen is None:
             self._mark_unschedulable(
-                pod, run.explain(pod, request, volumes, constraints), run.node_count
+                key, pod, run.explain(pod, request, volumes, constraints), run.node_count
             )
             return
-        chosen = _best(feasible, constraints)
         try:
             self.cluster.bind(pod.name, pod.namespace, chosen.node.name)
         except ClusterError:
-            return  # someone else bound or deleted it meanwhile; the next pass sees it
-        for name, value in request.requests.items():
-            chosen.requested[name] = chosen.requested.get(name, 0) + value
-        chosen.ports.extend(request.host_ports)
-        chosen.pods.append(pod)
+            self._fresh.add(key)  # someone else bound or deleted it meanwhile; look again
+            return
         if chosen.volume_usage is not None:
             chosen.volume_usage = add_usage(chosen.volume_usage, volumes.usage)
-        run.topology.record(pod, chosen.node.name)
-        run.binds += 1
+        run.place(chosen, request, pod)
+        # A feed reports the pod as last drained (pending), so the change that later moves or
+        # removes it may not name this node: the node is rebuilt from the cluster next pass.
+        self.nodes.pods_changed(chosen.name)
+        self._just_bound[key] = chosen.name
+        self._world += 1
+        if has_required_terms(pod, anti=True):
+            self._repelling.add(key)  # it repels pods later in this pass already
         self.volumes.bind_pod_volumes(pod, chosen.node)
 
-    def _pod_volumes(self, pod: Pod, run: _SchedulingPass) -> _PodVolumes | str:
+    def _pod_volumes(self, pod: Pod, run: SchedulingPass) -> PodVolumes | str:
         """What the pod's volumes ask of a node, or why the pod cannot be placed at all."""
+        if not pod.spec.volumes:
+            return NO_VOLUMES
         selectors: list[tuple[NodeSelector, str]] = []
         for volume in pod.spec.volumes:
             name = claim_name(pod, volume)
             if name is None:
                 continue
-            claim = self.cluster.get(PersistentVolumeClaim, name, pod.namespace)
+            claim = self.state.get(PersistentVolumeClaim, (pod.namespace, name))
             if claim is None:
                 return f'persistentvolumeclaim "{name}" not found'
             if volume.ephemeral is not None and controller_uid(claim) != pod.metadata.uid:
@@ -380,7 +302,7 @@ class KubeScheduler:
             if claim.deleting:
                 return f'persistentvolumeclaim "{name}" is being deleted'
             if claim.spec.volume_name:
-                volume_object = self.cluster.get(PersistentVolume, claim.spec.volume_name)
+                volume_object = self.state.get(PersistentVolume, ("", claim.spec.volume_name))
                 affinity = volume_object.spec.node_affinity if volume_object else None
                 if affinity is not None and affinity.required is not None:
                     selectors.append((affinity.required, VOLUME_AFFINITY_CONFLICT))
@@ -396,14 +318,15 @@ class KubeScheduler:
                     (allowed_topology_selector(storage_class), VOLUME_TOPOLOGY_MISMATCH)
                 )
         usage: VolumeUsage = {}
-        if run.claims and pod.spec.volumes:
+        if run.claims:
             usage = pod_volume_usage(pod, run.claims, run.volumes, run.storage_classes)
-        return _PodVolumes(selectors, usage)
+        return PodVolumes(selectors, usage)
 
     def _mark_unschedulable(
-        self, pod: Pod, reasons: str, node_count: int, plain: bool = False
+        self, key: Key, pod: Pod, reasons: str, node_count: int, plain: bool = False
     ) -> None:
         """Record kube-scheduler's verdict on the pod, writing only when it changed."""
+        self._verdicts[key] = self._world
         if plain:
             message = reasons
         else:
@@ -411,66 +334,112 @@ class KubeScheduler:
                 f"0/{node_count} nodes are available: {reasons}. preemption: 0/{node_count} "
                 f"nodes are available: {node_count} Preemption is not helpful for scheduling."
             )
-        updated = copy_object(pod)
+        current = pod.condition("PodScheduled")
+        if current is not None and (current.status, current.reason, current.message) == (
+            "False",
+            "Unschedulable",
+            message,
+        ):
+            return  # what set_pod_condition would find: nothing to write
+        # Only the status is written: a private copy of it on a shallow copy of the pod.
+        updated = pod.model_copy(update={"status": mutable(pod.status)})
         if set_pod_condition(
             updated, "PodScheduled", "False", self.clock, reason="Unschedulable", message=message
         ):
-            self.cluster.update_status(updated)
+            written = self.cluster.update_status(updated)
+            self._written[key] = written.metadata.resource_version
 
 
-def _shape(request: PodRequest) -> tuple[object, ...]:
-    """What decides where a pod fits, without its identity: pods of one workload share it."""
+def _prepare(pod: Pod) -> _Prepared:
+    created = pod.metadata.creation_timestamp
+    order = None
+    if created is not None:
+        order = (-(pod.spec.priority or 0), created, pod.namespace, pod.name)
+    try:
+        request = pod_request(pod)
+    except RequirementError as error:
+        return _Prepared(order, None, f"invalid node affinity: {error}", None)
+    return _Prepared(order, request, None, shape(request))
+
+
+def _position(
+    entry: tuple[tuple[int, datetime, str, str], Key, Pod, _Prepared],
+) -> tuple[int, datetime, str, str]:
+    return entry[0]
+
+
+def _order(pod: Pod, now: datetime) -> tuple[int, datetime, str, str]:
+    """The queue position of a pod without a creation time (it sorts as created now)."""
+    return (-(pod.spec.priority or 0), now, pod.namespace, pod.name)
+
+
+def _has_pod_constraints(pod: Pod) -> bool:
+    """The pod spreads, or states pod (anti-)affinity: its placement depends on other pods."""
+    affinity = pod.spec.affinity
+    return bool(
+        pod.spec.topology_spread_constraints
+        or (affinity is not None and (affinity.pod_affinity or affinity.pod_anti_affinity))
+    )
+
+
+def _node_differs(old: Node | None, new: Node | None) -> bool:
+    """The change moves something the scheduler reads from a node (its pod topology too)."""
+    if old is None or new is None:
+        return True
     return (
-        request.requirement_terms,
-        request.tolerations,
-        request.host_ports,
-        tuple(sorted(request.requests.items())),
+        old.metadata.labels != new.metadata.labels
+        or old.deleting != new.deleting
+        or old.ready != new.ready
+        or old.spec != new.spec
+        or old.status.allocatable != new.status.allocatable
     )
 
 
-def _topology_signature(pod: Pod) -> tuple[object, ...]:
-    """What decides a pod's spread and pod-affinity verdicts, beside its shape."""
-    spec = pod.spec
+def _placed_differently(old: Pod | None, new: Pod | None) -> bool:
+    """The change moves what a bound pod takes from its node or means to other pods."""
+    old_bound = old is not None and bool(old.spec.node_name)
+    new_bound = new is not None and bool(new.spec.node_name)
+    if not old_bound and not new_bound:
+        return False
+    if old is None or new is None or old_bound != new_bound:
+        return True
     return (
-        pod.namespace,
-        tuple(sorted(pod.metadata.labels.items())),
-        tuple(c.model_dump_json() for c in spec.topology_spread_constraints),
-        spec.affinity.model_dump_json() if spec.affinity is not None else None,
+        is_terminal(old) != is_terminal(new)
+        or old.deleting != new.deleting
+        or old.namespace != new.namespace
+        or old.metadata.labels != new.metadata.labels
+        or (old.spec is not new.spec and old.spec != new.spec)
     )
 
 
-def _best(
-    feasible: Sequence[tuple[float, _NodeState]], constraints: PodConstraints | None
-) -> _NodeState:
-    """The highest-scoring node; the first in name order among equals."""
-    if constraints is None or not constraints.has_preferences:
-        return max(feasible, key=lambda pair: pair[0])[1]
-    preferences = normalised_preferences(
-        [constraints.raw_scores(state.labels) for _, state in feasible]
-    )
-    scored = [
-        (MAX_NODE_SCORE * base + preference, state)
-        for (base, state), preference in zip(feasible, preferences, strict=True)
-    ]
-    return max(scored, key=lambda pair: pair[0])[1]
-
-
-def _has_room(requests: Mapping[str, int], state: _NodeState) -> bool:
-    allocatable, requested = state.allocatable, state.requested
-    for name, value in requests.items():
-        if value > 0 and value > allocatable.get(name, 0) - requested.get(name, 0):
-            return False
-    return True
-
-
-def _most_allocated_score(cpu: int, memory: int, state: _NodeState) -> float:
-    """kube-scheduler's MostAllocated score: mean CPU and memory use after placing the pod."""
-    total, counted = 0.0, 0
-    for capacity, used in (
-        (state.allocatable.get(CPU, 0), state.requested.get(CPU, 0) + cpu),
-        (state.allocatable.get(MEMORY, 0), state.requested.get(MEMORY, 0) + memory),
-    ):
-        if capacity > 0:
-            total += min(used, capacity) / capacity
-            counted += 1
-    return total / counted if counted else 0.0
+def _best_by_scan(
+    request: PodRequest,
+    volumes: PodVolumes,
+    constraints: PodConstraints | None,
+    run: SchedulingPass,
+) -> NodeState | None:
+    """The best node for a pod whose volumes or neighbours decide too: every node still open
+    to its shape is checked."""
+    limits = constraints.limits() if constraints is not None else ()
+    wanted_cpu = request.requests.get(CPU, 0)
+    wanted_memory = request.requests.get(MEMORY, 0)
+    still_open: list[NodeState] = []
+    feasible: list[tuple[float, NodeState]] = []
+    for node_state in run.open_nodes(request):
+        if request.host_ports and ports_conflict(request.host_ports, node_state.ports):
+            continue
+        if not has_room(request.requests, node_state):
+            continue
+        still_open.append(node_state)
+        if run.exceeds_volume_limits(node_state, volumes.usage):
+            continue
+        if volumes.selectors and any(
+            not node_selector_matches(selector, node_state.labels, node_state.node.name)
+            for selector, _ in volumes.selectors
+        ):
+            continue
+        if constraints is not None and constraints.problem(node_state.labels, limits):
+            continue
+        feasible.append((most_allocated_score(wanted_cpu, wanted_memory, node_state), node_state))
+    run.keep_open(request, still_open)
+    return best(feasible, constraints) if feasible else None

@@ -11,18 +11,23 @@ from nodewright.api.core import (
 )
 from nodewright.api.meta import ObjectMeta
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.simulation.kubernetes.ownership import (
-    by_controller,
-    create_unless_taken,
-    pod_from_template,
-)
+from nodewright.cluster.state import Key, object_key
+from nodewright.simulation.kubernetes.ownerchanges import OwnerChanges
+from nodewright.simulation.kubernetes.ownership import create_unless_taken, pod_from_template
 
 
 class StatefulSetController:
-    """Keeps ordinals ``0..replicas-1`` of each StatefulSet, and their claims."""
+    """Keeps ordinals ``0..replicas-1`` of each StatefulSet, and their claims.
+
+    A pass looks only at StatefulSets that changed, or whose pods did, since the last; a
+    deleted claim brings back every StatefulSet of its namespace.
+    """
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self.state = cluster.state
+        self._changes = OwnerChanges(self.state, StatefulSet, Pod)
+        self._claims = self.state.feed(PersistentVolumeClaim)
 
     def reconcile(self) -> None:
         """Pods ``<name>-<ordinal>`` with one claim per volumeClaimTemplate and ordinal.
@@ -30,14 +35,12 @@ class StatefulSetController:
         Claims outlive the pods (the default ``Retain`` policy), so a pod that comes back
         finds its volume. All ordinals start at once (``Parallel`` pod management).
         """
-        stateful_sets = list(self.cluster.peek(StatefulSet))
-        if not stateful_sets:
-            return
-        owned = by_controller(self.cluster.peek(Pod))
-        for sts in stateful_sets:
-            if sts.deleting:
+        for key in sorted(self._affected()):
+            sts = self.state.get(StatefulSet, key)
+            if sts is None or sts.deleting:
                 continue
-            pods = {pod.name: pod for pod in owned.get(sts.metadata.uid or "", [])}
+            owned = self.state.controlled_by(Pod, sts.metadata.uid or "")
+            pods = {pod.name: pod for pod in owned.values()}
             for ordinal in range(sts.spec.replicas):
                 name = f"{sts.name}-{ordinal}"
                 claims = self._ensure_claims(sts, ordinal)
@@ -61,7 +64,10 @@ class StatefulSetController:
                     )
                     for volume, claim in claims
                 ]
+                # Looked at again next pass: to see it, or to try again while another pod
+                # holds the name.
                 create_unless_taken(self.cluster, pod)
+                self._changes.requeue(key)
             extra = sorted(
                 (pod for pod in pods.values() if _ordinal(pod.name, sts.name) >= sts.spec.replicas),
                 key=lambda pod: -_ordinal(pod.name, sts.name),
@@ -69,6 +75,14 @@ class StatefulSetController:
             for pod in extra:
                 if not pod.deleting:
                     self.cluster.delete(Pod, pod.name, pod.namespace)
+
+    def _affected(self) -> set[Key]:
+        keys = self._changes.affected()
+        for change in self._claims.drain():
+            if change.new is None:  # a claim went: its StatefulSet makes it again
+                namespace = change.key[0]
+                keys.update(k for k in self.state.objects(StatefulSet) if k[0] == namespace)
+        return keys
 
     def _ensure_claims(self, sts: StatefulSet, ordinal: int) -> list[tuple[str, str]]:
         """Create missing claims for one ordinal; returns ``(volume name, claim name)`` pairs."""
@@ -78,6 +92,7 @@ class StatefulSetController:
             pairs.append((template.name, claim))
             if self.cluster.get(PersistentVolumeClaim, claim, sts.namespace) is not None:
                 continue
+            self._changes.requeue(object_key(sts))
             self.cluster.create(
                 PersistentVolumeClaim(
                     metadata=ObjectMeta(

@@ -8,6 +8,8 @@ scheduler, or for pods bound without it), in that node's zone.
 
 from __future__ import annotations
 
+from typing import cast
+
 from nodewright.api.apps import StorageClass
 from nodewright.api.core import (
     Node,
@@ -23,7 +25,9 @@ from nodewright.api.core import (
 )
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.meta import ObjectMeta, ObjectReference
-from nodewright.cluster.memory import MemoryCluster, copy_object
+from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import ClusterState, Key
 from nodewright.scheduling.volumes import (
     BIND_COMPLETED_ANNOTATION,
     claim_name,
@@ -39,25 +43,111 @@ BOUND_BY_CONTROLLER_ANNOTATION = "pv.kubernetes.io/bound-by-controller"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 
+class ClaimUsers:
+    """Which pods use each claim (by ``persistentVolumeClaim`` or generic ephemeral volume),
+    kept current from pod changes."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._feed = state.feed(Pod)
+        #: claim key -> keys of the pods whose volumes name it
+        self._users: dict[Key, set[Key]] = {}
+        #: pod key -> the claim keys its volumes name (pods with any)
+        self._claims: dict[Key, tuple[Key, ...]] = {}
+        for key, pod in state.objects(Pod).items():
+            self._track(key, pod)
+
+    def of(self, claim: Key) -> set[Key]:
+        self._sync()
+        return set(self._users.get(claim, ()))
+
+    def pods(self) -> set[Key]:
+        """Every pod that uses a claim."""
+        self._sync()
+        return set(self._claims)
+
+    def _sync(self) -> None:
+        for change in self._feed.drain():
+            self._track(change.key, cast("Pod | None", change.new))
+
+    def _track(self, key: Key, pod: Pod | None) -> None:
+        for claim in self._claims.pop(key, ()):
+            users = self._users[claim]
+            users.discard(key)
+            if not users:
+                del self._users[claim]
+        if pod is None:
+            return
+        claims = tuple(
+            (pod.namespace, name)
+            for volume in pod.spec.volumes
+            if (name := claim_name(pod, volume)) is not None
+        )
+        if claims:
+            self._claims[key] = claims
+            for claim in claims:
+                self._users.setdefault(claim, set()).add(key)
+
+
 class VolumeControllers:
-    """Claims for ephemeral volumes, and volumes for claims."""
+    """Claims for ephemeral volumes, and volumes for claims.
+
+    Each of the three steps looks only at what changed since its last pass: pods and their
+    claims for the ephemeral volume controller, claims and volumes for immediate binding,
+    bound pods, their nodes and claims for WaitForFirstConsumer binding. A StorageClass change
+    (rare: the default class may move) brings back every claim and every pod with claims.
+    """
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self.state = cluster.state
+        self.claim_users = ClaimUsers(self.state)
+        self._ephemeral_changes = self.state.feed(Pod, PersistentVolumeClaim)
+        self._ephemeral_requeued: set[Key] = set()
+        self._immediate_changes = self.state.feed(
+            PersistentVolumeClaim, PersistentVolume, StorageClass
+        )
+        self._waiting_changes = self.state.feed(Pod, Node, PersistentVolumeClaim, StorageClass)
+        self._started: set[str] = set()
+        #: volume name -> keys of the claims that name it in ``spec.volumeName``
+        self._claims_naming: dict[str, set[Key]] = {}
+        for key, claim in self.state.objects(PersistentVolumeClaim).items():
+            self._track_volume_name(key, None, claim)
+
+    def _first(self, step: str) -> bool:
+        """True the first time ``step`` runs: it then looks at everything."""
+        if step in self._started:
+            return False
+        self._started.add(step)
+        return True
+
+    # -- the ephemeral volume controller ------------------------------------------------------
 
     def create_ephemeral_claims(self) -> None:
         """The ephemeral volume controller: a claim ``<pod>-<volume>`` owned by the pod for each
         generic ephemeral volume, so it goes when the pod does."""
-        for pod in list(self.cluster.peek(Pod)):
-            if not is_active(pod):
+        changes = self._ephemeral_changes.drain()
+        suspects, self._ephemeral_requeued = self._ephemeral_requeued, set()
+        if self._first("ephemeral"):
+            suspects = set(self.state.objects(Pod))
+        else:
+            for change in changes:
+                if change.kind is Pod:
+                    if change.new is not None:
+                        suspects.add(change.key)
+                elif change.new is None:  # a claim went: a pod that wants it makes it again
+                    suspects |= self.claim_users.of(change.key)
+        for key in sorted(suspects):
+            pod = self.state.get(Pod, key)
+            if pod is None or not is_active(pod):
                 continue
             for volume in pod.spec.volumes:
                 template = ephemeral_claim_template(volume)
                 if template is None:
                     continue
                 name = f"{pod.name}-{volume.name}"
-                if self.cluster.get(PersistentVolumeClaim, name, pod.namespace) is not None:
+                if self.state.get(PersistentVolumeClaim, (pod.namespace, name)) is not None:
                     continue
+                self._ephemeral_requeued.add(key)  # a feed may not show it go before next pass
                 create_unless_taken(
                     self.cluster,
                     PersistentVolumeClaim(
@@ -72,17 +162,42 @@ class VolumeControllers:
                     ),
                 )
 
+    # -- the PersistentVolume controller: Immediate binding -----------------------------------
+
     def bind_immediate_volumes(self) -> None:
         """Provision a volume for every unbound claim whose class binds immediately, and
         complete the binding of claims created with a ``volumeName``."""
-        for claim in list(self.cluster.peek(PersistentVolumeClaim)):
-            if claim.deleting or (
-                claim.status.phase == "Bound"
-                and BIND_COMPLETED_ANNOTATION in claim.metadata.annotations
+        changes = self._immediate_changes.drain()
+        claims = self.state.objects(PersistentVolumeClaim)
+        suspects: set[Key] = set()
+        everything = self._first("immediate")
+        for change in changes:
+            if change.kind is PersistentVolumeClaim:
+                self._track_volume_name(
+                    change.key,
+                    cast("PersistentVolumeClaim | None", change.old),
+                    cast("PersistentVolumeClaim | None", change.new),
+                )
+                suspects.add(change.key)
+            elif change.kind is PersistentVolume:
+                suspects |= self._claims_naming.get(change.key[1], set())
+            else:
+                everything = True
+        if everything:
+            suspects = set(claims)
+        for key in sorted(suspects):
+            claim = claims.get(key)
+            if (
+                claim is None
+                or claim.deleting
+                or (
+                    claim.status.phase == "Bound"
+                    and BIND_COMPLETED_ANNOTATION in claim.metadata.annotations
+                )
             ):
                 continue
             if claim.spec.volume_name:
-                if self.cluster.get(PersistentVolume, claim.spec.volume_name) is not None:
+                if self.state.get(PersistentVolume, ("", claim.spec.volume_name)) is not None:
                     self._mark_claim_bound(claim)
                 continue
             storage_class = self.storage_class(claim)
@@ -94,11 +209,43 @@ class VolumeControllers:
             zone = _first_allowed_zone(storage_class)
             self._provision(claim, storage_class, zone, node_name=None)
 
+    def _track_volume_name(
+        self, key: Key, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> None:
+        if old is not None and old.spec.volume_name:
+            naming = self._claims_naming.get(old.spec.volume_name)
+            if naming is not None:
+                naming.discard(key)
+                if not naming:
+                    del self._claims_naming[old.spec.volume_name]
+        if new is not None and new.spec.volume_name:
+            self._claims_naming.setdefault(new.spec.volume_name, set()).add(key)
+
+    # -- WaitForFirstConsumer binding ---------------------------------------------------------
+
     def bind_waiting_volumes(self) -> None:
         """Provision WaitForFirstConsumer claims of pods bound without the scheduler."""
-        nodes = {node.name: node for node in self.cluster.peek(Node)}
-        for pod in list(self.cluster.peek(Pod)):
-            node = nodes.get(pod.spec.node_name or "")
+        changes = self._waiting_changes.drain()
+        if self._first("waiting"):
+            suspects = set(self.claim_users.pods())
+        else:
+            suspects = set()
+            for change in changes:
+                if change.kind is Pod:
+                    if change.new is not None:
+                        suspects.add(change.key)
+                elif change.kind is Node:
+                    if change.new is not None:
+                        suspects.update(self.state.pods_on(change.key[1]))
+                elif change.kind is PersistentVolumeClaim:
+                    suspects |= self.claim_users.of(change.key)
+                else:
+                    suspects |= self.claim_users.pods()
+        for key in sorted(suspects):
+            pod = self.state.get(Pod, key)
+            if pod is None or not pod.spec.volumes or not pod.spec.node_name:
+                continue
+            node = self.state.get(Node, ("", pod.spec.node_name))
             if node is not None and is_active(pod):
                 self.bind_pod_volumes(pod, node)
 
@@ -108,7 +255,7 @@ class VolumeControllers:
             name = claim_name(pod, volume)
             if name is None:
                 continue
-            claim = self.cluster.get(PersistentVolumeClaim, name, pod.namespace)
+            claim = self.state.get(PersistentVolumeClaim, (pod.namespace, name))
             if claim is None or claim.spec.volume_name or claim.deleting:
                 continue
             storage_class = self.storage_class(claim)
@@ -174,7 +321,7 @@ class VolumeControllers:
                     status=PersistentVolumeStatus(phase="Bound"),
                 )
             )
-        bound = copy_object(claim)
+        bound = mutable(claim)
         bound.spec.volume_name = name
         if node_name:
             bound.metadata.annotations[SELECTED_NODE_ANNOTATION] = node_name
@@ -186,12 +333,12 @@ class VolumeControllers:
     def _mark_claim_bound(self, claim: PersistentVolumeClaim) -> None:
         """The PersistentVolume controller's last step: the binding is complete."""
         if BIND_COMPLETED_ANNOTATION not in claim.metadata.annotations:
-            claim = copy_object(claim)
+            claim = mutable(claim)
             claim.metadata.annotations[BIND_COMPLETED_ANNOTATION] = "yes"
             claim = self.cluster.update(claim)
         if claim.status.phase == "Bound":
             return
-        bound = copy_object(claim)
+        bound = mutable(claim)
         bound.status.phase = "Bound"
         self.cluster.update_status(bound)
 
