@@ -129,6 +129,9 @@ class RunSettings(BaseSettings):
         default="info", description="debug, info, warn or error"
     )
     log_format: Literal["json", "text"] = Field(default="json", description="json or text")
+    log_output_paths: str = Field(
+        default="stderr", description="where logs go: stdout, stderr or files, comma-separated"
+    )
     metrics_port: int = Field(default=8080, ge=0, le=65535, description="Prometheus /metrics")
     health_probe_port: int = Field(default=8081, ge=0, le=65535, description="/healthz and /readyz")
     bind_address: str = Field(default="0.0.0.0", description="address the ports listen on")
@@ -169,6 +172,17 @@ class RunSettings(BaseSettings):
         parse_feature_gates(value)
         return value
 
+    @field_validator("log_output_paths")
+    @classmethod
+    def _check_output_paths(cls, value: str) -> str:
+        if not [p for p in value.split(",") if p.strip()]:
+            raise ValueError("name at least one of stdout, stderr or a file")
+        return value
+
+    @property
+    def output_paths(self) -> list[str]:
+        return [p.strip() for p in self.log_output_paths.split(",") if p.strip()]
+
     @field_validator("provider_options")
     @classmethod
     def _check_provider_options(cls, value: str) -> str:
@@ -207,6 +221,7 @@ METAVARS: dict[str, str] = {
     "kube_client_qps": "QPS",
     "kube_client_burst": "REQUESTS",
     "feature_gates": "GATE=BOOL,...",
+    "log_output_paths": "PATH,...",
     "metrics_port": "PORT",
     "health_probe_port": "PORT",
     "bind_address": "ADDRESS",

@@ -10,8 +10,10 @@ uses). Anything else (an unknown function, an unclosed block, a missing template
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +28,7 @@ class TemplateError(Exception):
 _ACTION = re.compile(r"{{(-\s)?(.*?)(\s-)?}}", re.DOTALL)
 _TOKEN = re.compile(
     r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<raw>`[^`]*`)|(?P<number>-?\d+(?:\.\d+)?)'
-    r"|(?P<open>\()|(?P<close>\))|(?P<pipe>\|)|(?P<assign>:=)|(?P<comma>,)"
+    r"|(?P<open>\()|(?P<close>\))|(?P<pipe>\|)|(?P<assign>:?=)|(?P<comma>,)"
     r"|(?P<field>(?:\$[A-Za-z0-9_]*)?(?:\.[A-Za-z0-9_]+)+|\$[A-Za-z0-9_]*|\.)"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_]*))"
 )
@@ -167,6 +169,55 @@ def _default(fallback: Any, value: Any = None) -> Any:
     return value if _truthy(value) else fallback
 
 
+def _fail(message: str) -> Any:
+    raise TemplateError(f"fail: {message}")
+
+
+def _index(collection: Any, *keys: Any) -> Any:
+    """Go's index: a missing map key is nil; a list index out of range is an error."""
+    value = collection
+    for key in keys:
+        if isinstance(value, Mapping):
+            value = value.get(key)
+        elif value is None:
+            return None
+        else:
+            value = value[int(key)]
+    return value
+
+
+def _set(mapping: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    mapping[key] = value
+    return mapping
+
+
+def _merge(destination: dict[str, Any], *sources: Mapping[str, Any]) -> dict[str, Any]:
+    """Sprig's merge: keys already in the destination win, maps merge deeply."""
+    for source in sources:
+        for key, value in source.items():
+            if key not in destination:
+                destination[key] = copy.deepcopy(value)
+            elif isinstance(destination[key], dict) and isinstance(value, Mapping):
+                _merge(destination[key], value)
+    return destination
+
+
+def _from_yaml_array(text: str) -> list[Any]:
+    value = yaml.safe_load(text)
+    return list(value or [])
+
+
+def _uniq(items: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+Variables = ChainMap[str, Any]
+
+
 class Renderer:
     def __init__(self, defines: dict[str, list[Any]]) -> None:
         self.defines = defines
@@ -196,15 +247,38 @@ class Renderer:
             "splitList": lambda sep, s: _str(s).split(sep),
             "has": lambda needle, items: needle in (items or []),
             "contains": lambda substring, s: substring in _str(s),
+            "nospace": lambda s: re.sub(r"\s", "", _str(s)),
+            "list": lambda *items: list(items),
+            "append": lambda items, item: [*(items or []), item],
+            "first": lambda items: items[0] if items else None,
+            "uniq": _uniq,
+            "sortAlpha": lambda items: sorted(_str(i) for i in items),
+            "dict": lambda *pairs: {_str(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)},
+            "hasKey": lambda mapping, key: key in (mapping or {}),
+            "index": _index,
+            "set": _set,
+            "merge": _merge,
+            "deepCopy": copy.deepcopy,
+            "toJson": lambda v: json.dumps(v, separators=(",", ":")),
+            "fromJsonArray": lambda text: list(json.loads(text)),
+            "fromYaml": lambda text: yaml.safe_load(text) or {},
+            "fromYamlArray": _from_yaml_array,
+            "fail": _fail,
+            "tpl": self._tpl,
         }
+
+    def _tpl(self, source: str, dot: Any) -> str:
+        """Render a value as a template with the context given (Helm's tpl)."""
+        nodes, defines = parse(_str(source), "tpl")
+        return Renderer({**self.defines, **defines}).render(nodes, dot, ChainMap({"$": dot}))
 
     def _include(self, name: str, dot: Any) -> str:
         body = self.defines.get(name)
         if body is None:
             raise TemplateError(f'include: no template named "{name}"')
-        return self.render(body, dot, {"$": dot})
+        return self.render(body, dot, ChainMap({"$": dot}))
 
-    def render(self, nodes: list[Any], dot: Any, variables: dict[str, Any]) -> str:
+    def render(self, nodes: list[Any], dot: Any, variables: Variables) -> str:
         out: list[str] = []
         for node in nodes:
             if isinstance(node, Text):
@@ -217,8 +291,8 @@ class Renderer:
                 out.append(self._block(node, dot, variables))
         return "".join(out)
 
-    def _block(self, block: Block, dot: Any, variables: dict[str, Any]) -> str:
-        scope = dict(variables)
+    def _block(self, block: Block, dot: Any, variables: Variables) -> str:
+        scope = variables.new_child()
         if block.keyword == "range":
             return self._range(block, dot, scope)
         value = self._pipeline(block.condition, dot, scope, block.line)
@@ -232,14 +306,17 @@ class Renderer:
                 return self.render(body, dot, scope)
         return ""
 
-    def _range(self, block: Block, dot: Any, scope: dict[str, Any]) -> str:
+    def _range(self, block: Block, dot: Any, scope: Variables) -> str:
         condition = block.condition
         names: list[str] = []
         if ":=" in condition:
             left, _, condition = condition.partition(":=")
             names = [n.strip() for n in left.split(",")]
         items = self._pipeline(condition, dot, scope, block.line)
-        pairs = list(items.items()) if isinstance(items, Mapping) else list(enumerate(items or []))
+        # Go ranges over a map in the order of its sorted keys.
+        pairs = (
+            sorted(items.items()) if isinstance(items, Mapping) else list(enumerate(items or []))
+        )
         if not pairs:
             for branch_condition, body in block.branches:
                 if branch_condition is None:
@@ -256,17 +333,23 @@ class Renderer:
 
     # -- pipelines -------------------------------------------------------------------------
 
-    def _pipeline(self, source: str, dot: Any, variables: dict[str, Any], line: int) -> Any:
+    def _pipeline(self, source: str, dot: Any, variables: Variables, line: int) -> Any:
         tokens = self._tokens(source, line)
-        assign = None
-        if len(tokens) > 2 and tokens[1] == ("assign", ":="):
-            assign = tokens[0][1]
+        assign = declare = None
+        if len(tokens) > 2 and tokens[1][0] == "assign":
+            assign, declare = tokens[0][1], tokens[1][1] == ":="
             tokens = tokens[2:]
         value, rest = self._expression(tokens, dot, variables, line)
         if rest:
             raise TemplateError(f"line {line}: unexpected {rest[0][1]!r} in {{{{ {source} }}}}")
         if assign is not None:
-            variables[assign] = value
+            if declare:
+                variables[assign] = value
+            else:  # "=" changes the variable where it was declared, as Go does
+                scope = next((m for m in variables.maps if assign in m), None)
+                if scope is None:
+                    raise TemplateError(f"line {line}: undefined variable {assign}")
+                scope[assign] = value
             return None
         return value
 
@@ -285,7 +368,7 @@ class Renderer:
         return tokens
 
     def _expression(
-        self, tokens: list[tuple[str, str]], dot: Any, variables: dict[str, Any], line: int
+        self, tokens: list[tuple[str, str]], dot: Any, variables: Variables, line: int
     ) -> tuple[Any, list[tuple[str, str]]]:
         """A pipeline until a closing parenthesis or the end: ``cmd | cmd | ...``."""
         value, tokens = self._command(tokens, dot, variables, line, piped=())
@@ -297,7 +380,7 @@ class Renderer:
         self,
         tokens: list[tuple[str, str]],
         dot: Any,
-        variables: dict[str, Any],
+        variables: Variables,
         line: int,
         piped: tuple[Any, ...],
     ) -> tuple[Any, list[tuple[str, str]]]:
@@ -325,7 +408,7 @@ class Renderer:
         return value, tokens
 
     def _operand(
-        self, tokens: list[tuple[str, str]], dot: Any, variables: dict[str, Any], line: int
+        self, tokens: list[tuple[str, str]], dot: Any, variables: Variables, line: int
     ) -> tuple[Any, list[tuple[str, str]]]:
         kind, text = tokens[0]
         rest = tokens[1:]
@@ -351,7 +434,7 @@ class Renderer:
             return self._field(text, dot, variables, line), rest
         raise TemplateError(f"line {line}: unexpected {text!r}")
 
-    def _field(self, text: str, dot: Any, variables: dict[str, Any], line: int) -> Any:
+    def _field(self, text: str, dot: Any, variables: Variables, line: int) -> Any:
         if text == ".":
             return dot
         if text.startswith("$"):
@@ -381,4 +464,7 @@ def render_chart(templates: Mapping[str, str], context: Mapping[str, Any]) -> di
         if not name.rsplit("/", 1)[-1].startswith("_"):
             parsed[name] = nodes
     renderer = Renderer(defines)
-    return {name: renderer.render(nodes, context, {"$": context}) for name, nodes in parsed.items()}
+    return {
+        name: renderer.render(nodes, context, ChainMap({"$": context}))
+        for name, nodes in parsed.items()
+    }

@@ -1,10 +1,10 @@
-"""The Helm chart, rendered (no helm binary is available from the package registries) with
-the Go-template subset in :mod:`tests.charts.gotemplate`, and every object validated against
-the Kubernetes JSON schemas (kubernetes-validate, offline)."""
+"""The main chart, rendered for every combination of values users will use (no helm binary is
+available here: see :mod:`tests.charts.helm`), each object validated against the Kubernetes
+schemas (kubernetes-validate, offline), and what the controller is told (its environment)
+accepted by the controller's own settings loader and providers."""
 
 from __future__ import annotations
 
-import copy
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,92 +14,206 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from nodewright.api.apps import (
-    CSINode,
-    DaemonSet,
-    PodDisruptionBudget,
-    ReplicaSet,
-    StatefulSet,
-    StorageClass,
-)
-from nodewright.api.core import (
-    Event,
-    Namespace,
-    Node,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-)
-from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.cli import load_host
 from nodewright.crds_cli import all_crds
-from tests.charts.gotemplate import TemplateError, render_chart
+from nodewright.settings import load_settings, parse_provider_options
+from tests.charts.gotemplate import TemplateError
+from tests.charts.helm import CHART, REQUIRED, merge, render
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "nodewright"
 K8S_VERSION = "1.30.0"
-REQUIRED = {"settings": {"clusterName": "test-cluster"}}
+KARPENTER_VALUES = Path(__file__).with_name("karpenter-values.yaml")
+
+#: ServiceMonitor is not a Kubernetes kind: the fields the chart may set, checked by hand.
+SERVICE_MONITOR_ENDPOINT = {
+    "port",
+    "path",
+    "interval",
+    "scrapeTimeout",
+    "relabelings",
+    "metricRelabelings",
+    "honorLabels",
+    "scheme",
+    "tlsConfig",
+}
 
 
-def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def render(overrides: Mapping[str, Any] = REQUIRED, chart: Path = CHART) -> list[dict[str, Any]]:
-    """``helm template nodewright CHART -n kube-system --set ...`` as parsed objects."""
-    meta = yaml.safe_load((chart / "Chart.yaml").read_text())
-    values = _merge(yaml.safe_load((chart / "values.yaml").read_text()), overrides)
-    context = {
-        "Values": values,
-        "Release": {"Name": "nodewright", "Namespace": "kube-system", "Service": "Helm"},
-        "Chart": {
-            "Name": meta["name"],
-            "Version": meta["version"],
-            "AppVersion": meta["appVersion"],
-        },
-    }
-    templates = {path.name: path.read_text() for path in sorted((chart / "templates").iterdir())}
-    objects: list[dict[str, Any]] = []
-    for name, text in render_chart(templates, context).items():
-        try:
-            documents = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as error:
-            raise AssertionError(f"{name} renders invalid YAML: {error}\n{text}") from error
-        objects.extend(d for d in documents if d)
-    return objects
-
-
-def _validate(objects: list[dict[str, Any]]) -> None:
+def validate(objects: list[dict[str, Any]]) -> None:
     for obj in objects:
         if obj["apiVersion"] == "monitoring.coreos.com/v1":
-            continue  # not a Kubernetes kind; checked by its own test
+            assert set(obj["spec"]) <= {"namespaceSelector", "selector", "endpoints", "sampleLimit"}
+            for endpoint in obj["spec"]["endpoints"]:
+                assert set(endpoint) <= SERVICE_MONITOR_ENDPOINT, endpoint
+            continue
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
-def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
+def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
     (found,) = [
-        o
-        for o in objects
-        if o["kind"] == kind and (namespace is None or o["metadata"].get("namespace") == namespace)
+        o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
     ]
     return found
 
 
-def _env(deployment: dict[str, Any]) -> dict[str, Any]:
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = one(objects, "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    return containers[0]
 
 
-def test_default_render_is_valid_and_highly_available() -> None:
+def env(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(objects)["env"]}
+
+
+def with_required(values: Mapping[str, Any]) -> dict[str, Any]:
+    return merge(dict(REQUIRED), values)
+
+
+#: Values files users will write: each renders valid objects the controller accepts.
+COMBINATIONS: dict[str, dict[str, Any]] = {
+    "defaults (KWOK)": {},
+    "aws with IRSA and interruption": {
+        "providers": {"enabled": "aws"},
+        "aws": {"roleArn": "arn:aws:iam::123456789012:role/nodewright"},
+        "settings": {
+            "interruptionQueue": "nodewright-interruption",
+            "clusterEndpoint": "https://ABC.gr7.eu-west-1.eks.amazonaws.com",
+            "clusterCABundle": "LS0tLS1CRUdJTg==",
+            "featureGates": {"spotToSpotConsolidation": True},
+        },
+    },
+    "aws on EKS Pod Identity, one replica": {
+        "providers": {"enabled": "aws"},
+        "replicas": 1,
+        "podDisruptionBudget": {"enabled": False},
+        "settings": {"leaderElection": {"enabled": False}},
+    },
+    "azure with workload identity": {
+        "providers": {
+            "enabled": "azure",
+            "options": "azure.resource-group=rg,azure.location=westeurope",
+        },
+        "azure": {"workloadIdentity": {"enabled": True, "clientId": "1111", "tenantId": "2222"}},
+        "settings": {"clusterEndpoint": "https://my-aks.hcp.westeurope.azmk8s.io:443"},
+    },
+    "aws and kwok together": {"providers": {"enabled": "kwok, aws"}},
+    "monitoring": {
+        "serviceMonitor": {
+            "enabled": True,
+            "additionalLabels": {"release": "prometheus"},
+            "endpointConfig": {"interval": "15s", "scrapeTimeout": "10s"},
+            "metricRelabelings": [
+                {"action": "drop", "regex": "go_.*", "sourceLabels": ["__name__"]}
+            ],
+            "sampleLimit": 50000,
+        },
+        "service": {"annotations": {"prometheus.io/scrape": "true"}},
+    },
+    "host network, debug logs as text to a file": {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "logLevel": "debug",
+        "logFormat": "text",
+        "logOutputPaths": ["stdout", "/tmp/nodewright.log"],
+    },
+    "everything customised": {
+        "nameOverride": "autoscaler",
+        "fullnameOverride": "nw",
+        "additionalLabels": {"team": "platform"},
+        "additionalAnnotations": {"owner": "platform"},
+        "imagePullPolicy": "Always",
+        "imagePullSecrets": [{"name": "registry"}],
+        "serviceAccount": {"create": False, "name": "existing-account"},
+        "additionalClusterRoleRules": [
+            {"apiGroups": ["example.com"], "resources": ["widgetnodeclasses"], "verbs": ["get"]}
+        ],
+        "podLabels": {"a": "b"},
+        "podAnnotations": {"c": "d"},
+        "podDisruptionBudget": {"name": "nw-pdb", "maxUnavailable": "50%"},
+        "terminationGracePeriodSeconds": 120,
+        "dnsConfig": {"options": [{"name": "ndots", "value": "1"}]},
+        "initContainers": [{"name": "wait", "image": "busybox:1.36", "command": ["true"]}],
+        "nodeSelector": {"role": "system"},
+        "affinity": {
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 10,
+                        "podAffinityTerm": {"topologyKey": "topology.kubernetes.io/zone"},
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 2,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"x": "y"}},
+            }
+        ],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "system"}],
+        "extraVolumes": [{"name": "ca", "configMap": {"name": "corporate-ca"}}],
+        "controller": {
+            "containerName": "nodewright",
+            "image": {
+                "repository": "registry.example.com/nw",
+                "tag": "custom",
+                "digest": "sha256:" + "a" * 64,
+            },
+            "env": [{"name": "KUBE_CLIENT_QPS", "value": "50"}],
+            "envFrom": [{"configMapRef": {"name": "nodewright-env"}}],
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ssl/corporate"}],
+            "sidecarContainer": [{"name": "proxy", "image": "envoyproxy/envoy:v1.31.0"}],
+            "sidecarVolumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            "metrics": {"port": 9090},
+            "healthProbe": {"port": 9091},
+        },
+        "settings": {
+            "batchMaxDuration": "30s",
+            "batchIdleDuration": "2s",
+            "preferencePolicy": "Ignore",
+            "minValuesPolicy": "BestEffort",
+            "leaderElection": {"leaseName": "nw-leader"},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("values", COMBINATIONS.values(), ids=COMBINATIONS.keys())
+def test_every_combination_renders_valid_objects_the_controller_accepts(
+    values: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = render(with_required(values))
+    validate(objects)
+    # What the controller is told, as `nodewright run` reads it from its environment.
+    for name, value in env(objects).items():
+        if isinstance(value, str):
+            monkeypatch.setenv(name, value)
+    settings = load_settings({})
+    enabled = str(env(objects)["NODEWRIGHT_PLUGINS"]).split(",")
+    assert enabled == sorted(set(enabled))
+    options = settings.providers
+    assert set(options) <= set(enabled)
+    if "aws" in options:
+        from nodewright_aws.options import parse_settings
+
+        parse_settings(options["aws"])
+    if "azure" in options:
+        from nodewright_azure.options import OPTIONS as AZURE_OPTIONS
+
+        assert set(options["azure"]) <= set(AZURE_OPTIONS)
+
+
+def test_default_render() -> None:
     objects = render()
-    _validate(objects)
     assert sorted(o["kind"] for o in objects) == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "Deployment",
         "PodDisruptionBudget",
@@ -110,125 +224,178 @@ def test_default_render_is_valid_and_highly_available() -> None:
         "Service",
         "ServiceAccount",
     ]
-    deployment = _one(objects, "Deployment")
+    deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 2
-    env = _env(deployment)
-    assert env["DISABLE_LEADER_ELECTION"] == "false"
-    assert env["CLUSTER_NAME"] == "test-cluster"
-    assert env["NODEWRIGHT_PLUGINS"] == "kwok"
-    assert env["SYSTEM_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    variables = env(objects)
+    assert variables["DISABLE_LEADER_ELECTION"] == "false"
+    assert variables["CLUSTER_NAME"] == "test-cluster"
+    assert variables["NODEWRIGHT_PLUGINS"] == "kwok"
+    assert variables["LOG_OUTPUT_PATHS"] == "stdout"
+    assert variables["SYSTEM_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     # each replica names itself as the reportingInstance of its Events
-    assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == "ghcr.io/nodewright/nodewright:0.1.0-kwok"
-    assert container["args"] == ["run"]
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert variables["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    controller = container(objects)
+    assert controller["image"] == "ghcr.io/nodewright/nodewright:0.1.0-kwok"
+    assert controller["args"] == ["run"]
+    assert controller["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    security = controller["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["runAsUser"] == security["runAsGroup"] == 65532
+    # ... and /tmp is writable: an emptyDir
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in controller["volumeMounts"]
+    assert {"name": "tmp", "emptyDir": {}} in pod["volumes"]
     selector = deployment["spec"]["selector"]["matchLabels"]
-    assert _one(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"] == selector
-    assert _one(objects, "Service")["spec"]["selector"] == selector
-    assert _one(objects, "Service")["spec"]["ports"][0]["port"] == 8080
+    assert one(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"] == selector
+    assert one(objects, "Service")["spec"]["selector"] == selector
+    assert one(objects, "Service")["spec"]["ports"][0]["port"] == 8080
+    # one replica per node and spread over zones: the terms select the controller's pods
+    (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": selector},
+    }
+    assert pod["topologySpreadConstraints"][0]["labelSelector"] == {"matchLabels": selector}
 
 
-def _allowed(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
-    return any(
-        group in rule.get("apiGroups", [])
-        and resource in rule.get("resources", [])
-        and verb in rule.get("verbs", [])
-        and not rule.get("resourceNames")
-        for rule in rules
-    )
+def test_the_endpoints_listen_on_the_pod_and_only_the_node_address_on_its_network() -> None:
+    assert env(render())["BIND_ADDRESS"] == "0.0.0.0"
+    on_host = env(render(with_required({"hostNetwork": True})))
+    assert on_host["BIND_ADDRESS"] == {"fieldRef": {"fieldPath": "status.podIP"}}
 
 
-def test_rbac_is_least_privilege_but_enough() -> None:
-    objects = render()
-    rules = _one(objects, "ClusterRole")["rules"]
-    everything = [(g, r, v) for rule in rules for g in rule["apiGroups"]
-                  for r in rule["resources"] for v in rule["verbs"]]  # fmt: skip
-    assert not any("*" in item for item in everything)
-    assert not any(r in ("secrets", "pods/binding", "leases") for _, r, _ in everything)
-    # Every kind the controllers read is listable and watchable cluster-wide.
-    read = [Pod, Node, NodeClaim, NodePool, DaemonSet, ReplicaSet, StatefulSet, Namespace,
-            PodDisruptionBudget, PersistentVolume, PersistentVolumeClaim, StorageClass,
-            CSINode, Event]  # fmt: skip
-    for model in read:
-        group = model.API_VERSION.rpartition("/")[0]
-        resource = model.KIND.lower() + ("es" if model.KIND.endswith("s") else "s")
-        for verb in ("get", "list", "watch"):
-            assert _allowed(rules, group, resource, verb), (group, resource, verb)
-    assert _allowed(rules, "storage.k8s.io", "volumeattachments", "list")
-    assert _allowed(rules, "", "pods/eviction", "create")
-    assert _allowed(rules, "", "pods", "delete")
-    assert _allowed(rules, "karpenter.sh", "nodeclaims", "create")
-    assert _allowed(rules, "karpenter.sh", "nodeclaims/status", "patch")
-    assert _allowed(rules, "karpenter.kwok.sh", "kwoknodeclasses/status", "patch")
-    assert _allowed(rules, "", "events", "create")
-    assert not _allowed(rules, "", "nodes", "deletecollection")
-    # Leader election is namespaced; updates only to nodewright's own Lease.
-    role = _one(objects, "Role", "kube-system")
-    assert role["metadata"]["namespace"] == "kube-system"
-    assert _allowed(role["rules"], "coordination.k8s.io", "leases", "create")
-    (update,) = [r for r in role["rules"] if "update" in r["verbs"]]
-    assert update["resourceNames"] == ["nodewright-leader-election"]
-    binding = _one(objects, "ClusterRoleBinding")
-    assert binding["subjects"][0]["name"] == _one(objects, "ServiceAccount")["metadata"]["name"]
+def test_the_image_tag_follows_the_providers_as_bin_build_tags_images() -> None:
+    def image(providers: str) -> str:
+        return str(container(render(with_required({"providers": {"enabled": providers}})))["image"])
+
+    assert image("aws") == "ghcr.io/nodewright/nodewright:0.1.0-aws"
+    assert image(" kwok,aws ") == "ghcr.io/nodewright/nodewright:0.1.0-aws-kwok"
+    build = (CHART.parents[1] / "bin" / "build").read_text()
+    assert "sort -u | paste -sd- -" in build  # bin/build sorts and joins the same way
+    digest = "sha256:" + "b" * 64
+    pinned = container(render(with_required({"controller": {"image": {"digest": digest}}})))
+    assert pinned["image"] == f"ghcr.io/nodewright/nodewright:0.1.0-kwok@{digest}"
 
 
-def test_the_kwok_emulation_may_write_node_and_pod_status_and_node_leases_only() -> None:
-    """The default provider plays kubelet: Node and Pod status, and one Lease per Node in
-    kube-node-lease (the namespace kubelets use); nothing of it without the KWOK provider."""
-    objects = render()
-    rules = _one(objects, "ClusterRole")["rules"]
-    for resource in ("nodes/status", "pods/status"):
-        for verb in ("update", "patch"):
-            assert _allowed(rules, "", resource, verb), (resource, verb)
-        assert not _allowed(rules, "", resource, "delete")
-    leases = _one(objects, "Role", "kube-node-lease")
-    assert leases["rules"] == [
+def test_a_karpenter_values_file_means_the_same() -> None:
+    """Karpenter's defaults, then what a Karpenter user typically sets, at Karpenter's paths."""
+    karpenter = yaml.safe_load(KARPENTER_VALUES.read_text())
+    validate(render(merge(karpenter, REQUIRED)))
+    user = merge(
+        karpenter,
         {
-            "apiGroups": ["coordination.k8s.io"],
-            "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
-    ]
-    binding = _one(objects, "RoleBinding", "kube-node-lease")
-    assert binding["roleRef"]["name"] == leases["metadata"]["name"]
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "nodewright", "namespace": "kube-system"}
-    ]
+            "logLevel": "debug",
+            "serviceMonitor": {"enabled": True},
+            "controller": {
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi"},
+                    "limits": {"cpu": "1", "memory": "1Gi"},
+                },
+                "env": [{"name": "AWS_REGION", "value": "eu-west-1"}],
+            },
+            "settings": {
+                "clusterName": "prod",
+                "interruptionQueue": "Karpenter-prod",
+                "featureGates": {"spotToSpotConsolidation": True},
+            },
+            "providers": {"enabled": "aws"},
+        },
+    )
+    objects = render(user)
+    validate(objects)
+    variables = env(objects)
+    assert variables["LOG_LEVEL"] == "debug"
+    assert variables["AWS_REGION"] == "eu-west-1"
+    assert one(objects, "ServiceMonitor")["spec"]["endpoints"][0]["port"] == "http-metrics"
+    assert container(objects)["resources"]["limits"] == {"cpu": "1", "memory": "1Gi"}
+    gates = dict(g.split("=") for g in str(variables["FEATURE_GATES"]).split(","))
+    assert gates["SpotToSpotConsolidation"] == "true"
+    assert gates["ReservedCapacity"] == "true"
+    options = parse_provider_options(str(variables["PROVIDER_OPTIONS"]).split(","))
+    assert options["aws"]["interruption-queue"] == "Karpenter-prod"
+    assert options["aws"]["vm-memory-overhead-percent"] == "0.075"
+    assert one(objects, "PodDisruptionBudget")["metadata"]["name"] == "karpenter"
 
-    aws = render(_merge(REQUIRED, {"providers": {"enabled": "aws"}}))
-    aws_rules = _one(aws, "ClusterRole")["rules"]
-    assert not _allowed(aws_rules, "", "pods/status", "patch")
-    assert not _allowed(aws_rules, "", "nodes/status", "patch")
-    assert not [o for o in aws if o["metadata"].get("namespace") == "kube-node-lease"]
-    both = render(_merge(REQUIRED, {"providers": {"enabled": "aws, kwok"}}))
-    assert _allowed(_one(both, "ClusterRole")["rules"], "", "pods/status", "patch")
+
+def test_names_follow_karpenters_rules() -> None:
+    def names(release: str, values: Mapping[str, Any] | None = None) -> str:
+        objects = render(with_required(values or {}), release=release)
+        return str(one(objects, "Deployment")["metadata"]["name"])
+
+    assert names("nodewright") == "nodewright"
+    assert names("nodewright-prod") == "nodewright-prod"
+    assert names("autoscaler") == "autoscaler-nodewright"
+    assert names("x", {"fullnameOverride": "nw"}) == "nw"
+    objects = render(with_required({"serviceAccount": {"create": False}}))
+    assert not [o for o in objects if o["kind"] == "ServiceAccount"]
+    assert one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "default"
+
+
+def test_customised_values_land_where_karpenters_chart_puts_them() -> None:
+    objects = render(with_required(COMBINATIONS["everything customised"]))
+    deployment = one(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    controller = container(objects)
+    assert deployment["metadata"]["name"] == "nw"
+    assert deployment["metadata"]["labels"]["team"] == "platform"
+    assert all(o["metadata"]["annotations"]["owner"] == "platform" for o in objects)
+    assert controller["name"] == "nodewright"
+    assert controller["image"] == "registry.example.com/nw:custom@sha256:" + "a" * 64
+    assert controller["imagePullPolicy"] == "Always"
+    assert controller["envFrom"] == [{"configMapRef": {"name": "nodewright-env"}}]
+    assert controller["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert controller["ports"][0]["containerPort"] == 9090
+    assert env(objects)["HEALTH_PROBE_PORT"] == "9091"
+    assert [m["name"] for m in controller["volumeMounts"]] == ["tmp", "ca"]
+    assert [c["name"] for c in pod["containers"]] == ["nodewright", "proxy"]
+    assert [m["mountPath"] for m in pod["containers"][1]["volumeMounts"]] == [
+        "/etc/ssl/corporate",
+        "/tmp",
+    ]
+    assert pod["serviceAccountName"] == "existing-account"
+    assert pod["terminationGracePeriodSeconds"] == 120
+    assert pod["initContainers"][0]["name"] == "wait"
+    (term,) = pod["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["labelSelector"] == {
+        "matchLabels": {
+            "app.kubernetes.io/name": "autoscaler",
+            "app.kubernetes.io/instance": "nodewright",
+        }
+    }
+    assert pod["topologySpreadConstraints"][0]["labelSelector"] == {"matchLabels": {"x": "y"}}
+    assert one(objects, "PodDisruptionBudget")["metadata"]["name"] == "nw-pdb"
+    assert env(objects)["LEADER_ELECTION_NAME"] == "nw-leader"
+    assert one(objects, "Role", "nw")["rules"][1]["resourceNames"] == ["nw-leader"]
 
 
 def test_aws_irsa_annotates_the_service_account() -> None:
-    arn = "arn:aws:iam::123456789012:role/nodewright"
-    objects = render(_merge(REQUIRED, {"aws": {"roleArn": arn}, "providers": {"enabled": "aws"}}))
-    _validate(objects)
-    annotations = _one(objects, "ServiceAccount")["metadata"]["annotations"]
-    assert annotations == {"eks.amazonaws.com/role-arn": arn}
-    deployment = _one(objects, "Deployment")
-    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image.endswith(":0.1.0-aws")
+    objects = render(with_required(COMBINATIONS["aws with IRSA and interruption"]))
+    annotations = one(objects, "ServiceAccount")["metadata"]["annotations"]
+    assert annotations == {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/nodewright"
+    }
+    options = parse_provider_options(str(env(objects)["PROVIDER_OPTIONS"]).split(","))
+    assert options["aws"]["cluster-endpoint"] == "https://ABC.gr7.eu-west-1.eks.amazonaws.com"
+    assert options["aws"]["cluster-ca-bundle"] == "LS0tLS1CRUdJTg=="
 
 
 def test_azure_workload_identity_labels_pods_and_annotates_the_account() -> None:
-    identity = {"enabled": True, "clientId": "11111111-2222", "tenantId": "3333"}
-    objects = render(_merge(REQUIRED, {"azure": {"workloadIdentity": identity}}))
-    _validate(objects)
-    annotations = _one(objects, "ServiceAccount")["metadata"]["annotations"]
+    objects = render(with_required(COMBINATIONS["azure with workload identity"]))
+    annotations = one(objects, "ServiceAccount")["metadata"]["annotations"]
     assert annotations == {
-        "azure.workload.identity/client-id": "11111111-2222",
-        "azure.workload.identity/tenant-id": "3333",
+        "azure.workload.identity/client-id": "1111",
+        "azure.workload.identity/tenant-id": "2222",
     }
-    labels = _one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert labels["azure.workload.identity/use"] == "true"
+    options = parse_provider_options(str(env(objects)["PROVIDER_OPTIONS"]).split(","))
+    assert options["azure"] == {
+        "cluster-endpoint": "https://my-aks.hcp.westeurope.azmk8s.io:443",
+        "resource-group": "rg",
+        "location": "westeurope",
+    }
     with pytest.raises(TemplateError, match="clientId is required"):
-        render(_merge(REQUIRED, {"azure": {"workloadIdentity": {"enabled": True}}}))
+        render(with_required({"azure": {"workloadIdentity": {"enabled": True}}}))
 
 
 def test_cluster_name_is_required() -> None:
@@ -236,41 +403,33 @@ def test_cluster_name_is_required() -> None:
         render({})
 
 
-def test_optional_pieces() -> None:
-    objects = render(
-        _merge(
-            REQUIRED,
-            {
-                "metrics": {"serviceMonitor": {"enabled": True, "additionalLabels": {"a": "b"}}},
-                "podDisruptionBudget": {"enabled": False},
-                "settings": {"leaderElection": {"enabled": False}},
-                "replicas": 1,
-                "extraEnv": [{"name": "FEATURE_X", "value": "1"}],
-            },
-        )
-    )
-    _validate(objects)
-    monitor = _one(objects, "ServiceMonitor")
+def test_monitoring_and_single_replica_pieces() -> None:
+    objects = render(with_required(COMBINATIONS["monitoring"]))
+    monitor = one(objects, "ServiceMonitor")
     assert monitor["spec"]["endpoints"] == [
-        {"port": "http-metrics", "path": "/metrics", "interval": "30s"}
+        {
+            "port": "http-metrics",
+            "path": "/metrics",
+            "interval": "15s",
+            "scrapeTimeout": "10s",
+            "metricRelabelings": [
+                {"action": "drop", "regex": "go_.*", "sourceLabels": ["__name__"]}
+            ],
+        }
     ]
-    assert monitor["metadata"]["labels"]["a"] == "b"
-    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]
-    env = _env(_one(objects, "Deployment"))
-    assert env["DISABLE_LEADER_ELECTION"] == "true"
-    assert env["FEATURE_X"] == "1"
+    assert monitor["spec"]["sampleLimit"] == 50000
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert one(objects, "Service")["metadata"]["annotations"] == {"prometheus.io/scrape": "true"}
+    single = render(with_required(COMBINATIONS["aws on EKS Pod Identity, one replica"]))
+    assert not [o for o in single if o["kind"] == "PodDisruptionBudget"]
+    assert env(single)["DISABLE_LEADER_ELECTION"] == "true"
 
 
 def test_the_chart_installs_the_generated_crds() -> None:
     names = sorted(p.name for p in (CHART / "crds").iterdir())
-    # One file per CRD `nodewright crds` prints: the core's and every installed provider's.
+    # Helm installs crds/ whole: the core's CRDs and every provider's the project ships.
     generated = sorted(f"{crd['metadata']['name']}.yaml" for crd in all_crds(load_host()))
     assert names == generated
-    assert {
-        "kwoknodeclasses.karpenter.kwok.sh.yaml",
-        "nodeclaims.karpenter.sh.yaml",
-        "nodepools.karpenter.sh.yaml",
-    } <= set(names)
 
 
 @pytest.mark.parametrize(
@@ -283,8 +442,12 @@ def test_the_chart_installs_the_generated_crds() -> None:
             "replicas: {{ .Values.replicas | nope }}",
         ),
         ("pdb.yaml", "| nindent 6 }}", "| nindent 2 }}"),
-        ("clusterrole.yaml", 'verbs: ["create"]', 'verb: ["create"]'),
-        ("service.yaml", "port: {{ .Values.metrics.port }}", "port: {{ .Values.metrics.name }}"),
+        ("clusterrole-core.yaml", 'verbs: ["create"]', 'verb: ["create"]'),
+        (
+            "service.yaml",
+            "port: {{ .Values.controller.metrics.port }}",
+            "port: {{ .Values.controller.metrics.nope }}",
+        ),
     ],
 )
 def test_a_broken_template_fails(tmp_path: Path, template: str, old: str, new: str) -> None:
@@ -295,4 +458,4 @@ def test_a_broken_template_fails(tmp_path: Path, template: str, old: str, new: s
     assert old in text
     path.write_text(text.replace(old, new, 1))
     with pytest.raises((TemplateError, AssertionError, kubernetes_validate.ValidationError)):
-        _validate(render(chart=chart))
+        validate(render(chart=chart))

@@ -63,7 +63,11 @@ def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> in
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    logs.configure(settings.log_level, settings.log_format)
+    try:
+        logs.configure(settings.log_level, settings.log_format, output_paths=settings.output_paths)
+    except OSError as error:
+        print(f"error: --log-output-paths / LOG_OUTPUT_PATHS: {error}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
     host = load_host()
     if not host.node_class_kinds():
         print('error: no provider installed; e.g. pip install "nodewright[kwok]"', file=sys.stderr)

@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -63,10 +64,34 @@ class TextFormatter(logging.Formatter):
         return redact(line)
 
 
-def configure(level: str, format: str, stream: TextIO | None = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JSONFormatter() if format == "json" else TextFormatter())
+def _handler(path: str) -> logging.Handler:
+    """``stdout``, ``stderr`` or a file (appended to), as Karpenter's LOG_OUTPUT_PATHS."""
+    if path == "stdout":
+        return logging.StreamHandler(sys.stdout)
+    if path == "stderr":
+        return logging.StreamHandler(sys.stderr)
+    return logging.FileHandler(path, encoding="utf-8")
+
+
+def configure(
+    level: str,
+    format: str,
+    stream: TextIO | None = None,
+    output_paths: Sequence[str] = ("stderr",),
+) -> None:
+    """Log at ``level`` in ``format`` to ``stream``, else to each of ``output_paths``; a file
+    that cannot be opened raises OSError before anything changes."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(stream)] if stream else []
+    try:
+        for path in () if stream else output_paths:
+            handlers.append(_handler(path))
+    except OSError:
+        for handler in handlers:
+            handler.close()
+        raise
+    for handler in handlers:
+        handler.setFormatter(JSONFormatter() if format == "json" else TextFormatter())
     root = logging.getLogger("nodewright")
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(LEVELS.get(level, logging.INFO))
     root.propagate = False
