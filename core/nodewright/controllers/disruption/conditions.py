@@ -17,8 +17,11 @@ forceful expiration (Karpenter's ``nodeclaim.disruption``, ``nodeclaim.podevents
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from nodewright import metrics
 from nodewright.api.core import Node, Pod
@@ -45,11 +48,13 @@ from nodewright.api.meta import Condition, find_condition, is_true, set_conditio
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
+from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.candidates import REASON_EXPIRED
 from nodewright.controllers.disruption.history import NodeHistory
-from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.disruption.podevents import PodEvents, PodState
 from nodewright.controllers.templates import requirements_from_api
+from nodewright.controllers.workqueue import WorkQueue
 from nodewright.plugin.errors import PluginError, TemporaryProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
@@ -69,10 +74,36 @@ DRIFT_NODEPOOL = "NodePoolDrifted"
 DRIFT_REQUIREMENTS = "RequirementsDrifted"
 DRIFT_INSTANCE_TYPE = "InstanceTypeNotFound"
 
-_PodState = frozenset[tuple[str, bool, bool]]
+#: A full pass (every NodeClaim from scratch) runs at least this often, to find anything the
+#: change-driven passes missed (there should be nothing: it is counted in ``missed``).
+RESYNC_PERIOD = timedelta(minutes=10)
+#: The smallest step of the clock: "older than an hour" is first true this long after it.
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass
+class _Waits:
+    """When one NodeClaim wants to be looked at again, as its last reconcile left it."""
+
+    #: A fixed time (expiry, consolidateAfter running out).
+    at: datetime | None = None
+    #: A time after every pass (the 5-minute drift recheck).
+    after: timedelta | None = None
+    #: When the provider's drift answer or the instance-type check goes stale.
+    check: datetime | None = None
 
 
 class NodeClaimDisruptionConditions:
+    """Keeps NodeClaims' disruption conditions current, doing work only where things changed.
+
+    A pass runs when anything in the cluster changed since the last one or when the earliest
+    NodeClaim timer fell due. It reconciles the NodeClaims whose inputs changed (the claim,
+    its Node, the pods on its node, its NodePool, its NodePool's NodeClass coming or going),
+    those whose timer fell due (expiry, consolidateAfter) and those whose provider drift
+    answer or instance-type check went stale; every other NodeClaim would come out of a
+    reconcile unchanged. Every ``RESYNC_PERIOD`` a pass reconciles every NodeClaim.
+    """
+
     name = "nodeclaim.disruption"
 
     def __init__(
@@ -84,19 +115,43 @@ class NodeClaimDisruptionConditions:
         history: NodeHistory,
     ) -> None:
         self._cluster = cluster
+        self._state = cluster.state
         self._host = host
         self._catalog = catalog
         self._clock = clock
         self.history = history
-        self._pod_states: dict[str, _PodState] = {}
+        self._node_class_kinds = tuple(kind.model for kind in host.node_class_kinds())
+        self._changes = self._state.feed(NodeClaim, Node, Pod, NodePool, *self._node_class_kinds)
+        #: NodeClaim changes the history has not seen (read after each pass's own writes).
+        self._history_changes = self._state.feed(NodeClaim)
+        self._pods = PodEvents()
+        self._pods.rebuild(self._state.objects(Pod).values())
+        #: The pod state of each node when its NodeClaim was last reconciled.
+        self._pod_states: dict[str, PodState] = {}
         self._provider_drift: dict[str, tuple[datetime, str | None]] = {}
         self._instance_type_checked: dict[str, datetime] = {}
-        #: The resourceVersion of the last full pass and when it next wanted to run: while
+        #: NodeClaims to reconcile on the next pass (changed, retried) or at a fixed time.
+        self._work: WorkQueue[str] = WorkQueue()
+        #: NodeClaims whose drift answer or instance-type check goes stale at a time; looked
+        #: at on the first pass from then on.
+        self._checks: WorkQueue[str] = WorkQueue()
+        self._waits: dict[str, _Waits] = {}
+        #: How many NodeClaims wait each relative time (there are few distinct values).
+        self._after: Counter[timedelta] = Counter()
+        self._full_at: datetime | None = None
+        self._full = True
+        #: NodeClaims a full pass found changed although no change or timer named them.
+        self.missed = 0
+        #: The resourceVersion after the last pass and when it next wanted to run: while
         #: nothing is written and nothing is due, a pass would change nothing.
         self._seen: tuple[int, datetime | None] | None = None
 
-    def resync(self) -> None:
-        self._seen = None
+    def resync(self, *, at_once: bool = True) -> None:
+        """Reconcile every NodeClaim from scratch on the next call (``at_once=False``: on the
+        next pass that runs anyway, because something changed or a timer fell due)."""
+        self._full = True
+        if at_once:
+            self._seen = None
 
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
@@ -107,72 +162,179 @@ class NodeClaimDisruptionConditions:
                 return None
             if now < due:
                 return due - now
-        wake = self._pass(now)
-        self._seen = (self._cluster.resource_version(), None if wake is None else now + wake)
-        return wake
+        due = self._pass(now)
+        self._seen = (self._cluster.resource_version(), due)
+        return None if due is None else max(due - now, timedelta(0))
 
-    def _pass(self, now: datetime) -> timedelta | None:
-        claims = self._cluster.list(NodeClaim)
-        nodes = {n.spec.provider_id: n for n in self._cluster.list(Node) if n.spec.provider_id}
-        pods_by_node: dict[str, list[Pod]] = {}
-        for pod in self._cluster.list(Pod):
-            if pod.spec.node_name and owner_kind(pod) != "DaemonSet":
-                pods_by_node.setdefault(pod.spec.node_name, []).append(pod)
-        pools = {p.name: p for p in self._cluster.list(NodePool)}
-        wake: timedelta | None = None
-        for claim in claims:
-            if claim.deleting:
-                continue
-            node = nodes.get(claim.status.provider_id or "")
+    def _pass(self, now: datetime) -> datetime | None:
+        if self._full_at is not None and now - self._full_at >= RESYNC_PERIOD:
+            self._full = True
+        for change in self._changes.drain():
+            self._note(change)
+        names = self._work.pop_ready(now) | self._checks.pop_ready(now)
+        full = self._full
+        expected = set(names)
+        if full:
+            self._full, self._full_at = False, now
+            names |= {key[1] for key in self._state.objects(NodeClaim)}
+            for node_name in self._pods.rebuild(self._state.objects(Pod).values()):
+                log.warning("A full pass found the pods of node %s changed unseen", node_name)
+                self.missed += 1
+        ordered = sorted(names)
+        for index, name in enumerate(ordered):
+            waits = self._waits.get(name)
             try:
-                after = self._reconcile(mutable(claim), node, pods_by_node, pools, now)
-            except (ConflictError, NotFoundError):
-                after = timedelta(0)
-            if after is not None and (wake is None or after < wake):
-                wake = after
-        live = {c.name for c in claims}
-        for cache in (self._provider_drift, self._instance_type_checked):
-            for gone in set(cache) - live:
-                del cache[gone]
-        self.history.observe(self._cluster.list(NodeClaim), now, self._price)
-        return wake
+                wrote = self._reconcile_named(name, now)
+            except BaseException:
+                for unfinished in ordered[index:]:
+                    self._work.add(unfinished)
+                raise
+            if name not in expected and (wrote or self._waits.get(name) != waits):
+                log.warning("A full pass found nodeclaim %s changed unseen", name)
+                self.missed += 1
+        self._observe(now, full)
+        return self._next_due(now)
 
-    def _reconcile(
-        self,
-        claim: NodeClaim,
-        node: Node | None,
-        pods_by_node: dict[str, list[Pod]],
-        pools: dict[str, NodePool],
-        now: datetime,
-    ) -> timedelta | None:
+    def _reconcile_named(self, name: str, now: datetime) -> bool:
+        """Reconcile one NodeClaim; True when it was written (or deleted)."""
+        self._forget(name)
+        claim = self._state.get(NodeClaim, ("", name))
+        if claim is None:
+            self._provider_drift.pop(name, None)
+            self._instance_type_checked.pop(name, None)
+            return False
+        if claim.deleting:
+            return False
+        try:
+            waits, wrote = self._reconcile(mutable(claim), self._state.node_for(claim), now)
+        except (ConflictError, NotFoundError):
+            self._work.add(name)  # again on the next pass, which comes at once
+            return False
+        self._remember(name, waits)
+        return wrote
+
+    # -- what to reconcile --------------------------------------------------------------------
+
+    def _note(self, change: Change) -> None:
+        """Queue the NodeClaims one change may matter to."""
+        state = self._state
+        if change.kind is NodeClaim:
+            self._work.add(change.key[1])
+        elif change.kind is Pod:
+            for node_name in self._pods.change(
+                change.key, cast("Pod | None", change.old), cast("Pod | None", change.new)
+            ):
+                node = state.get(Node, ("", node_name))
+                claim = state.claim_for(node) if node is not None else None
+                if claim is not None:
+                    self._work.add(claim.name)
+        elif change.kind is Node:
+            old, new = cast("Node | None", change.old), cast("Node | None", change.new)
+            ids = {n.spec.provider_id for n in (old, new) if n is not None and n.spec.provider_id}
+            if old is None or new is None or len(ids) > 1:
+                for provider_id in ids:
+                    claim = state.claim_by_provider_id(provider_id)
+                    if claim is not None:
+                        self._work.add(claim.name)
+        elif change.kind is NodePool:
+            old_pool, new_pool = (
+                cast("NodePool | None", change.old),
+                cast("NodePool | None", change.new),
+            )
+            if (
+                old_pool is None
+                or new_pool is None
+                or old_pool.spec != new_pool.spec
+                or old_pool.metadata.annotations != new_pool.metadata.annotations
+            ):
+                self._queue_pool(change.key[1])
+        elif (change.old is None) != (change.new is None):  # a NodeClass came or went
+            obj = change.new or change.old
+            assert obj is not None
+            for pool in state.objects(NodePool).values():
+                ref = pool.spec.template.spec.node_class_ref
+                if ref.kind == obj.kind and ref.name == obj.name:
+                    self._queue_pool(pool.name)
+
+    def _queue_pool(self, pool: str) -> None:
+        for key in self._state.claims_of_pool(pool):
+            self._work.add(key[1])
+
+    # -- timers -------------------------------------------------------------------------------
+
+    def _forget(self, name: str) -> None:
+        self._work.forget(name)
+        self._checks.forget(name)
+        waits = self._waits.pop(name, None)
+        if waits is not None and waits.after is not None:
+            self._after[waits.after] -= 1
+            if not self._after[waits.after]:
+                del self._after[waits.after]
+
+    def _remember(self, name: str, waits: _Waits) -> None:
+        if waits.at is not None:
+            self._work.add_at(name, waits.at)
+        if waits.check is not None:
+            self._checks.add_at(name, waits.check)
+        if waits.after is not None:
+            self._after[waits.after] += 1
+        self._waits[name] = waits
+
+    def _next_due(self, now: datetime) -> datetime | None:
+        """When the next pass is due: the earliest fixed time, or the shortest relative wait
+        after this pass."""
+        due = self._work.next_due()
+        if due == datetime.min:
+            return now  # a retry
+        if self._after:
+            relative = now + min(self._after)
+            due = relative if due is None else min(due, relative)
+        return due
+
+    # -- history ------------------------------------------------------------------------------
+
+    def _observe(self, now: datetime, full: bool) -> None:
+        changes = self._history_changes.drain()
+        if full:
+            self.history.observe(list(self._state.sorted(NodeClaim)), now, self._price)
+            return
+        for change in sorted(changes, key=lambda c: c.key):
+            name = change.key[1]
+            self.history.observe_claim(
+                name, self._state.get(NodeClaim, change.key), now, self._price
+            )
+
+    # -- one NodeClaim ------------------------------------------------------------------------
+
+    def _reconcile(self, claim: NodeClaim, node: Node | None, now: datetime) -> tuple[_Waits, bool]:
+        waits = _Waits()
         if self._expire(claim, now):
-            return None
-        waits: list[timedelta] = []
-        expiry = _expires_at(claim)
-        if expiry is not None:
-            waits.append(expiry - now)
+            return waits, True
+        waits.at = _expires_at(claim)
         before = claim.status.model_dump()
         if node is not None:
-            self._note_pod_events(claim, node, pods_by_node.get(node.name, []), now)
-        pool = pools.get(claim.metadata.labels.get(NODEPOOL_LABEL, ""))
+            self._note_pod_events(claim, node, now)
+        pool = self._state.get(NodePool, ("", claim.metadata.labels.get(NODEPOOL_LABEL, "")))
         if pool is not None:
-            waits.extend(w for w in (self._drift(claim, pool, now),) if w is not None)
+            if self._drift(claim, pool, now, waits):
+                waits.after = DRIFT_RECHECK
             if pool.spec.replicas is None:
-                consolidatable_in = _consolidatable(claim, pool, now)
-                if consolidatable_in is not None:
-                    waits.append(consolidatable_in)
+                since, due = _consolidatable(claim, pool, now)
+                if due is not None and since is None:
+                    # Counted from now on every pass: never due while passes keep coming.
+                    after = due - now
+                    waits.after = after if waits.after is None else min(waits.after, after)
+                elif due is not None:
+                    waits.at = due if waits.at is None else min(waits.at, due)
         if claim.status.model_dump() != before:
             self._cluster.update_status(claim)
-        return min(waits) if waits else None
+            return waits, True
+        return waits, False
 
     # -- pod events ---------------------------------------------------------------------------
 
-    def _note_pod_events(
-        self, claim: NodeClaim, node: Node, pods: list[Pod], now: datetime
-    ) -> None:
-        state: _PodState = frozenset(
-            (p.metadata.uid or p.key, is_terminal(p), p.deleting) for p in pods
-        )
+    def _note_pod_events(self, claim: NodeClaim, node: Node, now: datetime) -> None:
+        state = self._pods.state(node.name)
         previous = self._pod_states.get(node.name)
         self._pod_states[node.name] = state
         if previous is None or previous == state:
@@ -202,11 +364,12 @@ class NodeClaimDisruptionConditions:
 
     # -- drift --------------------------------------------------------------------------------
 
-    def _drift(self, claim: NodeClaim, pool: NodePool, now: datetime) -> timedelta | None:
+    def _drift(self, claim: NodeClaim, pool: NodePool, now: datetime, waits: _Waits) -> bool:
+        """Set or clear ``Drifted``; False when the NodeClaim has not launched yet."""
         if not is_true(claim.status.conditions, CONDITION_LAUNCHED):
             _clear(claim.status.conditions, CONDITION_DRIFTED)
-            return None
-        reason = self._drift_reason(claim, pool, now)
+            return False
+        reason = self._drift_reason(claim, pool, now, waits)
         if reason is None:
             if _clear(claim.status.conditions, CONDITION_DRIFTED):
                 log.info("Nodeclaim %s is no longer drifted", claim.name)
@@ -222,9 +385,13 @@ class NodeClaimDisruptionConditions:
                 reason=reason,
                 message=reason,
             )
-        return DRIFT_RECHECK
+        return True
 
-    def _drift_reason(self, claim: NodeClaim, pool: NodePool, now: datetime) -> str | None:
+    def _drift_reason(
+        self, claim: NodeClaim, pool: NodePool, now: datetime, waits: _Waits
+    ) -> str | None:
+        """Why the NodeClaim drifted (None: it did not); ``waits.check`` is set to when the
+        answer may change without any object changing."""
         annotations, own = pool.metadata.annotations, claim.metadata.annotations
         keys = (NODEPOOL_HASH_ANNOTATION, NODEPOOL_HASH_VERSION_ANNOTATION)
         if (
@@ -252,8 +419,13 @@ class NodeClaimDisruptionConditions:
                 types = None
             if types is not None:
                 if _instance_type_gone(types, claim):
+                    waits.check = now  # checked again on every pass
                     return DRIFT_INSTANCE_TYPE
-                self._instance_type_checked[claim.name] = now
+                checked = self._instance_type_checked[claim.name] = now
+        if claim.metadata.creation_timestamp is not None:
+            waits.check = created + INSTANCE_TYPE_CHECK_AGE + _TICK
+            if checked is not None:
+                waits.check = max(waits.check, checked + INSTANCE_TYPE_CHECK_PERIOD)
         asked = self._provider_drift.get(claim.name)
         if asked is None or now - asked[0] >= DRIFT_RECHECK:
             try:
@@ -262,6 +434,8 @@ class NodeClaimDisruptionConditions:
                 log.warning("Could not ask whether nodeclaim %s drifted: %s", claim.name, error)
                 asked = (now, asked[1] if asked else None)
             self._provider_drift[claim.name] = asked
+        stale = asked[0] + DRIFT_RECHECK
+        waits.check = stale if waits.check is None else min(waits.check, stale)
         return asked[1]
 
     def _price(self, claim: NodeClaim) -> float | None:
@@ -293,8 +467,11 @@ def _expires_at(claim: NodeClaim) -> datetime | None:
     return created + expire_after
 
 
-def _consolidatable(claim: NodeClaim, pool: NodePool, now: datetime) -> timedelta | None:
-    """Set or clear ``Consolidatable``; return how long until it may turn True."""
+def _consolidatable(
+    claim: NodeClaim, pool: NodePool, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """Set or clear ``Consolidatable``; return (the time consolidateAfter counts from, None
+    when that is now; when it may turn True, None when it is True or never will be)."""
     conditions = claim.status.conditions
     try:
         after = parse_optional_duration(pool.spec.disruption.consolidate_after)
@@ -303,14 +480,14 @@ def _consolidatable(claim: NodeClaim, pool: NodePool, now: datetime) -> timedelt
     initialized = find_condition(conditions, CONDITION_INITIALIZED)
     if after is None or initialized is None or initialized.status != "True":
         _clear(conditions, CONDITION_CONSOLIDATABLE)
-        return None
-    since = claim.status.last_pod_event_time or initialized.last_transition_time or now
-    due = since + after
+        return None, None
+    since = claim.status.last_pod_event_time or initialized.last_transition_time
+    due = (since or now) + after
     if now < due:
         _clear(conditions, CONDITION_CONSOLIDATABLE)
-        return due - now
+        return since, due
     set_condition(conditions, CONDITION_CONSOLIDATABLE, "True", now)
-    return None
+    return since, None
 
 
 def _clear(conditions: list[Condition], kind: str) -> bool:

@@ -60,29 +60,43 @@ class NodeHistory:
         present = set()
         for claim in claims:
             present.add(claim.name)
-            record = self.records.get(claim.name)
-            if record is None:
-                launched = find_condition(claim.status.conditions, CONDITION_LAUNCHED)
-                if launched is None or launched.status != "True":
-                    continue
-                labels = claim.metadata.labels
-                record = NodeRecord(
-                    node_claim=claim.name,
-                    node=claim.status.node_name,
-                    node_pool=labels.get(NODEPOOL_LABEL),
-                    instance_type=labels.get(INSTANCE_TYPE_LABEL),
-                    zone=labels.get(ZONE_LABEL),
-                    capacity_type=labels.get(CAPACITY_TYPE_LABEL),
-                    price_per_hour=price(claim),
-                    launched_at=launched.last_transition_time,
-                )
-                self.records[claim.name] = record
-            if record.node is None:
-                record.node = claim.status.node_name
-            if claim.deleting and record.removed_at is None:
-                record.removed_at = claim.metadata.deletion_timestamp or now
-            if claim.name in self._reasons:
-                record.disruption_reason, record.disruption = self._reasons[claim.name]
+            self.observe_claim(claim.name, claim, now, price)
         for name, record in self.records.items():
             if name not in present and record.removed_at is None:
                 record.removed_at = now
+
+    def observe_claim(
+        self,
+        name: str,
+        claim: NodeClaim | None,
+        now: datetime,
+        price: Callable[[NodeClaim], float | None],
+    ) -> None:
+        """Record one NodeClaim as it is now (None: gone), after it changed."""
+        record = self.records.get(name)
+        if claim is None:
+            if record is not None and record.removed_at is None:
+                record.removed_at = now
+            return
+        if record is None:
+            launched = find_condition(claim.status.conditions, CONDITION_LAUNCHED)
+            if launched is None or launched.status != "True":
+                return
+            labels = claim.metadata.labels
+            record = NodeRecord(
+                node_claim=claim.name,
+                node=claim.status.node_name,
+                node_pool=labels.get(NODEPOOL_LABEL),
+                instance_type=labels.get(INSTANCE_TYPE_LABEL),
+                zone=labels.get(ZONE_LABEL),
+                capacity_type=labels.get(CAPACITY_TYPE_LABEL),
+                price_per_hour=price(claim),
+                launched_at=launched.last_transition_time,
+            )
+            self.records[claim.name] = record
+        if record.node is None:
+            record.node = claim.status.node_name
+        if claim.deleting and record.removed_at is None:
+            record.removed_at = claim.metadata.deletion_timestamp or now
+        if claim.name in self._reasons:
+            record.disruption_reason, record.disruption = self._reasons[claim.name]

@@ -1,0 +1,114 @@
+"""The disruption controllers work from changes; a full resync must find nothing they missed.
+
+Each scenario runs with a full resync requested before every step of the simulation, so every
+pass that runs is also checked against a from-scratch evaluation: a NodeClaim, node or pod the
+change-driven path would have left stale is counted in ``missed``. At the end a forced resync
+must write nothing and record no event.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodewright.api.core import Event, Pod
+from nodewright.api.karpenter import NodePool
+from nodewright.controllers.disruption import conditions as conditions_module
+from nodewright_kwok.provider import KWOKProvider
+from tests.disruption.harness import Harness, pool_manifest
+
+
+@contextmanager
+def checked(harness: Harness) -> Iterator[None]:
+    """Ask for a full resync before every step; afterwards assert it never found anything."""
+    conditions = harness.operator.disruption.conditions
+    harness.sim.on_step = functools.partial(conditions.resync, at_once=False)
+    yield
+    harness.sim.on_step = None
+    assert conditions.missed == 0
+    assert_forced_resync_changes_nothing(harness)
+
+
+def assert_forced_resync_changes_nothing(harness: Harness) -> None:
+    conditions = harness.operator.disruption.conditions
+    conditions.reconcile()
+    version = harness.cluster.resource_version()
+    events = _events(harness)
+    conditions.resync()
+    conditions.reconcile()
+    assert conditions.missed == 0
+    assert harness.cluster.resource_version() == version
+    assert _events(harness) == events
+
+
+def _events(harness: Harness) -> list[tuple[str, int, Any]]:
+    return [(e.name, e.count, e.last_timestamp) for e in harness.cluster.list(Event)]
+
+
+def _scenario(harness: Harness) -> None:
+    """Pods come and go, a PDB and do-not-disrupt durations block, the NodePool drifts and
+    nodes expire."""
+    small = harness.nodes(3, "small-instance-type")
+    expiring = harness.nodes(1, "default-instance-type", expire_after="2h")
+    harness.pods(small[0], 2)
+    harness.pods(small[1], 1, owner="guarded", labels={"guard": "yes"})
+    harness.pdb("guard", {"guard": "yes"})
+    harness.pods(small[2], 1, owner="pinned", annotations={"karpenter.sh/do-not-disrupt": "3m"})
+    harness.pods(expiring[0], 1, owner="long")
+    harness.run(20)
+    for pod in harness.cluster.list(Pod, "default"):
+        if pod.metadata.labels.get("app") == "app":
+            harness.cluster.delete(Pod, pod.name, "default")
+            break
+    harness.run(5 * 60)
+    harness.apply(NodePool.model_validate(pool_manifest(labels={"v": "2"})))
+    harness.run(10 * 60)
+    harness.run(2 * 60 * 60)
+
+
+def test_a_full_resync_finds_nothing_the_change_driven_passes_missed(tmp_path: Path) -> None:
+    harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
+    with checked(harness):
+        _scenario(harness)
+    assert harness.operator.disruption.history.records, "the scenario disrupted nothing"
+
+
+def test_the_providers_drift_answer_is_checked_by_the_resync_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = Harness(tmp_path)
+    with checked(harness):
+        node = harness.node("small-instance-type")
+        harness.pods(node, 1)
+        harness.run(10)
+        monkeypatch.setattr(KWOKProvider, "is_drifted", lambda self, claim, nc: "ImageDrifted")
+        harness.run(5 * 60 + 20)
+    assert node not in harness.live_claim_names()
+
+
+def _dropping(kind_name: str) -> Callable[[Any, Any], None]:
+    original = conditions_module.NodeClaimDisruptionConditions._note
+
+    def note(self: Any, change: Any) -> None:
+        if change.kind.__name__ != kind_name:
+            original(self, change)
+
+    return note
+
+
+@pytest.mark.parametrize("kind", ["Pod", "NodePool"])
+def test_the_check_notices_a_missing_invalidation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Proof the check can fail: forget one kind of change and the resync finds it."""
+    monkeypatch.setattr(conditions_module.NodeClaimDisruptionConditions, "_note", _dropping(kind))
+    harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
+    conditions = harness.operator.disruption.conditions
+    harness.sim.on_step = functools.partial(conditions.resync, at_once=False)
+    _scenario(harness)
+    assert conditions.missed > 0
