@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from nodewright.api.core import Event, EventSource
 from nodewright.api.meta import KubeObject, ObjectMeta
@@ -36,8 +36,13 @@ class EventRecorder:
         message: str,
         kind: str = NORMAL,
         dedupe: timedelta | None = None,
-    ) -> None:
-        """Record an event about ``obj``; never raises (events are best effort)."""
+    ) -> datetime | None:
+        """Record an event about ``obj``; never raises (events are best effort).
+
+        Returns when publishing the same event again would next be recorded (None when
+        recording failed), so a caller that repeats an event every pass may skip the calls
+        that would change nothing.
+        """
         now = self._clock.now()
         window = self._dedupe if dedupe is None else dedupe
         digest = hashlib.sha256(
@@ -48,14 +53,14 @@ class EventRecorder:
         try:
             stored = self._cluster.get(Event, name, namespace)
             if stored is not None:
-                existing = mutable(stored)
-                last = existing.last_timestamp or existing.first_timestamp
+                last = stored.last_timestamp or stored.first_timestamp
                 if last is not None and now - last < window:
-                    return
+                    return last + window
+                existing = mutable(stored)
                 existing.count += 1
                 existing.last_timestamp = now
                 self._cluster.update(existing)
-                return
+                return now + window
             self._cluster.create(
                 Event(
                     metadata=ObjectMeta(name=name, namespace=namespace),
@@ -70,3 +75,5 @@ class EventRecorder:
             )
         except ClusterError as error:  # an event must never break a reconcile
             log.warning("could not record event %s on %s: %s", reason, obj.key, error)
+            return None
+        return now + window
