@@ -17,33 +17,68 @@ from typing import Any
 import pytest
 
 from nodewright.api.core import Event, Pod
-from nodewright.api.karpenter import NodePool
+from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.meta import KubeObject
 from nodewright.controllers.disruption import conditions as conditions_module
+from nodewright.controllers.disruption import verdicts as verdicts_module
 from nodewright_kwok.provider import KWOKProvider
 from tests.disruption.harness import Harness, pool_manifest
+
+
+def _resync_both(harness: Harness) -> Callable[[], None]:
+    disruption = harness.operator.disruption
+
+    def resync() -> None:
+        disruption.conditions.resync(at_once=False)
+        disruption.resync()
+
+    return resync
 
 
 @contextmanager
 def checked(harness: Harness) -> Iterator[None]:
     """Ask for a full resync before every step; afterwards assert it never found anything."""
-    conditions = harness.operator.disruption.conditions
-    harness.sim.on_step = functools.partial(conditions.resync, at_once=False)
+    harness.sim.on_step = _resync_both(harness)
     yield
     harness.sim.on_step = None
-    assert conditions.missed == 0
+    disruption = harness.operator.disruption
+    assert disruption.conditions.missed == 0
+    assert disruption.verdicts.missed == 0
     assert_forced_resync_changes_nothing(harness)
 
 
 def assert_forced_resync_changes_nothing(harness: Harness) -> None:
-    conditions = harness.operator.disruption.conditions
+    disruption = harness.operator.disruption
+    conditions = disruption.conditions
     conditions.reconcile()
+    disruption.refresh()
     version = harness.cluster.resource_version()
     events = _events(harness)
+    seen = _disruption_view(harness)
     conditions.resync()
     conditions.reconcile()
+    disruption.resync()
+    disruption.refresh()
     assert conditions.missed == 0
+    assert disruption.verdicts.missed == 0
     assert harness.cluster.resource_version() == version
     assert _events(harness) == events
+    assert _disruption_view(harness) == seen
+
+
+def _disruption_view(harness: Harness) -> list[Any]:
+    """Candidates of each class and method, budget counts and marked nodes, by name."""
+    disruption = harness.operator.disruption
+    verdicts = disruption.verdicts
+    queued = disruption.queue.provider_ids()
+    total, unavailable = verdicts.budget_counts(queued)
+    return [
+        [[c.name for c in verdicts.candidates(cls, queued)] for cls in ("graceful", "eventual")],
+        [[c.name for c in verdicts.eligible(i, queued)] for i in range(len(disruption.methods))],
+        {pool: count for pool, count in total.items() if count},
+        {pool: count for pool, count in unavailable.items() if count},
+        verdicts.marked(),
+    ]
 
 
 def _events(harness: Harness) -> list[tuple[str, int, Any]]:
@@ -112,3 +147,45 @@ def test_the_check_notices_a_missing_invalidation(
     harness.sim.on_step = functools.partial(conditions.resync, at_once=False)
     _scenario(harness)
     assert conditions.missed > 0
+
+
+def _verdicts_ignoring(kind: type[KubeObject]) -> Callable[[Any], set[str]]:
+    original = verdicts_module.NodeVerdicts._changed_nodes
+
+    def changed_nodes(self: Any) -> set[str]:
+        feed = self._changes
+        kept = [c for c in feed.drain() if c.kind is not kind]
+        for change in kept:
+            feed.record(change.kind, change.key, change.old, change.new)
+        return original(self)
+
+    return changed_nodes
+
+
+@pytest.mark.parametrize("kind", [Pod, NodeClaim])
+def test_the_check_notices_a_missing_verdict_invalidation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: type[KubeObject]
+) -> None:
+    monkeypatch.setattr(verdicts_module.NodeVerdicts, "_changed_nodes", _verdicts_ignoring(kind))
+    harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
+    disruption = harness.operator.disruption
+    harness.sim.on_step = disruption.resync
+    _scenario(harness)
+    assert disruption.verdicts.missed > 0
+
+
+def test_the_check_notices_a_do_not_disrupt_duration_running_out_unseen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = verdicts_module.NodeVerdicts._store
+
+    def store(self: Any, name: str, kept: Any, verdict: Any) -> None:
+        original(self, name, kept, verdict)
+        self._expiring.forget(name)
+
+    monkeypatch.setattr(verdicts_module.NodeVerdicts, "_store", store)
+    harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
+    disruption = harness.operator.disruption
+    harness.sim.on_step = disruption.resync
+    _scenario(harness)
+    assert disruption.verdicts.missed > 0

@@ -54,7 +54,7 @@ from nodewright.controllers.disruption.candidates import REASON_EXPIRED
 from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.podevents import PodEvents, PodState
 from nodewright.controllers.templates import requirements_from_api
-from nodewright.controllers.workqueue import WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import PluginError, TemporaryProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
@@ -74,9 +74,6 @@ DRIFT_NODEPOOL = "NodePoolDrifted"
 DRIFT_REQUIREMENTS = "RequirementsDrifted"
 DRIFT_INSTANCE_TYPE = "InstanceTypeNotFound"
 
-#: A full pass (every NodeClaim from scratch) runs at least this often, to find anything the
-#: change-driven passes missed (there should be nothing: it is counted in ``missed``).
-RESYNC_PERIOD = timedelta(minutes=10)
 #: The smallest step of the clock: "older than an hour" is first true this long after it.
 _TICK = timedelta(microseconds=1)
 
@@ -140,6 +137,8 @@ class NodeClaimDisruptionConditions:
         self._after: Counter[timedelta] = Counter()
         self._full_at: datetime | None = None
         self._full = True
+        #: Whether a first pass ran (what a full pass compares with).
+        self._primed = False
         #: NodeClaims a full pass found changed although no change or timer named them.
         self.missed = 0
         #: The resourceVersion after the last pass and when it next wanted to run: while
@@ -173,11 +172,12 @@ class NodeClaimDisruptionConditions:
             self._note(change)
         names = self._work.pop_ready(now) | self._checks.pop_ready(now)
         full = self._full
-        expected = set(names)
+        expected = set(names) if self._primed else None
         if full:
             self._full, self._full_at = False, now
             names |= {key[1] for key in self._state.objects(NodeClaim)}
-            for node_name in self._pods.rebuild(self._state.objects(Pod).values()):
+            stale = self._pods.rebuild(self._state.objects(Pod).values())
+            for node_name in sorted(stale) if self._primed else ():
                 log.warning("A full pass found the pods of node %s changed unseen", node_name)
                 self.missed += 1
         ordered = sorted(names)
@@ -189,10 +189,12 @@ class NodeClaimDisruptionConditions:
                 for unfinished in ordered[index:]:
                     self._work.add(unfinished)
                 raise
-            if name not in expected and (wrote or self._waits.get(name) != waits):
+            unseen = expected is not None and name not in expected
+            if unseen and (wrote or self._waits.get(name) != waits):
                 log.warning("A full pass found nodeclaim %s changed unseen", name)
                 self.missed += 1
         self._observe(now, full)
+        self._primed = True
         return self._next_due(now)
 
     def _reconcile_named(self, name: str, now: datetime) -> bool:

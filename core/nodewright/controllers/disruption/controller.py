@@ -15,9 +15,6 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.apps import DaemonSet
-from nodewright.api.karpenter import CONDITION_INSTANCE_TERMINATING
-from nodewright.api.labels import NODEPOOL_LABEL
-from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog
@@ -25,8 +22,7 @@ from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
-    find_candidates,
-    is_initialized,
+    pools_and_types,
 )
 from nodewright.controllers.disruption.conditions import NodeClaimDisruptionConditions
 from nodewright.controllers.disruption.history import NodeHistory
@@ -40,6 +36,7 @@ from nodewright.controllers.disruption.methods import (
     SingleNodeConsolidation,
 )
 from nodewright.controllers.disruption.queue import OrchestrationQueue
+from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.options import Options
 from nodewright.controllers.state import NodeCache
@@ -90,6 +87,8 @@ class DisruptionController:
             SingleNodeConsolidation(),
         ]
         self.pending: PendingCommand | None = None
+        #: Every node's verdict, kept from changes.
+        self.verdicts = NodeVerdicts(cluster.state, self.methods)
         #: Existing nodes as the solver saw them, kept until they change.
         self._nodes = NodeCache()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
@@ -98,9 +97,6 @@ class DisruptionController:
         self.decisions: dict[tuple[str, str], int] = {}
 
     # -- the loop -----------------------------------------------------------------------------
-
-    def resync(self) -> None:
-        """Nothing to do: every pass takes a new snapshot."""
 
     def reconcile(self) -> timedelta | None:
         queue_wake = self.queue.reconcile()
@@ -112,17 +108,19 @@ class DisruptionController:
             started = self._validate_and_start(pending.command)
             return timedelta(0) if started else _earliest(POLLING_PERIOD, queue_wake)
         snapshot = self._snapshot()
-        self.queue.untaint_stale(snapshot.nodes, snapshot.claims)
+        stale = self.queue.stale(self.verdicts.marked())
+        if stale:
+            _ = snapshot.view  # the pass reads the cluster as it was before the release
+            self.queue.release_stale(stale)
         context = self._context(snapshot)
-        by_class: dict[str, list[Candidate]] = {}
-        for method in self.methods:
-            if method.disruption_class not in by_class:
-                by_class[method.disruption_class] = find_candidates(
-                    snapshot, method.disruption_class, self.queue.provider_ids(), self._events
-                )
-            candidates = [
-                c for c in by_class[method.disruption_class] if method.should_disrupt(context, c)
-            ]
+        queued = self.queue.provider_ids()
+        published: set[str] = set()
+        for index, method in enumerate(self.methods):
+            if method.disruption_class not in published:
+                published.add(method.disruption_class)
+                self.verdicts.publish_blocked(method.disruption_class, now, queued, self._events)
+            self.verdicts.publish_unconsolidatable(index, now, queued, self._events)
+            candidates = self.verdicts.eligible(index, queued)
             metrics.disruption_eligible_nodes.labels(method.reason.lower()).set(len(candidates))
             if not candidates:
                 continue
@@ -142,19 +140,7 @@ class DisruptionController:
 
     def budgets(self, snapshot: Snapshot, reason: str) -> dict[str, int]:
         """Disruptions each NodePool allows now for ``reason``, less nodes already going."""
-        total: dict[str, int] = {}
-        disrupting: dict[str, int] = {}
-        queued = self.queue.provider_ids()
-        for node in snapshot.nodes:
-            claim = snapshot.view.claim_for(node)
-            if claim is None or not is_initialized(node, claim):
-                continue
-            if is_true(claim.status.conditions, CONDITION_INSTANCE_TERMINATING):
-                continue
-            owner = node.metadata.labels.get(NODEPOOL_LABEL, "")
-            total[owner] = total.get(owner, 0) + 1
-            if not node.ready or node.deleting or claim.deleting or node.spec.provider_id in queued:
-                disrupting[owner] = disrupting.get(owner, 0) + 1
+        total, disrupting = self.verdicts.budget_counts(self.queue.provider_ids())
         result: dict[str, int] = {}
         for name, pool in snapshot.pools.items():
             allowed = allowed_disruptions(pool, total.get(name, 0), reason, snapshot.now)
@@ -175,13 +161,10 @@ class DisruptionController:
         snapshot = self._snapshot()
         context = self._context(snapshot)
         method = command.method
-        fresh = {
-            c.name: c
-            for c in find_candidates(
-                snapshot, method.disruption_class, self.queue.provider_ids(), None
-            )
-            if method.should_disrupt(context, c)
-        }
+        index = self.methods.index(method)
+        queued = self.queue.provider_ids()
+        self.verdicts.publish_unconsolidatable(index, snapshot.now, queued, self._events)
+        fresh = {c.name: c for c in self.verdicts.eligible(index, queued)}
         still = [fresh[c.name] for c in command.candidates if c.name in fresh]
         budgets = self.budgets(snapshot, method.reason)
         if isinstance(method, Emptiness):
@@ -250,8 +233,28 @@ class DisruptionController:
 
     # -- helpers ------------------------------------------------------------------------------
 
+    def resync(self) -> None:
+        """Work every node's verdict out from scratch on the next pass."""
+        self.verdicts.resync()
+
+    def refresh(self) -> Snapshot:
+        """The cluster as a pass would see it now, with node verdicts brought up to date."""
+        return self._snapshot()
+
     def _snapshot(self) -> Snapshot:
-        return Snapshot.take(self._cluster, self._catalog, self._clock, self._nodes)
+        """The pass's view of the cluster, after bringing node verdicts up to date."""
+        state = self._cluster.state
+        pools, types = pools_and_types(state, self._catalog)
+        now = self._clock.now()
+        self.verdicts.refresh(now, pools, types)
+        return Snapshot(
+            now,
+            state,
+            pools=pools,
+            instance_types=types,
+            pdbs=self.verdicts.pdbs.limits,
+            nodes=self._nodes,
+        )
 
     def _context(self, snapshot: Snapshot) -> Context:
         return Context(

@@ -142,6 +142,18 @@ class Context:
             self.events.publish(obj, "DisruptionBlocked", message)
 
 
+@dataclass(frozen=True)
+class Eligibility:
+    """A method's answer for one candidate: whether to consider it, and the
+    ``Unconsolidatable`` message explaining a refusal a user can act on (an event)."""
+
+    eligible: bool
+    unconsolidatable: str | None = None
+
+
+_NO = Eligibility(False)
+
+
 class Method(Protocol):
     #: The budget reason: ``Empty``, ``Drifted`` or ``Underutilized``.
     reason: str
@@ -152,11 +164,17 @@ class Method(Protocol):
 
     def word(self, candidate: Candidate | None) -> str: ...
 
-    def should_disrupt(self, context: Context, candidate: Candidate) -> bool: ...
+    def eligibility(self, candidate: Candidate) -> Eligibility:
+        """Whether to consider ``candidate`` (a function of the candidate alone)."""
+        ...
 
     def compute(
         self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
     ) -> Command | None: ...
+
+
+def _disabled(candidate: Candidate) -> Eligibility:
+    return Eligibility(False, f'NodePool "{candidate.pool.name}" has consolidation disabled')
 
 
 def consolidate_after(candidate: Candidate) -> timedelta | None:
@@ -173,7 +191,7 @@ CONSOLIDATION_KINDS: tuple[type[KubeObject], ...] = (Node, NodeClaim, Pod, NodeP
 
 def fingerprint(snapshot: Snapshot) -> int:
     """A counter of the changes consolidation decisions depend on (not events)."""
-    state = snapshot.view.state
+    state = snapshot.state
     return sum(state.kind_version(kind) for kind in CONSOLIDATION_KINDS)
 
 
@@ -216,16 +234,14 @@ class Emptiness:
             return "Emptiness"
         return "Consolidation"
 
-    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
+    def eligibility(self, candidate: Candidate) -> Eligibility:
         if candidate.pool.spec.replicas is not None:
-            return False
+            return _NO
         if consolidate_after(candidate) is None:
-            context.unconsolidatable(
-                candidate, f'NodePool "{candidate.pool.name}" has consolidation disabled'
-            )
-            return False
-        return candidate.is_empty() and is_true(
-            candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE
+            return _disabled(candidate)
+        return Eligibility(
+            candidate.is_empty()
+            and is_true(candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE)
         )
 
     def compute(
@@ -263,8 +279,8 @@ class Drift:
     def word(self, candidate: Candidate | None) -> str:
         return "Drift"
 
-    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
-        return is_true(candidate.claim.status.conditions, CONDITION_DRIFTED)
+    def eligibility(self, candidate: Candidate) -> Eligibility:
+        return Eligibility(is_true(candidate.claim.status.conditions, CONDITION_DRIFTED))
 
     def compute(
         self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
@@ -299,34 +315,28 @@ class _Consolidation:
     def word(self, candidate: Candidate | None) -> str:
         return "Consolidation"
 
-    def should_disrupt(self, context: Context, candidate: Candidate) -> bool:
+    def eligibility(self, candidate: Candidate) -> Eligibility:
         if candidate.pool.spec.replicas is not None:
-            return False
+            return _NO
         labels = candidate.node.metadata.labels
         if candidate.instance_type is None:
-            context.unconsolidatable(
-                candidate, f'Instance Type "{labels.get(INSTANCE_TYPE_LABEL, "")}" not found'
+            return Eligibility(
+                False, f'Instance Type "{labels.get(INSTANCE_TYPE_LABEL, "")}" not found'
             )
-            return False
         for key in (CAPACITY_TYPE_LABEL, "topology.kubernetes.io/zone"):
             if key not in labels:
-                context.unconsolidatable(candidate, f'Node does not have label "{key}"')
-                return False
+                return Eligibility(False, f'Node does not have label "{key}"')
         if consolidate_after(candidate) is None:
-            context.unconsolidatable(
-                candidate, f'NodePool "{candidate.pool.name}" has consolidation disabled'
-            )
-            return False
+            return _disabled(candidate)
         if candidate.is_empty():
-            return False
+            return _NO
         if candidate.pool.spec.disruption.consolidation_policy == WHEN_EMPTY:
-            context.unconsolidatable(
-                candidate,
+            return Eligibility(
+                False,
                 f'NodePool "{candidate.pool.name}" has consolidation policy WhenEmpty, '
                 "but node is not empty",
             )
-            return False
-        return is_true(candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE)
+        return Eligibility(is_true(candidate.claim.status.conditions, CONDITION_CONSOLIDATABLE))
 
     def compute(
         self, context: Context, budgets: dict[str, int], candidates: list[Candidate]

@@ -51,23 +51,8 @@ class PdbLimits:
 
     @classmethod
     def load(cls, state: ClusterState) -> PdbLimits:
-        limits = []
-        for budget in state.sorted(PodDisruptionBudget):
-            limit = PdbLimit(budget, 0, _fully_blocking(budget))
-            if _maintained(budget):
-                allowed = budget.status.disruptions_allowed
-            else:
-                selected = [
-                    p
-                    for p in sorted(
-                        state.in_namespace(Pod, budget.namespace).values(),
-                        key=lambda p: p.metadata.name,
-                    )
-                    if limit.selects(p) and not is_terminal(p)
-                ]
-                allowed = _allowed(budget, selected, state)
-            limits.append(PdbLimit(budget, allowed, limit.fully_blocking))
-        return cls(limits)
+        namespaces = sorted({key[0] for key in state.objects(PodDisruptionBudget)})
+        return cls([limit for ns in namespaces for limit in namespace_limits(state, ns)])
 
     def matching(self, pod: Pod) -> list[PdbLimit]:
         return [limit for limit in self._by_namespace.get(pod.namespace, ()) if limit.selects(pod)]
@@ -88,6 +73,108 @@ class PdbLimits:
     def fully_blocked(self, pod: Pod) -> bool:
         matching = self.matching(pod)
         return len(matching) > 1 or any(limit.fully_blocking for limit in matching)
+
+
+def namespace_limits(state: ClusterState, namespace: str) -> list[PdbLimit]:
+    """The budgets of one namespace, by name, with what each allows now."""
+    limits = []
+    budgets = state.in_namespace(PodDisruptionBudget, namespace)
+    for key in sorted(budgets):
+        budget = budgets[key]
+        limit = PdbLimit(budget, 0, _fully_blocking(budget))
+        if _maintained(budget):
+            allowed = budget.status.disruptions_allowed
+        else:
+            selected = [
+                p
+                for p in sorted(
+                    state.in_namespace(Pod, namespace).values(), key=lambda p: p.metadata.name
+                )
+                if limit.selects(p) and not is_terminal(p)
+            ]
+            allowed = _allowed(budget, selected, state)
+        limits.append(PdbLimit(budget, allowed, limit.fully_blocking))
+    return limits
+
+
+class PdbTracker:
+    """:class:`PdbLimits` kept current from changes.
+
+    A namespace's budgets are worked out again only when a budget there changed or, while one
+    of them has no maintained status, when a pod, ReplicaSet or StatefulSet there changed.
+    """
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        self._changes = state.feed(PodDisruptionBudget, Pod, ReplicaSet, StatefulSet)
+        self._by_namespace: dict[str, list[PdbLimit]] = {}
+        #: Namespaces with a budget whose allowance is worked out from the pods.
+        self._counting: set[str] = set()
+        self._limits: PdbLimits | None = None
+        self._full = True
+        self._primed = False
+
+    @property
+    def limits(self) -> PdbLimits:
+        if self._limits is None:
+            self._limits = PdbLimits(
+                [limit for ns in sorted(self._by_namespace) for limit in self._by_namespace[ns]]
+            )
+        return self._limits
+
+    def resync(self) -> None:
+        """Work every namespace out again on the next refresh."""
+        self._full = True
+
+    def refresh(self) -> tuple[set[str], set[str]]:
+        """Bring the limits up to date.
+
+        Returns the namespaces where which pods a budget selects or whether it allows an
+        eviction changed (what node verdicts depend on), and the namespaces of those that a
+        full refresh found different from what changes had kept (none, if nothing was
+        missed).
+        """
+        dirty: set[str] = set()
+        for change in self._changes.drain():
+            namespace = change.key[0]
+            if change.kind is PodDisruptionBudget or namespace in self._counting:
+                dirty.add(namespace)
+        full, self._full = self._full, False
+        if full:
+            known = {key[0] for key in self._state.objects(PodDisruptionBudget)}
+            everywhere = known | set(self._by_namespace)
+        else:
+            everywhere = dirty
+        changed: set[str] = set()
+        missed: set[str] = set()
+        for namespace in everywhere:
+            limits = namespace_limits(self._state, namespace)
+            before = self._by_namespace.get(namespace, [])
+            if _verdict_facts(limits) != _verdict_facts(before):
+                changed.add(namespace)
+            if self._primed and namespace not in dirty and _facts(limits) != _facts(before):
+                missed.add(namespace)
+            if limits:
+                self._by_namespace[namespace] = limits
+            else:
+                self._by_namespace.pop(namespace, None)
+            if any(not _maintained(limit.budget) for limit in limits):
+                self._counting.add(namespace)
+            else:
+                self._counting.discard(namespace)
+            self._limits = None
+        self._primed = True
+        return changed, missed
+
+
+def _verdict_facts(limits: Sequence[PdbLimit]) -> list[tuple[str, object, bool]]:
+    """What decides whether a budget stops a pod's eviction: whom it selects, and whether it
+    allows one now."""
+    return [(limit.key, limit.budget.spec.selector, limit.allowed > 0) for limit in limits]
+
+
+def _facts(limits: Sequence[PdbLimit]) -> list[tuple[PodDisruptionBudget, int, bool]]:
+    return [(limit.budget, limit.allowed, limit.fully_blocking) for limit in limits]
 
 
 def _maintained(budget: PodDisruptionBudget) -> bool:

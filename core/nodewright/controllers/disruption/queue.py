@@ -13,6 +13,7 @@ nodes no command holds and untaints them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -231,15 +232,31 @@ class OrchestrationQueue:
             claim.status.conditions = kept
             self._cluster.update_status(claim)
 
-    def untaint_stale(self, nodes: list[Node], claims: list[NodeClaim]) -> None:
-        """Release nodes left tainted or marked by a command this queue no longer holds
-        (a restart between tainting and deleting)."""
+    def stale(self, names: Iterable[str]) -> list[tuple[Node, NodeClaim | None]]:
+        """Of ``names`` (the nodes tainted ``karpenter.sh/disrupted`` or whose NodeClaim is
+        marked, in order), those left so by a command this queue no longer holds (a restart
+        between tainting and deleting), with their NodeClaims."""
         held = self.provider_ids()
-        by_id = {c.status.provider_id: c for c in claims if c.status.provider_id}
-        for node in nodes:
-            claim = by_id.get(node.spec.provider_id or "")
+        state = self._cluster.state
+        found = []
+        for name in names:
+            node = state.get(Node, ("", name))
+            if node is None:
+                continue
+            claim = state.claim_for(node)
             if node.spec.provider_id in held or node.deleting or (claim and claim.deleting):
                 continue
+            tainted = any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints)
+            marked = claim is not None and any(
+                c.type == CONDITION_DISRUPTION_REASON for c in claim.status.conditions
+            )
+            if tainted or marked:
+                found.append((node, claim))
+        return found
+
+    def release_stale(self, stale: Iterable[tuple[Node, NodeClaim | None]]) -> None:
+        """Untaint and unmark what :meth:`stale` found."""
+        for node, claim in stale:
             if any(t.key == DISRUPTED_TAINT_KEY for t in node.spec.taints):
                 log.info("Removing stale disruption taint from node %s", node.name)
                 self._taint(node.name, add=False)
