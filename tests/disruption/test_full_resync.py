@@ -189,3 +189,48 @@ def test_the_check_notices_a_do_not_disrupt_duration_running_out_unseen(
     harness.sim.on_step = disruption.resync
     _scenario(harness)
     assert disruption.verdicts.missed > 0
+
+
+def test_a_pass_works_out_only_the_nodes_and_nodeclaims_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="Never")])
+    nodes = harness.nodes(4, "small-instance-type")
+    for node in nodes:
+        harness.pods(node, 1)
+    harness.run(30)
+    judged: list[str] = []
+    reconciled: list[str] = []
+    judge = verdicts_module.judge
+    reconcile = conditions_module.NodeClaimDisruptionConditions._reconcile
+
+    def counting_judge(node: Any, *args: Any, **kwargs: Any) -> Any:
+        judged.append(node.name)
+        return judge(node, *args, **kwargs)
+
+    def counting_reconcile(self: Any, claim: Any, *args: Any) -> Any:
+        reconciled.append(claim.name)
+        return reconcile(self, claim, *args)
+
+    monkeypatch.setattr(verdicts_module, "judge", counting_judge)
+    monkeypatch.setattr(
+        conditions_module.NodeClaimDisruptionConditions, "_reconcile", counting_reconcile
+    )
+    harness.run(20)
+    assert judged == []
+    assert reconciled == []
+    pods = harness.cluster.state.feed(Pod)
+    (pod,) = (p for p in harness.cluster.list(Pod, "default") if p.spec.node_name == nodes[2])
+    harness.cluster.delete(Pod, pod.name, "default")
+    harness.run(1)
+    # The ReplicaSet puts a new pod on another node: those two nodes changed, no other.
+    touched = {
+        p.spec.node_name
+        for change in pods.drain()
+        for p in (change.old, change.new)
+        if isinstance(p, Pod) and p.spec.node_name
+    }
+    assert nodes[2] in touched
+    assert len(touched) < len(nodes)
+    assert set(judged) == touched
+    assert set(reconciled) == touched

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodewright.api.apps import CSINode, StorageClass
 from nodewright.api.core import Node, PersistentVolume, PersistentVolumeClaim, Pod
@@ -104,6 +105,10 @@ def is_provisionable(pod: Pod) -> bool:
     )
 
 
+#: NodeCache has not seen any namespaces yet.
+_UNSEEN = object()
+
+
 def _pod_order(pod: Pod) -> tuple[str, str]:
     return (pod.metadata.namespace or "", pod.metadata.name)
 
@@ -127,6 +132,9 @@ class NodeCache:
 
     def __init__(self) -> None:
         self._entries: dict[str, _CachedNode] = {}
+        #: node name -> (node, its pod counter, its running pods as topology sees them)
+        self._placed: dict[str, tuple[Node, int, list[PlacedPod]]] = {}
+        self._namespaces: object = _UNSEEN
 
     def existing(
         self,
@@ -153,13 +161,40 @@ class NodeCache:
         self._entries[node.name] = _CachedNode(node, claim, pods_version, volumes_version, existing)
         return existing
 
+    def placed_pods(
+        self,
+        state: ClusterState,
+        nodes: Sequence[Node],
+        namespaces: Mapping[str, Mapping[str, str]] | None,
+        pods: Callable[[str], Sequence[Pod]],
+    ) -> list[PlacedPod]:
+        """The running pods of ``nodes`` as topology counting sees them, each node's kept
+        until the node or its pods change (all of them when the namespaces change)."""
+        if self._namespaces is _UNSEEN or self._namespaces != namespaces:
+            self._namespaces = namespaces
+            self._placed.clear()
+        placed: list[PlacedPod] = []
+        for node in nodes:
+            version = state.node_pods_version(node.name)
+            entry = self._placed.get(node.name)
+            if entry is None or entry[0] is not node or entry[1] != version:
+                entry = (node, version, _placed_on(node, pods(node.name), namespaces))
+                self._placed[node.name] = entry
+            placed.extend(entry[2])
+        self._prune(self._placed, nodes)
+        return placed
+
     def prune(self, nodes: Sequence[Node]) -> None:
         """Drop the entries of nodes that are gone, once they outnumber the live ones."""
-        if len(self._entries) <= 2 * len(nodes) + 16:
+        self._prune(self._entries, nodes)
+
+    @staticmethod
+    def _prune(entries: dict[str, Any], nodes: Sequence[Node]) -> None:
+        if len(entries) <= 2 * len(nodes) + 16:
             return
         present = {node.name for node in nodes}
-        for name in [n for n in self._entries if n not in present]:
-            del self._entries[name]
+        for name in [n for n in entries if n not in present]:
+            del entries[name]
 
 
 class ClusterView:
@@ -196,31 +231,7 @@ class ClusterView:
         self, namespaces: Mapping[str, Mapping[str, str]] | None = None
     ) -> list[PlacedPod]:
         """Pods running on nodes, as topology counting sees them (terminating ones excluded)."""
-        placed: list[PlacedPod] = []
-        for node in self.nodes:
-            pods = self.pods_on(node.name)
-            if not pods:
-                continue
-            taints = taints_from_api(node.spec.taints)
-            for pod in pods:
-                if pod.deleting:
-                    continue
-                anti: tuple[TopologyTerm, ...] = ()
-                affinity = pod.spec.affinity
-                if affinity is not None and affinity.pod_anti_affinity is not None:
-                    hard = pod_topology(pod, namespaces)[0]
-                    anti = tuple(t for t in hard if t.kind == ANTI_AFFINITY)
-                placed.append(
-                    PlacedPod(
-                        namespace=pod.namespace,
-                        labels=pod.metadata.labels,
-                        node_name=node.name,
-                        node_labels=node.metadata.labels,
-                        node_taints=taints,
-                        anti_affinity=anti,
-                    )
-                )
-        return placed
+        return self._cache.placed_pods(self.state, self.nodes, namespaces, self.pods_on)
 
     def existing_nodes(self, volumes: VolumeFacts | None = None) -> list[ExistingNode]:
         """Nodes and in-flight NodeClaims pods can still be placed on."""
@@ -241,6 +252,35 @@ class ClusterView:
             result.append(_in_flight(claim))
         self._cache.prune(self.nodes)
         return result
+
+
+def _placed_on(
+    node: Node, pods: Sequence[Pod], namespaces: Mapping[str, Mapping[str, str]] | None
+) -> list[PlacedPod]:
+    """The running pods of one node as topology counting sees them."""
+    if not pods:
+        return []
+    taints = taints_from_api(node.spec.taints)
+    placed: list[PlacedPod] = []
+    for pod in pods:
+        if pod.deleting:
+            continue
+        anti: tuple[TopologyTerm, ...] = ()
+        affinity = pod.spec.affinity
+        if affinity is not None and affinity.pod_anti_affinity is not None:
+            hard = pod_topology(pod, namespaces)[0]
+            anti = tuple(t for t in hard if t.kind == ANTI_AFFINITY)
+        placed.append(
+            PlacedPod(
+                namespace=pod.namespace,
+                labels=pod.metadata.labels,
+                node_name=node.name,
+                node_labels=node.metadata.labels,
+                node_taints=taints,
+                anti_affinity=anti,
+            )
+        )
+    return placed
 
 
 def _existing_node(

@@ -36,6 +36,7 @@ from nodewright.controllers.disruption.methods import (
     SingleNodeConsolidation,
 )
 from nodewright.controllers.disruption.queue import OrchestrationQueue
+from nodewright.controllers.disruption.rescheduling import PodRequests
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.options import Options
@@ -89,8 +90,10 @@ class DisruptionController:
         self.pending: PendingCommand | None = None
         #: Every node's verdict, kept from changes.
         self.verdicts = NodeVerdicts(cluster.state, self.methods)
-        #: Existing nodes as the solver saw them, kept until they change.
+        #: Existing nodes and their pods as the solver saw them, kept until they change.
         self._nodes = NodeCache()
+        #: Pods as the solver takes them, kept until they change.
+        self._requests = PodRequests()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
@@ -266,6 +269,7 @@ class DisruptionController:
                 reserved_offering_mode="Fallback",
             ),
             self._options.spot_to_spot_consolidation,
+            requests=self._requests,
         )
 
 

@@ -41,6 +41,7 @@ from nodewright.controllers.disruption.candidates import (
     Snapshot,
 )
 from nodewright.controllers.disruption.rescheduling import (
+    PodRequests,
     Rescheduling,
     node_pool_templates,
     simulate,
@@ -113,12 +114,15 @@ class Context:
         daemonsets: Sequence[DaemonSet],
         solver_options: SolverOptions,
         spot_to_spot: bool,
+        *,
+        requests: PodRequests | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.events = events
         self.solver_options = solver_options
         self.spot_to_spot = spot_to_spot
         self._daemonsets = daemonsets
+        self._requests = requests
         self._templates: list[NodePoolTemplate] | None = None
 
     @property
@@ -131,7 +135,9 @@ class Context:
         return self._templates
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
-        return simulate(self.snapshot, self.templates(), candidates, self.solver_options)
+        return simulate(
+            self.snapshot, self.templates(), candidates, self.solver_options, self._requests
+        )
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:
         for obj in (candidate.node, candidate.claim):

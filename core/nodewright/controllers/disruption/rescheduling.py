@@ -21,10 +21,11 @@ from nodewright.controllers.disruption.candidates import (
     is_reschedulable,
 )
 from nodewright.controllers.provisioning import daemon_pods, node_pool_template
-from nodewright.controllers.state import is_provisionable
+from nodewright.controllers.state import VOLUME_KINDS, is_provisionable
 from nodewright.scheduling.model import (
     ExistingNode,
     NodePoolTemplate,
+    PodRequest,
     SchedulingResult,
     SolverOptions,
 )
@@ -76,11 +77,68 @@ def node_pool_templates(
     return templates
 
 
+class PodRequests:
+    """Each pod as the solver takes it (or why its volumes rule it out), kept until the pod,
+    the namespaces or the storage objects change: a consolidation search simulates the same
+    pods pass after pass."""
+
+    def __init__(self) -> None:
+        #: pod key -> (the pod, its request with order 0, or its volume problem)
+        self._entries: dict[str, tuple[Pod, PodRequest | str]] = {}
+        self._context: tuple[object, int] | None = None
+
+    def begin(self, snapshot: Snapshot) -> None:
+        """Forget everything if the namespaces or the storage objects changed."""
+        storage = sum(snapshot.state.kind_version(kind) for kind in VOLUME_KINDS)
+        if (
+            self._context is None
+            or self._context[1] != storage
+            or self._context[0] != snapshot.namespaces
+        ):
+            self._entries.clear()
+            self._context = (snapshot.namespaces, storage)
+        if len(self._entries) > 2 * snapshot.state.count(Pod) + 64:
+            self._entries = {
+                key: entry
+                for key, entry in self._entries.items()
+                if snapshot.state.get(Pod, _split(key)) is entry[0]
+            }
+
+    def request(self, snapshot: Snapshot, pod: Pod) -> PodRequest | str:
+        entry = self._entries.get(pod.key)
+        if entry is not None and entry[0] is pod:
+            return entry[1]
+        answer: PodRequest | str
+        try:
+            volumes = pod_volumes(
+                pod,
+                snapshot.volumes.claims,
+                snapshot.volumes.volumes,
+                snapshot.volumes.storage_classes,
+            )
+        except VolumeProblem as problem:
+            answer = str(problem)
+        else:
+            answer = replace(
+                pod_request(pod, 0, snapshot.namespaces),
+                volume_requirements=volumes.requirements,
+                volumes=volumes.usage,
+            )
+        self._entries[pod.key] = (pod, answer)
+        return answer
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
 def simulate(
     snapshot: Snapshot,
     templates: Sequence[NodePoolTemplate],
     candidates: Sequence[Candidate],
     options: SolverOptions,
+    cache: PodRequests | None = None,
 ) -> Rescheduling:
     """Place the candidates' pods elsewhere; report what that takes."""
     view = snapshot.view
@@ -113,24 +171,14 @@ def simulate(
     )
     errors: dict[str, str] = {}
     requests = []
+    known = cache or PodRequests()
+    known.begin(snapshot)
     for index, pod in enumerate(pods):
-        try:
-            volumes = pod_volumes(
-                pod,
-                snapshot.volumes.claims,
-                snapshot.volumes.volumes,
-                snapshot.volumes.storage_classes,
-            )
-        except VolumeProblem as problem:
-            errors[pod.key] = str(problem)
+        request = known.request(snapshot, pod)
+        if isinstance(request, str):
+            errors[pod.key] = request
             continue
-        requests.append(
-            replace(
-                pod_request(pod, index, snapshot.namespaces),
-                volume_requirements=volumes.requirements,
-                volumes=volumes.usage,
-            )
-        )
+        requests.append(replace(request, order=index))
     existing = [
         node
         for node in snapshot.existing_nodes()
