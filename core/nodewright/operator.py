@@ -7,6 +7,7 @@ with a simulated clock) and in ``nodewright run`` (against a real API server).
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 
 from nodewright import metrics
@@ -18,6 +19,7 @@ from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.garbagecollection import GarbageCollection
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
+from nodewright.controllers.nodemetrics import NodeMetrics
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
 from nodewright.controllers.options import Options
 from nodewright.controllers.podmetrics import PodMetrics
@@ -58,7 +60,10 @@ class Operator:
             NodeTermination(cluster, host, self.catalog, clock, self.events),
             GarbageCollection(cluster, host, self.catalog, clock),
             PodMetrics(cluster, clock),
+            NodeMetrics(cluster, host, clock),
         ]
+        for controller in self.controllers:
+            metrics.register_controller(controller.name)
         self._due: dict[str, datetime] = {}
 
     def resync(self) -> None:
@@ -75,6 +80,8 @@ class Operator:
         self.cluster.sync()
         for controller in self.controllers:
             now = self.clock.now()
+            started = time.perf_counter()
+            failed = False
             try:
                 with metrics.controller_scope(controller.name):
                     after = controller.reconcile()
@@ -83,6 +90,13 @@ class Operator:
             except Exception:
                 log.exception("controller %s failed; retrying in 5s", controller.name)
                 after = timedelta(seconds=5)
+                failed = True
+            metrics.record_reconcile(
+                controller.name,
+                time.perf_counter() - started,
+                failed=failed,
+                requeue_after=after is not None,
+            )
             if after is None:
                 self._due.pop(controller.name, None)
             else:

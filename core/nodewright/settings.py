@@ -134,7 +134,10 @@ class RunSettings(BaseSettings):
     )
     metrics_port: int = Field(default=8080, ge=0, le=65535, description="Prometheus /metrics")
     health_probe_port: int = Field(default=8081, ge=0, le=65535, description="/healthz and /readyz")
-    bind_address: str = Field(default="0.0.0.0", description="address the ports listen on")
+    bind_address: str = Field(
+        default="127.0.0.1",
+        description="address the ports listen on (the chart sets 0.0.0.0: the pod's own network)",
+    )
 
     # -- high availability -----------------------------------------------------------------------
     disable_leader_election: bool = Field(

@@ -104,7 +104,7 @@ class NodeClaimLifecycle:
         #: NodeClaim uid → when its consistency was last checked.
         self._consistency_scans: dict[str, datetime] = {}
         #: NodeClaims whose claim or Node changed, or whose next step falls due.
-        self._queue: WorkQueue[str] = WorkQueue()
+        self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = cluster.state.feed(NodeClaim, Node)
         self._resync_at: datetime | None = None
 

@@ -61,7 +61,7 @@ class NodePoolStatusController:
         self._clock = clock
         self._events = events
         #: NodePools whose pool, NodeClass or member nodes changed.
-        self._queue: WorkQueue[str] = WorkQueue()
+        self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = cluster.state.feed(
             NodePool, Node, *(kind.model for kind in host.node_class_kinds())
         )

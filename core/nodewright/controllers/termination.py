@@ -89,7 +89,7 @@ class NodeTermination:
         self._events = events
         #: Nodes whose Node, NodeClaim, pods or volume attachments changed, or whose next
         #: drain step falls due.
-        self._queue: WorkQueue[str] = WorkQueue()
+        self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = cluster.state.feed(Node, NodeClaim, Pod, VolumeAttachment)
         self._resync_at: datetime | None = None
 
@@ -164,7 +164,11 @@ class NodeTermination:
         ]
         self._cluster.update(node)
         log.info("Deleted node %s", node.name)
-        metrics.nodes_terminated.labels(node.metadata.labels.get(NODEPOOL_LABEL, "")).inc()
+        pool = node.metadata.labels.get(NODEPOOL_LABEL, "")
+        metrics.nodes_terminated.labels(pool).inc()
+        if node.metadata.deletion_timestamp is not None:
+            taken = self._clock.now() - node.metadata.deletion_timestamp
+            metrics.nodes_termination_duration.labels(pool).observe(taken.total_seconds())
 
     def _instance_gone(self, claim: NodeClaim) -> bool:
         """True when the provider says the NodeClaim's instance no longer exists."""

@@ -13,6 +13,8 @@ from collections.abc import Hashable
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
+from nodewright import metrics
+
 K = TypeVar("K", bound=Hashable)
 
 #: Controllers that work off change feeds look at every object this often anyway, as an
@@ -23,7 +25,9 @@ RESYNC_PERIOD = timedelta(minutes=10)
 class WorkQueue(Generic[K]):
     """Keys to reconcile now (``add``) or at a given time (``add_at``), each at most once."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
+        #: The controller it feeds; a named queue exports its depth (``workqueue_depth``).
+        self._depth = metrics.workqueue_depth.labels(name, name, "") if name else None
         self._ready: set[K] = set()
         #: key -> when it is due; the heap may hold stale entries, skipped when popped.
         self._due: dict[K, datetime] = {}
@@ -34,6 +38,8 @@ class WorkQueue(Generic[K]):
         """Reconcile ``key`` on the next pass."""
         self._ready.add(key)
         self._due.pop(key, None)
+        if self._depth is not None:
+            self._depth.set(len(self._ready))
 
     def add_at(self, key: K, when: datetime) -> None:
         """Reconcile ``key`` at ``when`` (or earlier, if it was already due earlier)."""
@@ -60,6 +66,8 @@ class WorkQueue(Generic[K]):
                 del self._due[key]
                 self._ready.add(key)
         ready, self._ready = self._ready, set()
+        if self._depth is not None:
+            self._depth.set(0)  # taken: being reconciled, as controller-runtime counts it
         return ready
 
     def next_due(self) -> datetime | None:

@@ -8,7 +8,7 @@ against one real node, shared by the embedded binder and the solver's existing-n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from nodewright.api import core as api
 from nodewright.api.labels import (
@@ -72,24 +72,41 @@ def pod_requests(pod: api.Pod) -> ResourceList:
     each ordinary init container runs alone beside the sidecars started before it, so the pod
     needs the larger of the two. RuntimeClass overhead comes on top.
     """
+    total = _pod_total(pod, _container_requests)
+    _add_into(total, parse_resources(pod.spec.overhead))
+    total[PODS] = total.get(PODS, 0) + ONE_POD
+    return total
+
+
+def pod_limits(pod: api.Pod) -> ResourceList:
+    """A pod's limits as upstream ``PodLimits`` sums them, plus one pod slot (Karpenter's
+    ``LimitsForPods`` counts pods too). RuntimeClass overhead is added only to resources that
+    have a limit: a resource without one stays unlimited."""
+    total = _pod_total(pod, lambda c: parse_resources(c.resources.limits))
+    for name, value in parse_resources(pod.spec.overhead).items():
+        if name in total:
+            total[name] += value
+    total[PODS] = total.get(PODS, 0) + ONE_POD
+    return total
+
+
+def _pod_total(pod: api.Pod, of: Callable[[api.Container], ResourceList]) -> ResourceList:
     total: ResourceList = {}
     for container in pod.spec.containers:
-        _add_into(total, _container_requests(container))
+        _add_into(total, of(container))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for container in pod.spec.init_containers:
-        requests = _container_requests(container)
+        values = of(container)
         if container.restart_policy == "Always":
-            _add_into(total, requests)
-            _add_into(sidecars, requests)
+            _add_into(total, values)
+            _add_into(sidecars, values)
             _max_into(init_peak, sidecars)
         else:
-            running = dict(requests)
+            running = dict(values)
             _add_into(running, sidecars)
             _max_into(init_peak, running)
     _max_into(total, init_peak)
-    _add_into(total, parse_resources(pod.spec.overhead))
-    total[PODS] = total.get(PODS, 0) + ONE_POD
     return total
 
 

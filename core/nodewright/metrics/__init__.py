@@ -17,7 +17,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram, Summary
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+
+from nodewright.metrics.nodes import NodeSample, NodeSeries
+from nodewright.metrics.summary import QuantileSummary
 
 NAMESPACE = "karpenter"
 
@@ -70,6 +73,15 @@ nodes_terminated = Counter(
     namespace=NAMESPACE,
 )
 
+nodes_termination_duration = QuantileSummary(
+    f"{NAMESPACE}_nodes_termination_duration_seconds",
+    "The time taken between a node's deletion request and the removal of its finalizer",
+    ["nodepool"],
+)
+#: Every node's resource gauges, lifetime, and the cluster utilization and node count; set by
+#: the node metrics controller.
+node_series = NodeSeries()
+
 # -- Pods -------------------------------------------------------------------------------------
 
 POD_STATE_LABELS = (
@@ -92,10 +104,9 @@ pods_state = Gauge(
     list(POD_STATE_LABELS),
     namespace=NAMESPACE,
 )
-pods_startup_duration = Summary(
-    "pods_startup_duration_seconds",
+pods_startup_duration = QuantileSummary(
+    f"{NAMESPACE}_pods_startup_duration_seconds",
     "The time from pod creation until the pod is running.",
-    namespace=NAMESPACE,
 )
 
 # -- Scheduler --------------------------------------------------------------------------------
@@ -163,6 +174,42 @@ disruption_eligible_nodes = Gauge(
     namespace=NAMESPACE,
 )
 
+# -- controller-runtime ------------------------------------------------------------------------
+# Karpenter's controllers run on controller-runtime, whose reconcile and work-queue series the
+# performance and controllers dashboards read. nodewright counts one pass of a controller as
+# one reconcile.
+
+#: controller-runtime's reconcile-time buckets (seconds).
+RECONCILE_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0,
+    15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+)  # fmt: skip
+#: The ``result`` values of ``controller_runtime_reconcile_total``.
+RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+reconcile_total = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller",
+    ["controller", "result"],
+)
+reconcile_errors = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller",
+    ["controller"],
+)
+reconcile_time = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller",
+    ["controller"],
+    buckets=RECONCILE_BUCKETS,
+)
+workqueue_depth = Gauge(
+    "workqueue_depth",
+    "Current depth of workqueue by workqueue and priority",
+    ["name", "controller", "priority"],
+)
+
 # -- recording helpers ------------------------------------------------------------------------
 
 #: Method names as Karpenter's cloud-provider metrics decorator reports them.
@@ -205,6 +252,25 @@ def controller_scope(name: str) -> Iterator[None]:
         current_controller.reset(token)
 
 
+def register_controller(name: str) -> None:
+    """Create a controller's series at zero, as controller-runtime does when it starts one,
+    so dashboards list it before its first reconcile."""
+    for result in RECONCILE_RESULTS:
+        reconcile_total.labels(name, result)
+    reconcile_errors.labels(name)
+    reconcile_time.labels(name)
+    workqueue_depth.labels(name, name, "")
+
+
+def record_reconcile(name: str, seconds: float, *, failed: bool, requeue_after: bool) -> None:
+    """Count one pass of a controller and how long it took."""
+    result = "error" if failed else "requeue_after" if requeue_after else "success"
+    reconcile_total.labels(name, result).inc()
+    if failed:
+        reconcile_errors.labels(name).inc()
+    reconcile_time.labels(name).observe(seconds)
+
+
 def record_pool_resources(
     pool: str, usage: Mapping[str, float], limits: Mapping[str, float]
 ) -> None:
@@ -222,6 +288,7 @@ def sample(name: str, labels: Mapping[str, str] | None = None) -> float:
 
 
 __all__ = [
+    "NodeSample",
     "cloudprovider_call",
     "controller_scope",
     "sample",
