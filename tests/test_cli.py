@@ -134,6 +134,7 @@ def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_ve
 
     from nodewright.cli import _ClockFormatter
     from nodewright.clock import SimulatedClock
+    from nodewright.logfields import fields
 
     try:
         raise TypeError("'str' object is not callable")
@@ -143,12 +144,13 @@ def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_ve
             logging.ERROR,
             __file__,
             1,
-            "controller %s failed",
-            ("x",),
+            "Reconciler error",
+            (),
             sys.exc_info(),
         )
+        record.__dict__.update(fields(controller="x"))
     quiet = _ClockFormatter(SimulatedClock()).format(record)
-    assert quiet.endswith("controller x failed: TypeError: 'str' object is not callable")
+    assert quiet.endswith("Reconciler error: TypeError: 'str' object is not callable\tcontroller=x")
     assert "Traceback" not in quiet
     loud = _ClockFormatter(SimulatedClock(), verbose=True).format(record)
     assert "Traceback (most recent call last)" in loud

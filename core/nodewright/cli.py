@@ -38,6 +38,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.convert_cli import run_convert
 from nodewright.crds_cli import run_crds
+from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
@@ -61,8 +62,13 @@ class InputError(Exception):
 # -- logging --------------------------------------------------------------------------------
 
 
+#: Keys of log lines measured on the wall clock, which simulate leaves out.
+WALL_CLOCK_KEYS = frozenset({"duration"})
+
+
 class _ClockFormatter(logging.Formatter):
-    """Karpenter-style lines stamped with the (simulated) clock: ``TIME LEVEL logger message``."""
+    """Karpenter-style lines stamped with the (simulated) clock:
+    ``TIME LEVEL logger message key=value ...``."""
 
     def __init__(self, clock: Clock, verbose: bool = False) -> None:
         super().__init__()
@@ -72,12 +78,16 @@ class _ClockFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = self._clock.now().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         logger = record.name.removeprefix("nodewright.")
-        line = f"{stamp}\t{record.levelname}\t{logger}\t{record.getMessage()}"
+        line = f"{stamp}\t{level_name(record)}\t{logger}\t{record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             line += f": {type(error).__name__}: {error}"
-            if self._verbose:
-                line += "\n" + self.formatException(record.exc_info)
+        # Wall-clock durations differ from run to run; a simulation's output must not.
+        values = {k: v for k, v in record_fields(record).items() if k not in WALL_CLOCK_KEYS}
+        if values:
+            line += f"\t{as_text(values)}"
+        if self._verbose and record.exc_info and record.exc_info[1] is not None:
+            line += "\n" + self.formatException(record.exc_info)
         return line
 
 

@@ -26,9 +26,13 @@ from nodewright.controllers.podmetrics import PodMetrics
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.termination import NodeTermination
+from nodewright.logfields import duration, fields
 from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.operator")
+
+#: A controller whose pass raised runs again this much later.
+RETRY_AFTER = timedelta(seconds=5)
 
 
 class Operator:
@@ -88,8 +92,11 @@ class Operator:
             except ReadOnlyViolation:
                 raise  # a programming error: retrying would hide it
             except Exception:
-                log.exception("controller %s failed; retrying in 5s", controller.name)
-                after = timedelta(seconds=5)
+                log.exception(
+                    "Reconciler error",
+                    extra=fields(controller=controller.name, requeue=duration(RETRY_AFTER)),
+                )
+                after = RETRY_AFTER
                 failed = True
             metrics.record_reconcile(
                 controller.name,

@@ -44,7 +44,7 @@ def test_seed_001_the_node_left_empty_is_removed_after_consolidate_after(
     waited = (_at(removed["removedAt"]) - deleted).total_seconds()
     assert 45 <= waited <= 55, waited
     assert _at(removed["launchedAt"]) < deleted
-    assert f"Deleted node {node}" in result.stdout
+    assert f"deleted node\tNode={node}\n" in result.stdout
 
 
 def test_seed_002_cheapest_node_cannot_be_replaced_and_goes_once_its_pod_is_deleted(

@@ -123,5 +123,5 @@ spec:
         timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    assert "Launched nodeclaim default-" in completed.stdout
+    assert "launched nodeclaim\tNodeClaim=default-" in completed.stdout
     assert "toy://" in completed.stdout

@@ -28,9 +28,9 @@ def test_the_readme_example_binds_every_inflate_pod(simulate: Simulate) -> None:
     assert result.pending() == []
     assert result.nodes(), "nodes were launched"
     assert result.report["totalPricePerHour"] > 0
-    assert "Found 10 provisionable pods" in result.stdout
-    assert "Computed packing for 10 pod(s) with instance type option(s) [" in result.stdout
-    assert "Launched nodeclaim default-" in result.stdout
+    assert "found provisionable pod(s)\tPods=" in result.stdout
+    assert "computed new nodeclaim(s) to fit pod(s)\tnodeclaims=1 pods=10" in result.stdout
+    assert "launched nodeclaim\tNodeClaim=default-" in result.stdout
     assert "Bound 10 pod(s) to node" in result.stdout
     assert "PENDING POD" not in result.stdout
 
@@ -217,7 +217,7 @@ def test_deleting_a_node_by_hand_drains_it_and_terminates_its_instance(simulate:
     (node,) = first.nodes()
     result = simulate(manifests, f"- delete: {{kind: Node, name: {node['name']}}}\n")
     assert result.exit_code == 0, result.stderr
-    assert f"Cordoned node {node['name']}" in result.stdout
+    assert f"tainted node\tNode={node['name']} taint.Key=" in result.stdout
     assert len(result.events("Evicted")) == 3
     (replacement,) = result.nodes()
     assert replacement["name"] != node["name"]

@@ -45,6 +45,7 @@ from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import requirements_from_api
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.logfields import duration, fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -216,10 +217,10 @@ class NodeClaimLifecycle:
             left = since + timeout - now
             if left <= timedelta(0):
                 log.info(
-                    "Deleting nodeclaim %s: terminating due to timeout (%s, %s)",
-                    claim.name,
-                    reason,
-                    timeout,
+                    "terminating due to timeout",
+                    extra=fields(
+                        NodeClaim=ref(claim.name), timeout=duration(timeout), reason=reason
+                    ),
                 )
                 self._cluster.delete(NodeClaim, claim.name)
                 return None
@@ -288,13 +289,17 @@ class NodeClaimLifecycle:
         _set_ready(claim, now)
         self._cluster.update_status(claim)
         log.info(
-            "Launched nodeclaim %s: instance type %s, zone %s, capacity type %s, $%.4f/h (%s)",
-            claim.name,
-            instance.instance_type,
-            instance.zone,
-            instance.capacity_type,
-            instance.price,
-            instance.provider_id,
+            "launched nodeclaim",
+            extra=fields(
+                {
+                    "NodeClaim": ref(claim.name),
+                    "provider-id": instance.provider_id,
+                    "instance-type": instance.instance_type,
+                    "zone": instance.zone,
+                    "capacity-type": instance.capacity_type,
+                    "allocatable": claim.status.allocatable,
+                }
+            ),
         )
         return timedelta(0)
 
@@ -389,7 +394,9 @@ class NodeClaimLifecycle:
         set_condition(claim.status.conditions, CONDITION_REGISTERED, "True", now)
         _set_ready(claim, now)
         self._cluster.update_status(claim)
-        log.info("Registered nodeclaim %s (node %s)", claim.name, node.name)
+        log.info(
+            "registered nodeclaim", extra=fields(NodeClaim=ref(claim.name), Node=ref(node.name))
+        )
         metrics.nodes_created.labels(claim.metadata.labels.get(NODEPOOL_LABEL, "")).inc()
         return timedelta(0)
 
@@ -423,7 +430,12 @@ class NodeClaimLifecycle:
         set_condition(claim.status.conditions, CONDITION_INITIALIZED, "True", now)
         _set_ready(claim, now)
         self._cluster.update_status(claim)
-        log.info("Initialized nodeclaim %s (node %s)", claim.name, node.name)
+        log.info(
+            "initialized nodeclaim",
+            extra=fields(
+                NodeClaim=ref(claim.name), Node=ref(node.name), allocatable=node.status.allocatable
+            ),
+        )
         return None
 
     # -- consistency --------------------------------------------------------------------------
@@ -441,7 +453,9 @@ class NodeClaimLifecycle:
         self._consistency_scans[uid] = now
         issues = _shape_issues(claim, node)
         for issue in issues:
-            log.info("Failed consistency check for nodeclaim %s: %s", claim.name, issue)
+            log.info(
+                "failed consistency check", extra=fields(NodeClaim=ref(claim.name), issue=issue)
+            )
             self._events.publish(claim, "FailedConsistencyCheck", issue, WARNING)
         if issues:
             changed = set_condition(
@@ -495,7 +509,16 @@ class NodeClaimLifecycle:
             f for f in claim.metadata.finalizers if f != TERMINATION_FINALIZER
         ]
         self._cluster.update(claim)
-        log.info("Deleted nodeclaim %s", claim.name)
+        log.info(
+            "deleted nodeclaim",
+            extra=fields(
+                {
+                    "NodeClaim": ref(claim.name),
+                    "Node": ref(claim.status.node_name or ""),
+                    "provider-id": claim.status.provider_id or "",
+                }
+            ),
+        )
         metrics.nodeclaims_terminated.labels(
             claim.metadata.labels.get(NODEPOOL_LABEL, ""),
             claim.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
@@ -521,7 +544,8 @@ class NodeClaimLifecycle:
         annotations[TERMINATION_TIMESTAMP_ANNOTATION] = stamp
         claim = self._cluster.update(claim)
         log.info(
-            "Annotated nodeclaim %s with %s=%s", claim.name, TERMINATION_TIMESTAMP_ANNOTATION, stamp
+            "annotated nodeclaim",
+            extra=fields({"NodeClaim": ref(claim.name), TERMINATION_TIMESTAMP_ANNOTATION: stamp}),
         )
         self._events.publish(
             claim, "TerminationGracePeriodExpiring", f"All pods will be deleted by {stamp}", WARNING

@@ -42,6 +42,7 @@ from nodewright.controllers.templates import (
     node_pool_requirements,
     taints_from_api,
 )
+from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
@@ -64,7 +65,7 @@ from nodewright.scheduling.pods import (
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import (
     ResourceList,
-    format_resources_json,
+    format_resources,
     merge,
     parse_resources,
     subtract,
@@ -203,20 +204,24 @@ class Provisioner:
         outcome = frozenset(result.errors.items())
         changed = bool(result.new_node_claims) or outcome != self._last_outcome
         self._last_outcome = outcome
-        if changed:
-            log.info("Found %d provisionable pods", len(requests))
+        if result.new_node_claims:
+            log.info(
+                "computed new nodeclaim(s) to fit pod(s)",
+                extra=fields(
+                    nodeclaims=len(result.new_node_claims),
+                    pods=sum(len(new.pods) for new in result.new_node_claims),
+                ),
+            )
+            log.info(
+                "found provisionable pod(s)",
+                extra=fields(
+                    Pods=shortened(f"{r.namespace}/{r.name}" for r in requests),
+                    duration=duration(time.perf_counter() - solve_started),
+                ),
+            )
 
         created: list[NodeClaim] = []
         for new in result.new_node_claims:
-            names = [it.name for it in new.instance_types]
-            shown = " ".join(names[:5]) + (
-                f" and {len(names) - 5} other(s)" if len(names) > 5 else ""
-            )
-            log.info(
-                "Computed packing for %d pod(s) with instance type option(s) [%s]",
-                len(new.pods),
-                shown,
-            )
             claim = self._create_node_claim(new, pools[new.node_pool])
             if claim is None:
                 continue
@@ -240,10 +245,18 @@ class Provisioner:
             )
         if changed:
             for key, message in sorted(result.errors.items()):
+                namespace, _, name = key.rpartition("/")
                 if key in result.awaiting_reservation:
-                    log.info("Pod %s waits for reserved capacity, %s", key, message)
+                    log.info(
+                        "deferring scheduling decision for provisionable pod(s) to future "
+                        "simulation due to limited reserved offering capacity",
+                        extra=fields(Pods=key, reason=message),
+                    )
                 else:
-                    log.warning("Could not schedule pod %s, %s", key, message)
+                    log.error(
+                        "could not schedule pod",
+                        extra=fields(Pod=ref(name, namespace), error=message),
+                    )
         return created
 
     def _templates(
@@ -291,17 +304,22 @@ class Provisioner:
         try:
             created = self._cluster.create(claim)
         except ClusterError as error:
-            log.error("Could not create nodeclaim for nodepool %s: %s", pool.name, error)
+            log.error(
+                "creating nodeclaim",
+                extra=fields(NodePool=ref(pool.name), error=str(error)),
+            )
             return None
         metrics.nodeclaims_created.labels(
             "provisioned", pool.name, "true" if new.min_values_relaxed else "false"
         ).inc()
         log.info(
-            "Created nodeclaim %s (nodepool %s) for %d pod(s), requests %s",
-            created.name,
-            pool.name,
-            len(new.pods),
-            format_resources_json(new.requests),
+            "created nodeclaim",
+            extra=fields(
+                NodePool=ref(pool.name),
+                NodeClaim=ref(created.name),
+                requests=format_resources(new.requests),
+                **{"instance-types": shortened(it.name for it in new.instance_types)},
+            ),
         )
         return created
 

@@ -41,6 +41,7 @@ from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.lifecycle import parse_timestamp
 from nodewright.controllers.state import is_terminal, owner_kind
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     PluginError,
@@ -163,7 +164,7 @@ class NodeTermination:
             f for f in node.metadata.finalizers if f != TERMINATION_FINALIZER
         ]
         self._cluster.update(node)
-        log.info("Deleted node %s", node.name)
+        log.info("deleted node", extra=fields(Node=ref(node.name)))
         pool = node.metadata.labels.get(NODEPOOL_LABEL, "")
         metrics.nodes_terminated.labels(pool).inc()
         if node.metadata.deletion_timestamp is not None:
@@ -216,7 +217,17 @@ class NodeTermination:
             node.spec.taints.append(Taint(key=DISRUPTED_TAINT_KEY, effect="NoSchedule"))
         node.metadata.labels[EXCLUDE_FROM_LB_LABEL] = "karpenter"
         node = self._cluster.update(node)
-        log.info("Cordoned node %s (taint %s:NoSchedule)", node.name, DISRUPTED_TAINT_KEY)
+        log.info(
+            "tainted node",
+            extra=fields(
+                {
+                    "Node": ref(node.name),
+                    "taint.Key": DISRUPTED_TAINT_KEY,
+                    "taint.Value": "",
+                    "taint.Effect": "NoSchedule",
+                }
+            ),
+        )
         return node
 
     # -- drain ----------------------------------------------------------------------------------

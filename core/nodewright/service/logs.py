@@ -1,5 +1,11 @@
-"""Log output of ``nodewright run``: JSON lines (Karpenter's keys) or text, with secrets
-masked as a last line of defence (the adapter never logs credentials in the first place)."""
+"""Log output of ``nodewright run``: JSON lines as Karpenter v1 writes them, or text, with
+secrets masked as a last line of defence (the adapter never logs credentials in the first place).
+
+A JSON line has zap's level name (``WARN``, not ``WARNING``), the time, the logger (``controller``
+while a controller's pass runs, as controller-runtime names Karpenter's), the message, the
+``controller`` key, and then the line's own keys (:mod:`nodewright.logfields`). A text line puts
+the same keys after the message as ``key=value``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,9 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
+
+from nodewright import metrics
+from nodewright.logfields import as_text, level_name, record_fields
 
 _SECRETS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
@@ -36,31 +45,39 @@ def _stamp(record: logging.LogRecord) -> str:
 
 
 class JSONFormatter(logging.Formatter):
-    """``{"level":"INFO","time":"...","logger":"provisioner","message":"..."}`` per line."""
+    """``{"level":"INFO","time":"...","logger":"controller","message":"found provisionable
+    pod(s)","controller":"provisioner","Pods":"...","duration":"..."}`` per line."""
 
     def format(self, record: logging.LogRecord) -> str:
+        controller = metrics.current_controller.get()
         entry: dict[str, object] = {
-            "level": record.levelname,
+            "level": level_name(record),
             "time": _stamp(record),
-            "logger": record.name.removeprefix("nodewright."),
-            "message": redact(record.getMessage()),
+            "logger": "controller" if controller else record.name.removeprefix("nodewright."),
+            "message": record.getMessage(),
         }
+        if controller:
+            entry["controller"] = controller
+        entry.update(record_fields(record))
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
-            entry["error"] = redact(f"{type(error).__name__}: {error}")
-            entry["stacktrace"] = redact(self.formatException(record.exc_info))
-        return json.dumps(entry, separators=(",", ":"))
+            entry["error"] = f"{type(error).__name__}: {error}"
+            entry["stacktrace"] = self.formatException(record.exc_info)
+        return redact(json.dumps(entry, separators=(",", ":"), default=str))
 
 
 class TextFormatter(logging.Formatter):
-    """``TIME LEVEL logger message``, as ``nodewright simulate`` prints."""
+    """``TIME LEVEL logger message key=value ...``, as ``nodewright simulate`` prints."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_stamp(record)}\t{record.levelname}\t{record.name.removeprefix('nodewright.')}"
+        line = f"{_stamp(record)}\t{level_name(record)}\t{record.name.removeprefix('nodewright.')}"
         line += f"\t{record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             line += f": {type(error).__name__}: {error}"
+        values = record_fields(record)
+        if values:
+            line += f"\t{as_text(values)}"
         return redact(line)
 
 

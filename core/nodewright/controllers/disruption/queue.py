@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from nodewright import metrics
 from nodewright.api.core import Node, Taint
 from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
-from nodewright.api.labels import CAPACITY_TYPE_LABEL, DISRUPTED_TAINT_KEY
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, DISRUPTED_TAINT_KEY, INSTANCE_TYPE_LABEL
 from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
@@ -30,7 +30,8 @@ from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import Command
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.templates import node_claim_for
-from nodewright.scheduling.resources import format_resources_json
+from nodewright.logfields import fields, ref, shortened
+from nodewright.scheduling.resources import format_resources
 
 log = logging.getLogger("nodewright.disruption")
 
@@ -84,7 +85,7 @@ class OrchestrationQueue:
         """Taint, mark and launch replacements; False if a candidate is already queued."""
         if command.candidates and {c.provider_id for c in command.candidates} & self.provider_ids():
             return False
-        log.info("Disrupting node(s) via %s", command.describe())
+        log.info("disrupting node(s)", extra=fields(_disruption_fields(command)))
         now = self._clock.now()
         for candidate in command.candidates:
             self._taint(candidate.node.name, add=True)
@@ -103,11 +104,13 @@ class OrchestrationQueue:
                     "true" if new.min_values_relaxed else "false",
                 ).inc()
                 log.info(
-                    "Created nodeclaim %s (nodepool %s) to replace %s, requests %s",
-                    created.name,
-                    pool.name,
-                    ", ".join(c.name for c in command.candidates),
-                    format_resources_json(new.requests),
+                    "created nodeclaim",
+                    extra=fields(
+                        NodePool=ref(pool.name),
+                        NodeClaim=ref(created.name),
+                        requests=format_resources(new.requests),
+                        **{"instance-types": shortened(it.name for it in new.instance_types)},
+                    ),
                 )
         except (ClusterError, CommandFailedError) as error:
             self._release(queued, f"launching replacement nodeclaim, {error}")
@@ -185,7 +188,10 @@ class OrchestrationQueue:
 
     def _release(self, queued: QueuedCommand, why: str) -> None:
         self.failed += 1
-        log.error("Failed terminating nodes while executing a disruption command: %s", why)
+        log.error(
+            "failed terminating nodes while executing a disruption command",
+            extra=fields(_disruption_fields(queued.command), error=why),
+        )
         for candidate in queued.command.candidates:
             try:
                 self._taint(candidate.node.name, add=False)
@@ -264,3 +270,24 @@ class OrchestrationQueue:
                 c.type == CONDITION_DISRUPTION_REASON for c in claim.status.conditions
             ):
                 self.clear_mark(claim.name)
+
+
+def _disruption_fields(command: Command) -> dict[str, object]:
+    """The keys Karpenter logs a disruption command with."""
+    return {
+        "command": command.describe(),
+        "reason": command.reason,
+        "decision": command.decision.lower(),
+        "disrupted-node-count": len(command.candidates),
+        "replacement-node-count": len(command.replacements),
+        "pod-count": sum(len(c.reschedulable) for c in command.candidates),
+        "disrupted-nodes": [
+            {
+                "Node": ref(c.name),
+                "NodeClaim": ref(c.claim.name),
+                "instance-type": c.node.metadata.labels.get(INSTANCE_TYPE_LABEL, ""),
+                "capacity-type": c.node.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
+            }
+            for c in command.candidates
+        ],
+    }
