@@ -14,16 +14,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import urllib3
-from pydantic import ValidationError
 
 from nodewright.api.core import Event, Pod
 from nodewright.api.meta import KubeObject
 from nodewright.cluster import ClusterError, EvictionBlockedError, InvalidError, ReadOnlyViolation
-from nodewright.cluster.kube.events import EVENTS_V1, event_from_v1, event_to_v1, events_v1_path
+from nodewright.cluster.kube.events import EVENTS_V1, EventsApi, events_v1_path
 from nodewright.cluster.kube.informer import Informer, Key
 from nodewright.cluster.kube.patch import (
     JSON_PATCH,
-    MERGE_PATCH,
     as_stored,
     json_patch,
     precondition_failed,
@@ -35,6 +33,7 @@ from nodewright.cluster.kube.transport import (
     ClientSettings,
     ServerUnavailableError,
     Transport,
+    model_of,
     raise_for,
 )
 from nodewright.cluster.memory import DEFAULT_NAMESPACE, copy_object
@@ -63,13 +62,11 @@ class KubeCluster:
         reporting_instance: str | None = None,
     ) -> None:
         self._client = api_client
-        #: Who writes the Events (events.k8s.io ``reportingInstance``): the pod's name.
-        self.reporting_instance = (
-            reporting_instance or os.environ.get("POD_NAME") or socket.gethostname()
-        )
-        self._events_api: str | None = None
         self.settings = settings or ClientSettings()
         self._api = Transport(api_client, self.settings, sleep=sleep)
+        self._events = EventsApi(
+            self._api, reporting_instance or os.environ.get("POD_NAME") or socket.gethostname()
+        )
         self._uncached = frozenset(uncached)
         self._informers: dict[type[KubeObject], Informer] = {}
         self._informers_lock = threading.Lock()
@@ -262,79 +259,21 @@ class KubeCluster:
 
     # -- events ----------------------------------------------------------------------------------
 
+    @property
+    def reporting_instance(self) -> str:
+        """Who writes the Events (events.k8s.io ``reportingInstance``): the pod's name."""
+        return self._events.reporting_instance
+
+    @reporting_instance.setter
+    def reporting_instance(self, name: str) -> None:
+        self._events.reporting_instance = name
+
     def events_api(self) -> str:
         """``events.k8s.io/v1`` when the server serves it, else ``v1`` (asked once)."""
-        if self._events_api is None:
-            answer = self._api.call("GET", f"/apis/{EVENTS_V1}")
-            if answer.status == 404:
-                self._events_api = "v1"
-            elif 200 <= answer.status < 300:
-                served = {r.get("name") for r in answer.body.get("resources") or []}
-                self._events_api = EVENTS_V1 if "events" in served else "v1"
-            else:
-                raise ClusterError(
-                    f"discovery of {EVENTS_V1}: HTTP {answer.status} {answer.message}"
-                )
-            log.info("writing Events through %s", self._events_api)
-        return self._events_api
+        return self._events.served()
 
     def _events_v1(self, kind: type[KubeObject]) -> bool:
-        return kind is Event and self.events_api() == EVENTS_V1
-
-    def _event_from(self, data: Mapping[str, Any]) -> Event:
-        return self._model(Event, event_from_v1(data))
-
-    def _read_event_v1(self, name: str, namespace: str) -> Event | None:
-        answer = self._api.call("GET", events_v1_path(namespace or DEFAULT_NAMESPACE, name))
-        if answer.status == 404:
-            return None
-        raise_for(answer, Event, name, namespace)
-        return self._event_from(answer.body)
-
-    def _list_events_v1(
-        self, namespace: str | None, labels: Mapping[str, str] | None
-    ) -> builtins.list[Event]:
-        query = {"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else {}
-        answer = self._api.call("GET", events_v1_path(namespace), query)
-        raise_for(answer, Event, "(list)", namespace or "")
-        found = [self._event_from(item) for item in answer.body.get("items") or []]
-        return sorted(found, key=lambda e: (e.namespace, e.name))
-
-    def _create_event_v1(self, event: Event) -> Event:
-        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
-        body = event_to_v1(event, self.reporting_instance)
-        body["metadata"]["namespace"] = namespace
-        for server_owned in ("uid", "resourceVersion"):
-            body["metadata"].pop(server_owned, None)
-        answer = self._api.call("POST", events_v1_path(namespace), body=body)
-        raise_for(answer, Event, event.name, namespace)
-        return self._event_from(answer.body)
-
-    def _update_event_v1(self, event: Event) -> Event:
-        """A repeat: a merge patch of the series (count and last time), as client-go does."""
-        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
-        body = event_to_v1(event, self.reporting_instance)
-        patch: dict[str, Any] = {"series": body.get("series"), "note": body["note"]}
-        answer = self._api.call(
-            "PATCH",
-            events_v1_path(namespace, event.name),
-            body=patch,
-            content_type=MERGE_PATCH,
-        )
-        raise_for(answer, Event, event.name, namespace)
-        return self._event_from(answer.body)
-
-    def _update_event_core(self, event: Event) -> Event:
-        """A repeat on core/v1: a merge patch of the count and last time (the chart grants
-        ``patch`` on events, not ``update``)."""
-        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
-        data = event.to_dict()
-        patch = {k: data.get(k) for k in ("count", "lastTimestamp", "message")}
-        answer = self._api.call(
-            "PATCH", object_path(Event, event.name, namespace), body=patch, content_type=MERGE_PATCH
-        )
-        raise_for(answer, Event, event.name, namespace)
-        return self._model(Event, answer.body)
+        return kind is Event and self._events.served() == EVENTS_V1
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -344,7 +283,7 @@ class KubeCluster:
 
     def get(self, kind: type[T], name: str, namespace: str = "") -> T | None:
         if self._events_v1(kind):
-            return self._read_event_v1(name, namespace)  # type: ignore[return-value]
+            return self._events.read(name, namespace)  # type: ignore[return-value]
         if kind in self._uncached:
             return self.read(kind, name, namespace)
         self._informer(kind)
@@ -354,12 +293,12 @@ class KubeCluster:
     def read(self, kind: type[T], name: str, namespace: str = "") -> T | None:
         """A live GET from the server, bypassing the cache."""
         if self._events_v1(kind):
-            return self._read_event_v1(name, namespace)  # type: ignore[return-value]
+            return self._events.read(name, namespace)  # type: ignore[return-value]
         answer = self._api.call("GET", object_path(kind, name, namespace))
         if answer.status == 404:
             return None
         raise_for(answer, kind, name, namespace)
-        return self._model(kind, answer.body)
+        return model_of(kind, answer.body)
 
     def list(
         self,
@@ -368,7 +307,7 @@ class KubeCluster:
         labels: Mapping[str, str] | None = None,
     ) -> builtins.list[T]:
         if self._events_v1(kind):
-            return self._list_events_v1(namespace, labels)  # type: ignore[return-value]
+            return self._events.list(namespace, labels)  # type: ignore[return-value]
         if kind in self._uncached:
             return self._list_live(kind, namespace, labels)
         self._informer(kind)
@@ -392,23 +331,13 @@ class KubeCluster:
         for item in answer.body.get("items") or []:
             item.setdefault("apiVersion", kind.API_VERSION)
             item.setdefault("kind", kind.KIND)
-            objects.append(self._model(kind, item))
+            objects.append(model_of(kind, item))
         return sorted(objects, key=lambda o: (o.namespace, o.name))
-
-    @staticmethod
-    def _model(kind: type[T], data: Mapping[str, Any]) -> T:
-        try:
-            return kind.model_validate(data)
-        except ValidationError as error:
-            meta = data.get("metadata") or {}
-            raise InvalidError(
-                f"{kind.KIND} {meta.get('name', '?')} from the API server does not parse: {error}"
-            ) from None
 
     # -- writes ----------------------------------------------------------------------------------
 
     def _taken_in(self, kind: type[T], data: Mapping[str, Any], deleted: bool = False) -> T:
-        obj = self._model(kind, data)
+        obj = model_of(kind, data)
         if kind not in self._uncached:
             with self._informers_lock:
                 informer = self._informers.get(kind)
@@ -421,7 +350,7 @@ class KubeCluster:
     def create(self, obj: T) -> T:
         kind = type(obj)
         if isinstance(obj, Event) and self._events_v1(kind):
-            return self._create_event_v1(obj)  # type: ignore[return-value]
+            return self._events.create(obj)  # type: ignore[return-value]
         body = obj.to_dict()
         meta = body.setdefault("metadata", {})
         namespace = (obj.metadata.namespace or DEFAULT_NAMESPACE) if kind.NAMESPACED else None
@@ -497,8 +426,8 @@ class KubeCluster:
         kind = type(obj)
         if isinstance(obj, Event):
             if self._events_v1(kind):
-                return self._update_event_v1(obj)  # type: ignore[return-value]
-            return self._update_event_core(obj)  # type: ignore[return-value]
+                return self._events.update(obj)  # type: ignore[return-value]
+            return self._events.update_core(obj)  # type: ignore[return-value]
         base = self._base_of(obj)
         if base is not None:
             ops, untestable = json_patch(

@@ -1,14 +1,22 @@
 """Events: core/v1 Events (what the recorder writes and reads) translated to and from
-events.k8s.io/v1."""
+events.k8s.io/v1, and read and written through whichever of the two the server serves."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 from nodewright.api.core import Event
+from nodewright.cluster import ClusterError
+from nodewright.cluster.kube.patch import MERGE_PATCH
+from nodewright.cluster.kube.routing import object_path
+from nodewright.cluster.kube.transport import Transport, model_of, raise_for
+from nodewright.cluster.memory import DEFAULT_NAMESPACE
+
+log = logging.getLogger("nodewright.cluster.kube")
 
 EVENTS_V1 = "events.k8s.io/v1"
 #: What the Events API calls each of Karpenter's reasons' ``action`` (what was being done).
@@ -125,3 +133,78 @@ def events_v1_path(namespace: str | None, name: str | None = None) -> str:
     if name is not None:
         path += f"/{quote(name, safe='')}"
     return path
+
+
+class EventsApi:
+    """The adapter's Events: through events.k8s.io/v1 when the server serves it (asked once,
+    through discovery), translated to and from the core/v1 Events the recorder uses; else
+    core/v1, whose repeats are merge patches too (the chart grants ``patch``, not ``update``).
+    """
+
+    def __init__(self, transport: Transport, reporting_instance: str) -> None:
+        self._api = transport
+        #: Who writes the Events (``reportingInstance``): the pod's name.
+        self.reporting_instance = reporting_instance
+        self._served: str | None = None
+
+    def served(self) -> str:
+        """``events.k8s.io/v1`` when the server serves it, else ``v1``."""
+        if self._served is None:
+            answer = self._api.call("GET", f"/apis/{EVENTS_V1}")
+            if answer.status == 404:
+                self._served = "v1"
+            elif 200 <= answer.status < 300:
+                served = {r.get("name") for r in answer.body.get("resources") or []}
+                self._served = EVENTS_V1 if "events" in served else "v1"
+            else:
+                raise ClusterError(
+                    f"discovery of {EVENTS_V1}: HTTP {answer.status} {answer.message}"
+                )
+            log.info("writing Events through %s", self._served)
+        return self._served
+
+    def read(self, name: str, namespace: str) -> Event | None:
+        answer = self._api.call("GET", events_v1_path(namespace or DEFAULT_NAMESPACE, name))
+        if answer.status == 404:
+            return None
+        raise_for(answer, Event, name, namespace)
+        return model_of(Event, event_from_v1(answer.body))
+
+    def list(self, namespace: str | None, labels: Mapping[str, str] | None) -> list[Event]:
+        query = {"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else {}
+        answer = self._api.call("GET", events_v1_path(namespace), query)
+        raise_for(answer, Event, "(list)", namespace or "")
+        found = [model_of(Event, event_from_v1(item)) for item in answer.body.get("items") or []]
+        return sorted(found, key=lambda e: (e.namespace, e.name))
+
+    def create(self, event: Event) -> Event:
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        body = event_to_v1(event, self.reporting_instance)
+        body["metadata"]["namespace"] = namespace
+        for server_owned in ("uid", "resourceVersion"):
+            body["metadata"].pop(server_owned, None)
+        answer = self._api.call("POST", events_v1_path(namespace), body=body)
+        raise_for(answer, Event, event.name, namespace)
+        return model_of(Event, event_from_v1(answer.body))
+
+    def update(self, event: Event) -> Event:
+        """A repeat: a merge patch of the series (count and last time), as client-go does."""
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        body = event_to_v1(event, self.reporting_instance)
+        patch: dict[str, Any] = {"series": body.get("series"), "note": body["note"]}
+        answer = self._api.call(
+            "PATCH", events_v1_path(namespace, event.name), body=patch, content_type=MERGE_PATCH
+        )
+        raise_for(answer, Event, event.name, namespace)
+        return model_of(Event, event_from_v1(answer.body))
+
+    def update_core(self, event: Event) -> Event:
+        """A repeat on core/v1: a merge patch of the count and last time."""
+        namespace = event.metadata.namespace or DEFAULT_NAMESPACE
+        data = event.to_dict()
+        patch = {k: data.get(k) for k in ("count", "lastTimestamp", "message")}
+        answer = self._api.call(
+            "PATCH", object_path(Event, event.name, namespace), body=patch, content_type=MERGE_PATCH
+        )
+        raise_for(answer, Event, event.name, namespace)
+        return model_of(Event, answer.body)

@@ -13,10 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import urllib3
+from pydantic import ValidationError
 
 from nodewright.api.meta import KubeObject
 from nodewright.cluster import (
@@ -27,6 +28,8 @@ from nodewright.cluster import (
     NotFoundError,
 )
 from nodewright.cluster.memory import DEFAULT_NAMESPACE
+
+T = TypeVar("T", bound=KubeObject)
 
 
 class ServerUnavailableError(ClusterError):
@@ -261,3 +264,14 @@ def raise_for(answer: Answer, kind: type[KubeObject], name: str, namespace: str)
     if answer.status in (401, 403):
         raise ClusterError(f"{what}: HTTP {answer.status} {answer.message}")
     raise ClusterError(f"{what}: HTTP {answer.status} {answer.message}")
+
+
+def model_of(kind: type[T], data: Mapping[str, Any]) -> T:
+    """``data`` from the server as a ``kind``; an InvalidError naming it when it does not parse."""
+    try:
+        return kind.model_validate(data)
+    except ValidationError as error:
+        meta = data.get("metadata") or {}
+        raise InvalidError(
+            f"{kind.KIND} {meta.get('name', '?')} from the API server does not parse: {error}"
+        ) from None
