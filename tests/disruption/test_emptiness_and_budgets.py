@@ -4,8 +4,12 @@ validation, never more at once than the NodePool's budgets allow."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from nodewright.api.karpenter import NodePool
+from nodewright.controllers.disruption.methods import Context
 from tests.disruption.harness import Harness, pool_manifest
 
 
@@ -134,3 +138,34 @@ def test_changing_a_budget_is_not_drift(tmp_path: Path) -> None:
     assert ("node/" + node, "Can't replace with a cheaper node") in harness.events(
         "Unconsolidatable"
     )
+
+
+def test_a_search_held_back_by_budgets_is_not_repeated_until_something_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Four busy nodes, no cheaper home for any pod, a budget of two: consolidation tries
+    # two candidates and finds nothing. Repeating that trial scheduling on every pass of an
+    # idle cluster would find nothing again, so it waits for a change.
+    harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "2"}])])
+    nodes = harness.nodes(4)
+    for node in nodes:
+        harness.pods(node, 1, cpu="3")
+    harness.start()
+    trials: list[list[str]] = []
+    simulate = Context.simulate
+
+    def counting(self: Context, candidates: Any) -> Any:
+        trials.append([c.name for c in candidates])
+        return simulate(self, candidates)
+
+    monkeypatch.setattr(Context, "simulate", counting)
+    harness.run(30)
+    assert trials, "the first passes search"
+    trials.clear()
+    harness.run(120)
+    assert trials == []
+    assert harness.node_names() >= set(nodes)
+    harness.pods(nodes[0], 1, cpu="100m")  # a change: search again, same answer
+    harness.run(30)
+    assert trials
+    assert harness.node_names() >= set(nodes)

@@ -72,23 +72,29 @@ class ChangeFeed:
 
     def __init__(self, kinds: frozenset[type[KubeObject]]) -> None:
         self.kinds = kinds
-        self._pending: dict[tuple[type[KubeObject], Key], Change] = {}
+        #: (kind, key) -> (old, new); a Change is built only when drained, once per object.
+        self._pending: dict[tuple[type[KubeObject], Key], tuple[KubeObject | None, ...]] = {}
 
     def record(
         self, kind: type[KubeObject], key: Key, old: KubeObject | None, new: KubeObject | None
     ) -> None:
-        slot = (kind, key)
-        earlier = self._pending.get(slot)
+        self._record((kind, key), old, new)
+
+    def _record(
+        self, slot: tuple[type[KubeObject], Key], old: KubeObject | None, new: KubeObject | None
+    ) -> None:
+        pending = self._pending
+        earlier = pending.get(slot)
         if earlier is None:
-            self._pending[slot] = Change(kind, key, old, new)
-        elif earlier.old is None and new is None:
-            del self._pending[slot]  # created and deleted since the reader looked: nothing
+            pending[slot] = (old, new)
+        elif earlier[0] is None and new is None:
+            del pending[slot]  # created and deleted since the reader looked: nothing
         else:
-            self._pending[slot] = Change(kind, key, earlier.old, new)
+            pending[slot] = (earlier[0], new)
 
     def drain(self) -> list[Change]:
         """Every net change since the last drain, in the order objects first changed."""
-        changes = list(self._pending.values())
+        changes = [Change(kind, key, old, new) for (kind, key), (old, new) in self._pending.items()]
         self._pending.clear()
         return changes
 
@@ -142,8 +148,11 @@ class ClusterState:
         self._index(kind, key, old, new)
         self.version += 1
         self._kind_versions[kind] = self._kind_versions.get(kind, 0) + 1
-        for feed in self._feeds.get(kind, ()):
-            feed.record(kind, key, old, new)
+        feeds = self._feeds.get(kind)
+        if feeds:
+            slot = (kind, key)
+            for feed in feeds:
+                feed._record(slot, old, new)
 
     def replace(self, kind: type[KubeObject], objects: Mapping[Key, KubeObject]) -> None:
         """Make ``kind``'s objects exactly ``objects`` (a relist), as a series of changes."""

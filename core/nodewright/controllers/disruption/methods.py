@@ -202,19 +202,39 @@ def fingerprint(snapshot: Snapshot) -> int:
 
 
 class _Memo:
-    """Karpenter's "consolidated" memo: skip a search whose inputs have not changed."""
+    """Karpenter's "consolidated" memo: skip a search whose inputs have not changed.
+
+    Karpenter leaves a search that budgets held back unmarked, so it runs again on every pass
+    while nothing changes; that repeats the same trial scheduling (the costliest thing an idle
+    cluster does) for the same answer. Here such a search is remembered with the candidates it
+    was allowed to try: it is skipped while nothing changed and the budgets allow the same
+    candidates, and runs again as soon as either differs (a budget schedule opening, a node
+    leaving), which is when Karpenter's could find something new.
+    """
 
     def __init__(self) -> None:
-        self._state: tuple[int, datetime] | None = None
+        #: (fingerprint, when, the candidates tried when budgets held some back, else None)
+        self._state: tuple[int, datetime, tuple[str, ...] | None] | None = None
 
-    def fresh(self, context: Context) -> bool:
+    def fresh(self, context: Context, tried: Sequence[Candidate] | None = None) -> bool:
+        """Whether nothing changed since the search was marked (with ``tried``: since a search
+        held back by budgets tried exactly these candidates)."""
         if self._state is None:
             return False
-        digest, at = self._state
-        return digest == fingerprint(context.snapshot) and context.now - at < CONSOLIDATED_TTL
+        digest, at, marked = self._state
+        if digest != fingerprint(context.snapshot) or context.now - at >= CONSOLIDATED_TTL:
+            return False
+        return marked is None or (tried is not None and marked == _names(tried))
 
-    def mark(self, context: Context) -> None:
-        self._state = (fingerprint(context.snapshot), context.now)
+    def mark(self, context: Context, tried: Sequence[Candidate] | None = None) -> None:
+        """Remember a search that found nothing (``tried``: the candidates budgets allowed,
+        when they held others back)."""
+        names = None if tried is None else _names(tried)
+        self._state = (fingerprint(context.snapshot), context.now, names)
+
+
+def _names(candidates: Sequence[Candidate]) -> tuple[str, ...]:
+    return tuple(candidate.node.name for candidate in candidates)
 
 
 # -- emptiness --------------------------------------------------------------------------------
@@ -443,9 +463,12 @@ class MultiNodeConsolidation(_Consolidation):
                 continue
             allowed.append(candidate)
             budgets[candidate.pool.name] -= 1
-        command = self._first_n(context, allowed[:MULTI_NODE_MAX_CANDIDATES])
-        if command is None and not constrained:
-            self.memo.mark(context)
+        tried = allowed[:MULTI_NODE_MAX_CANDIDATES]
+        if constrained and self.memo.fresh(context, tried):
+            return None
+        command = self._first_n(context, tried)
+        if command is None:
+            self.memo.mark(context, tried if constrained else None)
         return command
 
     def _first_n(self, context: Context, candidates: list[Candidate]) -> Command | None:
@@ -476,16 +499,16 @@ class SingleNodeConsolidation(_Consolidation):
     ) -> Command | None:
         if self.memo.fresh(context):
             return None
-        constrained = False
-        for candidate in _interleave(self.order(candidates)):
-            if budgets.get(candidate.pool.name, 0) <= 0:
-                constrained = True
-                continue
+        ordered = _interleave(self.order(candidates))
+        tried = [c for c in ordered if budgets.get(c.pool.name, 0) > 0]
+        constrained = len(tried) < len(ordered)
+        if constrained and self.memo.fresh(context, tried):
+            return None
+        for candidate in tried:
             command = self.consolidation(context, [candidate])
             if command is not None:
                 return command
-        if not constrained:
-            self.memo.mark(context)
+        self.memo.mark(context, tried if constrained else None)
         return None
 
 
