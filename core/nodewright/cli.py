@@ -34,7 +34,7 @@ from nodewright.api.manifests import (
 from nodewright.api.meta import KubeObject
 from nodewright.api.validation import FieldError, validate_node_claim, validate_node_pool
 from nodewright.clock import Clock
-from nodewright.cluster.objects import mutable
+from nodewright.cluster.objects import mutable, tune_collector
 from nodewright.controllers.options import Options
 from nodewright.convert_cli import run_convert
 from nodewright.crds_cli import run_crds
@@ -393,6 +393,7 @@ def _duration_option(name: str, value: str) -> timedelta:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    tune_collector()
     host = load_host()
     try:
         if args.json:

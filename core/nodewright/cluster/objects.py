@@ -38,3 +38,19 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+#: Allocations between young-generation collections (CPython's default is 700).
+COLLECTOR_THRESHOLD = 100_000
+
+
+def tune_collector() -> None:
+    """Collect young objects every 100,000 allocations instead of every 700.
+
+    A controller holds hundreds of thousands of long-lived objects and makes short-lived ones
+    by the million (copies, solver state), almost never in cycles; at the default rate the
+    collector re-examines survivors so often that it costs about a fifth of the CPU of a large
+    simulation. Called once by the long-running commands (``simulate``, ``run``).
+    """
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(COLLECTOR_THRESHOLD, middle, old)

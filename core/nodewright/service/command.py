@@ -13,6 +13,7 @@ from typing import Any
 
 from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
 from nodewright.cluster import ClusterError
+from nodewright.cluster.objects import tune_collector
 from nodewright.plugin.host import PluginHost
 from nodewright.service import logs
 from nodewright.service.runner import RunService, connect
@@ -57,6 +58,7 @@ def _kubeconfig_problem(kubeconfig: str | None) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> int:
+    tune_collector()
     try:
         settings = load_settings(args)
     except SettingsError as error:
