@@ -42,6 +42,7 @@ from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
+from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
@@ -280,7 +281,11 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
             for kind in host.node_class_kinds()
             for node_class in simulation.cluster.list(kind.model)
         ]
-        simulation.apply(_load(step.paths, host, applied))
+        objects = _load(step.paths, host, applied)
+        problems = unusable_providers(host, objects)
+        if problems:
+            raise InputError([f"{step.where}.apply: {line}" for line in problems])
+        simulation.apply(objects)
         simulation.settle()
     elif step.action == "advance":
         assert step.duration is not None
@@ -361,6 +366,8 @@ def _print_tables(report: Report) -> None:
             ("PENDING POD", "REASON"),
             [(f"{p.namespace}/{p.name}", p.reason or "-") for p in report.pending],
         )
+    for note in report.notes:
+        print(f"note: {printable(cut(note))}")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -406,9 +413,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         )
         objects = _load([Path(p) for p in args.paths], host)
         registration = _duration_option("--node-registration-delay", args.node_registration_delay)
+        # Configuring providers may log their failures; they are reported below, once each.
+        logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]
         simulation = Simulation(
             host, options, provider_options, seed=args.seed, node_registration_delay=registration
         )
+        problems = option_problems(host, provider_options) or unusable_providers(host, objects)
+        if problems:
+            raise InputError(problems)
         # A status line while it runs, on a terminal only.
         progress = ProgressLine(simulation, sys.stderr) if sys.stderr.isatty() else None
         _configure_logging(simulation.clock, args.verbose, progress)
@@ -419,6 +431,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             simulation.settle()
             for step in scenario.steps:
                 _run_step(simulation, step, host)
+            simulation.finish()
         finally:
             if progress is not None:
                 progress.finish()

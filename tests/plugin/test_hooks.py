@@ -544,6 +544,44 @@ def nodewright_is_drifted(self):
         host.is_drifted(fake_node_class(), make_node_claim("c", fake_node_class()))
 
 
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_hook_nodewright_configuration_problem_is_none_for_a_provider_without_it() -> None:
+    assert fake_host().configuration_problem("fake") is None
+
+
+def test_hook_nodewright_configuration_problem_returns_the_owners_line(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_configuration_problem(self):
+    return "no region: set --provider-option bad.region=<region>"
+""",
+    )
+    assert host.configuration_problem("bad") == (
+        "no region: set --provider-option bad.region=<region>"
+    )
+
+
+def test_hook_nodewright_configuration_problem_returning_garbage_is_a_contract_error(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_configuration_problem(self):
+    return 42
+""",
+    )
+    with pytest.raises(PluginContractError, match="nodewright_configuration_problem returned"):
+        host.configuration_problem("bad")
+
+
 # -- background work -------------------------------------------------------------------------
 
 

@@ -79,6 +79,21 @@ def nodewright_configure(context: ProviderContext) -> None:
     """
 
 
+@hookspec(firstresult=True)
+def nodewright_configuration_problem() -> str | None:
+    """Say why the provider cannot work as configured, before anything runs.
+
+    **Called** by ``nodewright simulate`` after ``nodewright_configure``, on each provider
+    whose NodeClasses the NodePools use, before the run starts: a problem stops the run with
+    exit status 2 and this line, instead of a run where every launch fails. Check only what
+    needs no cloud call: a required option, a region, credentials that can be found.
+
+    **Returns** one line naming what to set (``no AWS region: set --provider-option
+    aws.region=<region> or AWS_REGION``), never a secret; None when nothing is missing.
+    Optional: a provider without it is assumed configured.
+    """
+
+
 # -------------------------------------------------------------------------------------------
 # NodeClasses
 # -------------------------------------------------------------------------------------------

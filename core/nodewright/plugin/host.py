@@ -525,6 +525,17 @@ class PluginHost:
                 owner.name, owner.distribution, f"{hook} raised {describe_exception(exc)}"
             ) from exc
 
+    def configuration_problem(self, provider: str) -> str | None:
+        """Why ``provider`` cannot work as configured (its own line), or None."""
+        owner = self.provider(provider)
+        hook = "nodewright_configuration_problem"
+        if self._impl(hook, owner.key) is None:
+            return None
+        result = self._call_owner(owner, hook)
+        if result is not None and not (isinstance(result, str) and result):
+            raise _contract(owner, hook, f"returned {_shown(result)}, not a line or None")
+        return result
+
     def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
         """Whether nodes can be launched from ``node_class`` (``None`` from the hook: ready)."""
         owner = self._owner_of(node_class)

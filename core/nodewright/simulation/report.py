@@ -5,6 +5,7 @@ in ``docs/simulate.md``."""
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,8 +19,14 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.clock import SIMULATION_EPOCH
+from nodewright.controllers.disruption.history import NodeRecord
 from nodewright.controllers.state import is_terminal, owner_kind
-from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
+from nodewright.plugin.errors import (
+    InstanceNotFoundError,
+    PluginError,
+    ProviderError,
+    UnknownNodeClassError,
+)
 from nodewright.simulation.runner import Simulation
 
 
@@ -73,6 +80,8 @@ class Report:
     events: list[dict[str, str]]
     simulated_seconds: float
     removed_nodes: list[RemovedNodeRow] = field(default_factory=list)
+    #: What the report could not learn (a provider failing while it was built), one line each.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def total_price_per_hour(self) -> float:
@@ -123,6 +132,7 @@ class Report:
             "totalPricePerHour": self.total_price_per_hour,
             "simulatedSeconds": self.simulated_seconds,
             "events": self.events,
+            "notes": self.notes,
         }
 
 
@@ -138,6 +148,7 @@ def build_report(simulation: Simulation) -> Report:
     history = simulation.operator.disruption.history
     history.observe(cluster.list(NodeClaim), simulation.clock.now(), lambda claim: None)
     record_by_node = {r.node: r for r in history.records.values() if r.node}
+    notes: list[str] = []
     pods = [p for p in cluster.list(Pod) if not is_terminal(p)]
     by_node: dict[str, list[str]] = defaultdict(list)
     for pod in pods:
@@ -150,7 +161,9 @@ def build_report(simulation: Simulation) -> Report:
             instance_type=node.metadata.labels.get(INSTANCE_TYPE_LABEL),
             zone=node.metadata.labels.get(ZONE_LABEL),
             capacity_type=node.metadata.labels.get(CAPACITY_TYPE_LABEL),
-            price_per_hour=_price(simulation, node, claims.get(node.spec.provider_id or "")),
+            price_per_hour=_price(
+                simulation, node, claims.get(node.spec.provider_id or ""), record, notes
+            ),
             labels=dict(sorted(node.metadata.labels.items())),
             pods=sorted(by_node.get(node.name, [])),
             launched_at=record.launched_at if record else None,
@@ -206,17 +219,33 @@ def build_report(simulation: Simulation) -> Report:
         )
     ]
     elapsed = (simulation.clock.now() - SIMULATION_EPOCH).total_seconds()
-    return Report(nodes, pod_rows, events, elapsed, removed)
+    return Report(nodes, pod_rows, events, elapsed, removed, notes)
 
 
-def _price(simulation: Simulation, node: Node, claim: NodeClaim | None) -> float | None:
+def _price(
+    simulation: Simulation,
+    node: Node,
+    claim: NodeClaim | None,
+    record: NodeRecord | None,
+    notes: list[str],
+) -> float | None:
+    """The instance's price as its provider tells it now; when the provider fails, the price
+    known at launch, with a note saying so."""
     if claim is None or not claim.status.provider_id:
         return None
+    known = record.price_per_hour if record is not None else None
+    if known is None:
+        with suppress(ProviderError):
+            known = simulation.operator.disruption.conditions.price(claim)
     try:
         provider = simulation.operator.catalog.provider_name(claim.spec.node_class_ref)
         return simulation.host.get(provider, claim.status.provider_id).price
-    except (PluginError, InstanceNotFoundError, UnknownNodeClassError):
+    except InstanceNotFoundError:
         return None
+    except (ProviderError, PluginError, UnknownNodeClassError) as error:
+        shown = "unknown" if known is None else f"${known:.4f}/h, the last known"
+        notes.append(f"node {node.name}: price {shown}; the provider failed: {error}")
+        return known
 
 
 def _failed_scheduling_messages(events: list[Event]) -> dict[tuple[str, str], str]:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from nodewright.api.core import Event, Pod
-from nodewright.api.meta import KubeObject
+from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, NodeClaim
+from nodewright.api.meta import Condition, KubeObject, find_condition
 from nodewright.clock import SimulatedClock
 from nodewright.cluster import AlreadyExistsError
 from nodewright.cluster.memory import MemoryCluster
@@ -101,6 +102,28 @@ class Simulation:
         """Run for exactly ``duration`` of simulated time."""
         self._run(self.clock.now() + duration, stop_when_quiet=False)
 
+    def finish(self, limit: timedelta = MAX_SETTLE) -> None:
+        """End the run: settle first if an instance is still launching, so the report shows
+        the node it becomes (or the launch's failure), not a run cut short."""
+        if self.launches_in_flight():
+            self.settle(limit)
+
+    def launches_in_flight(self) -> int:
+        """Instances launched whose Node has not registered yet (their NodeClaims not going).
+
+        A NodeClaim whose launch keeps failing is not in flight: it never changes by waiting.
+        """
+        count = 0
+        for claim in self.cluster.state.objects(NodeClaim).values():
+            conditions = claim.status.conditions
+            if (
+                not claim.deleting
+                and _is_true(find_condition(conditions, CONDITION_LAUNCHED))
+                and not _is_true(find_condition(conditions, CONDITION_REGISTERED))
+            ):
+                count += 1
+        return count
+
     def _run(self, deadline: datetime, stop_when_quiet: bool) -> None:
         self._last_change = self.clock.now()
         while True:
@@ -108,12 +131,15 @@ class Simulation:
             if self.on_step is not None:
                 self.on_step()
             now = self.clock.now()
-            if stop_when_quiet and now - self._last_change >= QUIET_PERIOD:
+            quiet = stop_when_quiet and now - self._last_change >= QUIET_PERIOD
+            # Quiet, but a launch in flight will change things when its Node registers.
+            waiting_for_launches = quiet and self.launches_in_flight() > 0
+            if quiet and not waiting_for_launches:
                 return
             if now >= deadline:
                 return
             target = wake if wake is not None else now + QUIET_PERIOD
-            if stop_when_quiet:
+            if stop_when_quiet and not waiting_for_launches:
                 target = min(target, self._last_change + QUIET_PERIOD)
             self.clock.advance_to(max(min(target, deadline), now + MIN_STEP))
 
@@ -156,6 +182,10 @@ class Simulation:
                 fresh[new.spec.node_name] += 1
         for node, count in sorted(fresh.items()):
             binder_log.info("Bound %d pod(s) to node %s", count, node)
+
+
+def _is_true(condition: Condition | None) -> bool:
+    return condition is not None and condition.status == "True"
 
 
 def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:

@@ -173,6 +173,14 @@ class AWSProvider:
     def now(self) -> datetime:
         return self.clock.now() if self.clock is not None else datetime.now(UTC)
 
+    def configuration_problem(self) -> str | None:
+        """No region, or no credentials boto3 can find (made, not used: no AWS call)."""
+        try:
+            self.clients.client("ec2")
+        except MissingConfigurationError as error:
+            return str(error)
+        return None
+
     @property
     def region(self) -> str:
         return self.clients.region

@@ -178,6 +178,15 @@ class AzureProvider:
         self._orphan_nics.clear()
         self._nic_gc_at = None
 
+    def configuration_problem(self) -> str | None:
+        """A missing setting, or a credential that cannot be made (made, not used)."""
+        try:
+            self.settings.require()
+            self._credential_factory(self.settings)
+        except SettingsError as error:
+            return str(error)
+        return None
+
     def close(self) -> None:
         """Let running operations finish (briefly) and close the SDK clients' connections."""
         for poller in [*self._deletes.values(), *(c.poller for c in self._creates.values())]:

@@ -37,6 +37,23 @@ def test_loads_and_configures_with_no_options_and_says_what_is_missing() -> None
     assert provider.list_instances() == []
 
 
+def test_the_configuration_problem_names_the_missing_options_then_the_credential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    problem = configured().configuration_problem()
+    assert problem is not None
+    for option in ("azure.subscription-id", "azure.resource-group", "azure.location"):
+        assert option in problem
+    for variable in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
+        monkeypatch.delenv(variable, raising=False)
+    settings = {"subscription-id": "s", "resource-group": "rg", "location": "eastus"}
+    secretless = configured(**settings, **{"auth-mode": "client-secret"})
+    assert secretless.configuration_problem() == (
+        "auth-mode client-secret needs --provider-option azure.client-secret-file=... "
+        "or AZURE_CLIENT_SECRET"
+    )
+
+
 def test_a_node_class_without_a_subnet_is_not_ready() -> None:
     provider = configured(**{"subscription-id": "s", "resource-group": "rg", "location": "eastus"})
     readiness = provider.node_class_status(node_class())

@@ -298,12 +298,12 @@ class NodeClaimDisruptionConditions:
     def _observe(self, now: datetime, full: bool) -> None:
         changes = self._history_changes.drain()
         if full:
-            self.history.observe(list(self._state.sorted(NodeClaim)), now, self._price)
+            self.history.observe(list(self._state.sorted(NodeClaim)), now, self.price)
             return
         for change in sorted(changes, key=lambda c: c.key):
             name = change.key[1]
             self.history.observe_claim(
-                name, self._state.get(NodeClaim, change.key), now, self._price
+                name, self._state.get(NodeClaim, change.key), now, self.price
             )
 
     # -- one NodeClaim ------------------------------------------------------------------------
@@ -440,7 +440,8 @@ class NodeClaimDisruptionConditions:
         waits.check = stale if waits.check is None else min(waits.check, stale)
         return asked[1]
 
-    def _price(self, claim: NodeClaim) -> float | None:
+    def price(self, claim: NodeClaim) -> float | None:
+        """The catalog's price of the claim's offering (no call to the instance), or None."""
         try:
             node_class = self._catalog.node_class(claim.spec.node_class_ref)
             types = self._catalog.instance_types(node_class)
