@@ -42,6 +42,7 @@ from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
+from nodewright.simulation.html import render_html
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
 from nodewright.simulation.report import Report, build_report
@@ -366,8 +367,99 @@ def _print_tables(report: Report) -> None:
             ("PENDING POD", "REASON"),
             [(f"{p.namespace}/{p.name}", p.reason or "-") for p in report.pending],
         )
+    _print_removed_nodes(report)
+    _print_disruption_decisions(report)
+    print(
+        f"\nThe run: {_took(report.simulated_seconds)} simulated, "
+        f"${report.dollar_hours:.4f} spent on nodes"
+    )
     for note in report.notes:
         print(f"note: {printable(cut(note))}")
+
+
+#: Events that say what disruption decided, or why it did not act.
+DISRUPTION_EVENTS = frozenset(
+    {
+        "Unconsolidatable",
+        "DisruptionBlocked",
+        "ConsolidationRejected",
+        "DisruptionLaunching",
+        "DisruptionWaitingReadiness",
+        "DisruptionTerminating",
+    }
+)
+
+
+def _print_removed_nodes(report: Report) -> None:
+    if not report.removed_nodes:
+        return
+    print()
+    rows = []
+    for r in report.removed_nodes:
+        ran = (
+            _took((r.removed_at - r.launched_at).total_seconds())
+            if r.removed_at is not None and r.launched_at is not None
+            else "-"
+        )
+        why = r.disruption_reason or "deleted"
+        if r.disruption:
+            why += f" ({r.disruption})"
+        rows.append(
+            (
+                r.name,
+                r.node_pool or "-",
+                r.instance_type or "-",
+                r.capacity_type or "-",
+                f"{r.price_per_hour:.4f}" if r.price_per_hour is not None else "-",
+                ran,
+                why,
+            )
+        )
+    _table(("REMOVED NODE", "NODEPOOL", "INSTANCE TYPE", "CAPACITY", "$/H", "RAN", "WHY"), rows)
+
+
+def _print_disruption_decisions(report: Report) -> None:
+    decisions = []
+    seen = set()
+    for event in report.events:
+        # A NodeClaim's event repeats its Node's, at the same moment, in the same words.
+        message = event["message"].replace("Disrupting NodeClaim:", "Disrupting Node:")
+        said = (event.get("time"), event["reason"], message)
+        if event["reason"] in DISRUPTION_EVENTS and said not in seen:
+            seen.add(said)
+            decisions.append(event)
+    if not decisions:
+        return
+    print()
+    _table(
+        ("DISRUPTION", "OBJECT", "REASON", "MESSAGE"),
+        [
+            (
+                _clock_time(e.get("time")),
+                e["object"],
+                e["reason"],
+                printable(cut(e["message"])) + (f" (x{e['count']})" if e["count"] != "1" else ""),
+            )
+            for e in decisions
+        ],
+    )
+
+
+def _clock_time(stamp: str | None) -> str:
+    """``00:03:16`` of a report time stamp."""
+    return stamp[11:19] if stamp else "-"
+
+
+def _took(seconds: float) -> str:
+    """``2m15s``, ``1h0m5s``, ``45s``: a duration as Karpenter's logs write it."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -405,6 +497,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         if args.json:
             _check_output_file("--json", Path(args.json))
+        if args.html:
+            _check_output_file("--html", Path(args.html))
         scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
         provider_options = _parse_provider_options(args.provider_option)
         options = Options(
@@ -449,6 +543,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
         except OSError as error:
             print(f"error: --json {args.json}: cannot write: {error.strerror}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+    if args.html:
+        try:
+            Path(args.html).write_text(render_html(report), encoding="utf-8")
+        except OSError as error:
+            print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT
     return EXIT_OK
 
@@ -520,7 +620,15 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--scenario", metavar="FILE", help="steps to run after applying PATHs")
     simulate.add_argument("--json", metavar="FILE", help="write a JSON report to FILE")
     simulate.add_argument(
-        "--seed", type=int, default=0, help="seed for generated names (default 0)"
+        "--html",
+        metavar="FILE",
+        help="write the report as one self-contained web page (timeline charts, nodes, events)",
+    )
+    simulate.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed for generated names and for faults drawn at random (default 0)",
     )
     simulate.add_argument(
         "--provider-option",

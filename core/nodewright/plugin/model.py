@@ -172,6 +172,9 @@ class ProviderContext:
     #: its kubelet's Lease and heartbeat go stale). False in simulations and tests, where no
     #: such controller runs and that upkeep would only cost time.
     live_cluster: bool = False
+    #: The run's seed (``nodewright simulate --seed``): whatever a provider draws at random
+    #: (injected faults) comes from it, so the same seed repeats the same run.
+    seed: int = 0
 
 
 #: How often provider background work runs when a provider does not say.

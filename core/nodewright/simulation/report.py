@@ -28,6 +28,7 @@ from nodewright.plugin.errors import (
     UnknownNodeClassError,
 )
 from nodewright.simulation.runner import Simulation
+from nodewright.simulation.timeline import TimelinePoint
 
 
 @dataclass
@@ -82,6 +83,10 @@ class Report:
     removed_nodes: list[RemovedNodeRow] = field(default_factory=list)
     #: What the report could not learn (a provider failing while it was built), one line each.
     notes: list[str] = field(default_factory=list)
+    #: The run step by step (points only where something changed).
+    timeline: list[TimelinePoint] = field(default_factory=list)
+    #: What the nodes cost over the whole run: the hourly price integrated over simulated time.
+    dollar_hours: float = 0.0
 
     @property
     def total_price_per_hour(self) -> float:
@@ -133,6 +138,27 @@ class Report:
             "simulatedSeconds": self.simulated_seconds,
             "events": self.events,
             "notes": self.notes,
+            "timeline": [
+                {
+                    "at": _stamp(point.at),
+                    "seconds": (point.at - SIMULATION_EPOCH).total_seconds(),
+                    "nodes": [
+                        {
+                            "nodePool": pool,
+                            "instanceType": instance_type,
+                            "capacityType": capacity_type,
+                            "count": count,
+                        }
+                        for (pool, instance_type, capacity_type), count in point.nodes
+                    ],
+                    "podsBound": point.pods_bound,
+                    "podsPending": point.pods_pending,
+                    "pricePerHour": point.price_per_hour,
+                    "dollarHours": round(point.dollar_hours, 6),
+                }
+                for point in self.timeline
+            ],
+            "dollarHours": round(self.dollar_hours, 6),
         }
 
 
@@ -212,6 +238,7 @@ def build_report(simulation: Simulation) -> Report:
             "object": f"{(e.involved_object.kind or '').lower()}/{e.involved_object.name}",
             "message": e.message,
             "count": str(e.count),
+            "time": _stamp(e.first_timestamp),
         }
         for e in sorted(
             cluster.list(Event),
@@ -219,7 +246,18 @@ def build_report(simulation: Simulation) -> Report:
         )
     ]
     elapsed = (simulation.clock.now() - SIMULATION_EPOCH).total_seconds()
-    return Report(nodes, pod_rows, events, elapsed, removed, notes)
+    timeline = simulation.timeline
+    timeline.observe(simulation.clock.now())
+    return Report(
+        nodes,
+        pod_rows,
+        events,
+        elapsed,
+        removed,
+        notes,
+        list(timeline.points),
+        timeline.dollar_hours,
+    )
 
 
 def _price(

@@ -11,8 +11,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
+from typing import cast
 
-from nodewright.api.core import Event, Pod
+from nodewright.api.core import Event, Node, Pod
 from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, NodeClaim
 from nodewright.api.meta import Condition, KubeObject, find_condition
 from nodewright.clock import SimulatedClock
@@ -24,6 +25,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from nodewright.simulation.timeline import Timeline
 
 log = logging.getLogger("nodewright.simulation")
 binder_log = logging.getLogger("nodewright.kube-scheduler")
@@ -61,6 +63,7 @@ class Simulation:
                 clock=self.clock,
                 options=dict(per_provider.get(name, {})),
                 cluster_name=self.options.cluster_name,
+                seed=seed,
             )
         )
         self.operator = Operator(self.cluster, host, self.clock, self.options)
@@ -72,6 +75,8 @@ class Simulation:
         )
         #: Pod changes since the last pass: bindings are logged from them.
         self._pods = self.cluster.state.feed(Pod)
+        #: What each step looked like, and what the run cost (the report's timeline).
+        self.timeline = Timeline(self.cluster.state, self._node_price, self.clock.now())
         self._last_seen = self._object_changes()
         self._last_change = self.clock.now()
         #: Called after every simulated step (the command line's progress line).
@@ -128,6 +133,7 @@ class Simulation:
         self._last_change = self.clock.now()
         while True:
             wake = self._converge()
+            self.timeline.observe(self.clock.now())
             if self.on_step is not None:
                 self.on_step()
             now = self.clock.now()
@@ -171,9 +177,24 @@ class Simulation:
             self._last_change = self.clock.now()
             self._last_seen = seen
 
+    def _node_price(self, node: Node) -> float | None:
+        """The node's price at launch (0 for one nodewright did not launch), None until the
+        operator has recorded its launch."""
+        claim = self.cluster.state.claim_for(node)
+        if claim is None:
+            return 0.0
+        record = self.operator.disruption.history.records.get(claim.name)
+        if record is None:
+            return None
+        return record.price_per_hour or 0.0
+
     def _log_bindings(self) -> None:
         fresh: Counter[str] = Counter()
-        for change in self._pods.drain():
+        changes = self._pods.drain()
+        self.timeline.pods_changed(
+            (cast("Pod | None", change.old), cast("Pod | None", change.new)) for change in changes
+        )
+        for change in changes:
             new = change.new
             if new is None or not isinstance(new, Pod) or not new.spec.node_name:
                 continue

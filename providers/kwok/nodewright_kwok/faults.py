@@ -12,6 +12,7 @@ the calling process stops there as if it had died.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -43,12 +44,19 @@ OPTION_INSUFFICIENT_CAPACITY = "fault-insufficient-capacity"
 OPTION_INSTANCE_QUOTA = "fault-instance-quota"
 OPTION_API_ERRORS = "fault-api-errors"
 OPTION_LATENCY = "fault-latency"
+OPTION_RATE = "fault-rate"
 OPTIONS = (
     OPTION_INSUFFICIENT_CAPACITY,
     OPTION_INSTANCE_QUOTA,
     OPTION_API_ERRORS,
     OPTION_LATENCY,
+    OPTION_RATE,
 )
+
+#: What ``fault-rate`` can make fail at random: a hook's calls, an offering tried at launch
+#: (``capacity``: insufficient capacity), an instance's registration (``latency``: it takes
+#: ``fault-latency`` longer).
+RATED = (*FAILABLE_HOOKS, "capacity", "latency")
 
 
 class Crash(BaseException):
@@ -91,6 +99,10 @@ class Faults:
     latency: timedelta = timedelta(0)
     #: Crash points armed by :meth:`crash_at`; each fires once.
     crashes: set[str] = field(default_factory=set)
+    #: What fails at random (see :data:`RATED`) → the chance it does, from 0 to 1.
+    rates: dict[str, float] = field(default_factory=dict)
+    #: The draws behind ``rates``: seeded by the run's seed, so a chaos run can be repeated.
+    chance: random.Random = field(default_factory=lambda: random.Random(_seed(0)))
 
     def reset(self) -> None:
         """Remove every fault."""
@@ -99,6 +111,7 @@ class Faults:
         self.api_errors.clear()
         self.latency = timedelta(0)
         self.crashes.clear()
+        self.rates.clear()
 
     # -- setting faults ---------------------------------------------------------------------
 
@@ -142,19 +155,44 @@ class Faults:
             for pattern in self.insufficient_capacity
         )
 
+    def launch_lacks_capacity(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        """Whether the offering a launch tries has no capacity: a pattern, or the draw."""
+        return self.lacks_capacity(instance_type, zone, capacity_type) or self._draw("capacity")
+
+    def registration_latency(self) -> timedelta:
+        """What to add to a new instance's registration delay (every one, or a drawn share)."""
+        if "latency" not in self.rates:
+            return self.latency
+        return self.latency if self._draw("latency") else timedelta(0)
+
     def check_api(self, hook: str) -> None:
         """Raise TemporaryProviderError if a failure of ``hook`` is due; counts it down."""
         remaining = self.api_errors.get(hook, 0)
         if remaining <= 0:
+            if self._draw(hook):
+                raise TemporaryProviderError(
+                    f"kwok: injected API error in {hook} (rate {self.rates[hook]:g})"
+                )
             return
         self.api_errors[hook] = remaining - 1
         raise TemporaryProviderError(f"kwok: injected API error in {hook} ({remaining - 1} left)")
 
+    def _draw(self, what: str) -> bool:
+        rate = self.rates.get(what, 0.0)
+        return rate > 0 and self.chance.random() < rate
+
     # -- options ----------------------------------------------------------------------------
 
-    def configure(self, options: Mapping[str, str]) -> None:
-        """Replace the faults with those the provider options name; errors name the option."""
+    def configure(self, options: Mapping[str, str], seed: int = 0) -> None:
+        """Replace the faults with those the provider options name; errors name the option.
+
+        ``seed`` seeds the draws of ``fault-rate``: the same seed, the same faults.
+        """
         self.reset()
+        self.chance = random.Random(_seed(seed))
+        if text := options.get(OPTION_RATE, "").strip():
+            for item in _items(text):
+                self._add_rate(item)
         if text := options.get(OPTION_INSUFFICIENT_CAPACITY, "").strip():
             for item in _items(text):
                 self._add_pattern(item)
@@ -182,6 +220,24 @@ class Faults:
                 self.latency = parse_duration(text)
             except DurationError as error:
                 raise ValueError(f"{OPTION_LATENCY}: {error}") from error
+        if "latency" in self.rates and not self.latency:
+            raise ValueError(
+                f"{OPTION_RATE}: 'latency' needs {OPTION_LATENCY}: how much longer the drawn "
+                "instances take to register (e.g. kwok.fault-latency=2m)"
+            )
+
+    def _add_rate(self, item: str) -> None:
+        what, sep, value = (part.strip() for part in item.partition(":"))
+        expected = f"(expected e.g. 'launch:0.2,get:0.1'; one of {', '.join(RATED)})"
+        if not sep or what not in RATED:
+            raise ValueError(f"{OPTION_RATE}: {item!r}: not WHAT:RATE {expected}")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = -1.0
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"{OPTION_RATE}: {item!r}: the rate must be from 0 to 1")
+        self.rates[what] = rate
 
     def _add_pattern(self, item: str) -> None:
         parts = [part.strip() or ANY for part in item.split("/")]
@@ -196,6 +252,11 @@ class Faults:
             self.add_insufficient_capacity(*parts)
         except ValueError as error:
             raise ValueError(f"{OPTION_INSUFFICIENT_CAPACITY}: {item!r}: {error}") from error
+
+
+def _seed(seed: int) -> str:
+    """The draws' seed: the run's seed, kept apart from anything else seeded by it."""
+    return f"kwok-faults:{seed}"
 
 
 def _items(text: str) -> list[str]:

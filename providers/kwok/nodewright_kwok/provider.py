@@ -127,7 +127,7 @@ class KWOKProvider:
     def configure(self, context: ProviderContext) -> None:
         """Take the cluster, clock and options; forget earlier instances and faults."""
         settings = parse_settings(context.options)
-        self.faults.configure(context.options)
+        self.faults.configure(context.options, context.seed)
         if settings.instance_types_file:
             try:
                 self.catalog = load_catalog(settings.instance_types_file)
@@ -324,9 +324,11 @@ class KWOKProvider:
 
         def lacks_capacity(instance_type: str, zone: str, capacity_type: str) -> bool:
             # A full reservation fails the launch like an ICE, so the core stops offering it.
-            return (instance_type, zone, capacity_type) in full or self.faults.lacks_capacity(
-                instance_type, zone, capacity_type
-            )
+            return (
+                instance_type,
+                zone,
+                capacity_type,
+            ) in full or self.faults.launch_lacks_capacity(instance_type, zone, capacity_type)
 
         instance_type, offering = cheapest_offering(
             request.instance_types, request.requirements, lacks_capacity
@@ -438,7 +440,7 @@ class KWOKProvider:
         delay = self.settings.registration_delay
         if delay is None and isinstance(node_class, KWOKNodeClass):
             delay = node_class.spec.registration_delay()
-        return (delay or timedelta(0)) + self.faults.latency
+        return (delay or timedelta(0)) + self.faults.registration_latency()
 
     def _register(self, entry: LedgerEntry, now: datetime) -> None:
         existing = self.cluster.get(Node, entry.node_name)

@@ -127,6 +127,11 @@ def test_faults_can_be_set_through_options(
         ("fault-api-errors", "reboot=1"),
         ("fault-api-errors", "launch=x"),
         ("fault-latency", "soon"),
+        ("fault-rate", "lanch:0.2"),
+        ("fault-rate", "launch"),
+        ("fault-rate", "launch:2"),
+        ("fault-rate", "get:often"),
+        ("fault-rate", "latency:0.5"),
         ("registration-delay", "5 seconds"),
         ("manage-nodes", "perhaps"),
         ("kubelet-period", "0s"),
@@ -140,3 +145,75 @@ def test_a_bad_option_is_an_error_naming_it(
 
     with pytest.raises(ValueError, match=option):
         provider.configure(ProviderContext(cluster=cluster, clock=clock, options={option: value}))
+
+
+# -- faults as rates ---------------------------------------------------------------------------
+
+
+def _configured(
+    cluster: MemoryCluster, clock: SimulatedClock, seed: int, **options: str
+) -> KWOKProvider:
+    from nodewright.plugin.model import ProviderContext
+
+    provider = KWOKProvider()
+    provider.configure(ProviderContext(cluster=cluster, clock=clock, options=options, seed=seed))
+    return provider
+
+
+def _failures(provider: KWOKProvider, hook: str, calls: int) -> list[int]:
+    failed = []
+    message = ""
+    for call in range(calls):
+        try:
+            provider.faults.check_api(hook)
+        except TemporaryProviderError as error:
+            failed.append(call)
+            message = str(error)
+    if failed:
+        assert message == f"kwok: injected API error in {hook} (rate 0.2)"
+    return failed
+
+
+def test_a_fault_rate_fails_that_share_of_calls_the_same_way_for_the_same_seed(
+    cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    first = _failures(_configured(cluster, clock, 7, **{"fault-rate": "get:0.2"}), "get", 1000)
+    again = _failures(_configured(cluster, clock, 7, **{"fault-rate": "get:0.2"}), "get", 1000)
+    other = _failures(_configured(cluster, clock, 8, **{"fault-rate": "get:0.2"}), "get", 1000)
+    assert 150 <= len(first) <= 250
+    assert first == again
+    assert first != other
+    quiet = _configured(cluster, clock, 7, **{"fault-rate": "get:0.2"})
+    for _ in range(100):
+        quiet.faults.check_api("list")  # hooks without a rate never fail
+
+
+def test_a_capacity_rate_moves_launches_to_other_offerings(
+    cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    provider = _configured(cluster, clock, 3, **{"fault-rate": "capacity:0.5"})
+    offerings = set()
+    for index in range(20):
+        try:
+            instance = provider.launch(launch_request(provider, f"nc-{index}"))
+        except InsufficientCapacityError:
+            continue
+        offerings.add((instance.instance_type, instance.zone, instance.capacity_type))
+    # Without faults every launch takes the one cheapest offering.
+    assert len(offerings) > 1
+
+
+def test_a_latency_rate_delays_that_share_of_registrations(
+    cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    provider = _configured(
+        cluster, clock, 1, **{"fault-rate": "latency:0.5", "fault-latency": "2m"}
+    )
+    for index in range(20):
+        provider.launch(launch_request(provider, f"nc-{index}"))
+    provider.reconcile(clock.now())
+    registered = [n for n in range(20) if cluster.get(Node, f"nc-{n}") is not None]
+    assert 0 < len(registered) < 20
+    clock.advance(timedelta(minutes=2))
+    provider.reconcile(clock.now())
+    assert all(cluster.get(Node, f"nc-{index}") is not None for index in range(20))
