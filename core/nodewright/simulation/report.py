@@ -238,7 +238,7 @@ def build_report(simulation: Simulation) -> Report:
             "object": f"{(e.involved_object.kind or '').lower()}/{e.involved_object.name}",
             "message": e.message,
             "count": str(e.count),
-            "time": _stamp(e.first_timestamp),
+            "time": _stamp(e.first_timestamp) or "",
         }
         for e in sorted(
             cluster.list(Event),
