@@ -22,6 +22,23 @@ _new_instance = object.__new__
 _set_attribute = object.__setattr__
 
 
+_EVERY_FIELD: dict[type, set[str]] = {}
+
+
+def _every_field(kind: type[BaseModel]) -> set[str]:
+    """One set per model class naming every field, shared by all copies of that class.
+
+    A copy counts every field as set (``exclude_unset`` dumps it whole). Giving each copy its
+    own set of the fields that happened to be set costs a quarter of the memory of a stored
+    pod; pydantic adds a field's name to this set when it is assigned, which changes nothing
+    here since every name is in it already.
+    """
+    names = _EVERY_FIELD.get(kind)
+    if names is None:
+        names = _EVERY_FIELD[kind] = set(kind.model_fields)
+    return names
+
+
 def _copy(value: Any) -> Any:
     """A deep copy specialised for API models: about 3x faster than ``model_copy(deep=True)``.
 
@@ -42,7 +59,7 @@ def _copy(value: Any) -> Any:
             "__dict__",
             {k: (v if type(v) in _IMMUTABLE else _copy(v)) for k, v in value.__dict__.items()},
         )
-        _set_attribute(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        _set_attribute(clone, "__pydantic_fields_set__", _every_field(kind))
         extra = value.__pydantic_extra__
         _set_attribute(clone, "__pydantic_extra__", None if extra is None else _copy(extra))
         private = value.__pydantic_private__
@@ -64,7 +81,7 @@ def shallow_copy(value: M) -> M:
     """A new model object whose fields are the same objects as ``value``'s."""
     clone = _new_instance(type(value))
     _set_attribute(clone, "__dict__", dict(value.__dict__))
-    _set_attribute(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+    _set_attribute(clone, "__pydantic_fields_set__", _every_field(type(value)))
     _set_attribute(clone, "__pydantic_extra__", value.__pydantic_extra__)
     _set_attribute(clone, "__pydantic_private__", value.__pydantic_private__)
     return clone

@@ -173,6 +173,12 @@ class ClusterState:
             self._feeds.setdefault(kind, []).append(feed)
         return feed
 
+    def held_changes(self) -> int:
+        """Changes recorded in feeds and not drained yet (each holds an object's old version)."""
+        return sum(
+            len(feed) for feed in {id(f): f for fs in self._feeds.values() for f in fs}.values()
+        )
+
     def close(self, feed: ChangeFeed) -> None:
         """Stop recording into ``feed``."""
         for kind in feed.kinds:

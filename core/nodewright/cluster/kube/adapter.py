@@ -364,9 +364,10 @@ class KubeCluster:
         answer = self._api.call("POST", collection_path(kind, namespace), body=body)
         raise_for(answer, kind, name, namespace or "")
         created = self._taken_in(kind, answer.body)
-        if "status" in kind.model_fields and "status" in obj.model_fields_set:
+        if "status" in kind.model_fields:
             wanted = getattr(obj, "status")  # noqa: B009
-            if wanted != getattr(created, "status"):  # noqa: B009
+            empty = type(wanted)()
+            if wanted != empty and wanted != getattr(created, "status"):  # noqa: B009
                 with_status = copy_object(created)
                 with_status.__dict__["status"] = copy_object(wanted)
                 created = self.update_status(with_status)

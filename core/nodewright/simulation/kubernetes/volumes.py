@@ -57,15 +57,16 @@ class ClaimUsers:
             self._track(key, pod)
 
     def of(self, claim: Key) -> set[Key]:
-        self._sync()
+        self.sync()
         return set(self._users.get(claim, ()))
 
     def pods(self) -> set[Key]:
         """Every pod that uses a claim."""
-        self._sync()
+        self.sync()
         return set(self._claims)
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
+        """Take in the pod changes since the last call."""
         for change in self._feed.drain():
             self._track(change.key, cast("Pod | None", change.new))
 
@@ -125,6 +126,9 @@ class VolumeControllers:
     def create_ephemeral_claims(self) -> None:
         """The ephemeral volume controller: a claim ``<pod>-<volume>`` owned by the pod for each
         generic ephemeral volume, so it goes when the pod does."""
+        # Follow pod changes on every pass, asked or not, so the feed never holds on to old
+        # versions of every pod in a cluster that has no claims at all.
+        self.claim_users.sync()
         changes = self._ephemeral_changes.drain()
         suspects, self._ephemeral_requeued = self._ephemeral_requeued, set()
         if self._first("ephemeral"):
