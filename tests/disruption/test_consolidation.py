@@ -266,3 +266,21 @@ def _annotated(harness: Harness, node: str) -> Any:
     current = mutable(stored)
     current.metadata.annotations["karpenter.sh/do-not-disrupt"] = "true"
     return current
+
+
+def test_replaces_a_node_whose_pods_select_a_provider_label(tmp_path: Path) -> None:
+    """A pod with ``nodeSelector: karpenter.kwok.sh/instance-family: c`` still lets its node be
+    replaced by a cheaper type of that family: the provider's labels are known to the
+    consolidation simulation as they are to provisioning."""
+    types = [fake_type("c-4x-amd64-linux", 4, 8), fake_type("c-2x-amd64-linux", 2, 4)]
+    harness = Harness(tmp_path, types=types)
+    expensive = harness.node("c-4x-amd64-linux")
+    harness.pods(expensive, 1, spec={"nodeSelector": {"karpenter.kwok.sh/instance-family": "c"}})
+    harness.run(60)
+    (claim,) = harness.claims()
+    assert claim.name != expensive
+    assert harness.instance_type(claim) == "c-2x-amd64-linux"
+    assert ("node/" + expensive, "Disrupting Node: Consolidation/Replace") in harness.events(
+        "DisruptionTerminating"
+    )
+    assert not [m for _, m in harness.events("Unconsolidatable") if "known values" in m]

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.model import SolverOptions
+
 
 @dataclass(frozen=True)
 class Options:
@@ -19,3 +22,20 @@ class Options:
     cluster_name: str = "nodewright"
     #: Feature gate ``SpotToSpotConsolidation``: replace spot nodes with cheaper spot nodes.
     spot_to_spot_consolidation: bool = False
+
+
+def solver_options(
+    options: Options, host: PluginHost, *, reserved_offering_mode: str = "Strict"
+) -> SolverOptions:
+    """The solver's settings, the same for provisioning and for consolidation simulations: the
+    operator's policies and every provider's well-known labels (a pod may select
+    ``karpenter.kwok.sh/instance-family`` although no NodePool mentions it).
+
+    ``reserved_offering_mode`` is ``Strict`` for provisioning and ``Fallback`` for disruption.
+    """
+    return SolverOptions(
+        preference_policy=options.preference_policy,
+        well_known_labels=host.well_known_labels(),
+        min_values_policy=options.min_values_policy,
+        reserved_offering_mode=reserved_offering_mode,
+    )

@@ -29,7 +29,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.options import Options
+from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import (
     ClusterView,
     NodeCache,
@@ -52,7 +52,6 @@ from nodewright.scheduling.model import (
     NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
-    SolverOptions,
 )
 from nodewright.scheduling.pods import (
     pod_host_ports,
@@ -141,7 +140,8 @@ class Provisioner:
     def provision(self, pending: Sequence[Pod]) -> list[NodeClaim]:
         """Solve for ``pending`` pods and create the NodeClaims the solution needs."""
         domains = self._host.restricted_label_domains()
-        well_known = self._host.well_known_labels()
+        settings = solver_options(self._options, self._host)
+        well_known = settings.well_known_labels
         ordered = sorted(
             pending, key=lambda p: (p.metadata.creation_timestamp or self._clock.now(), p.key)
         )
@@ -187,11 +187,7 @@ class Provisioner:
             requests,
             existing,
             templates,
-            SolverOptions(
-                preference_policy=self._options.preference_policy,
-                well_known_labels=well_known,
-                min_values_policy=self._options.min_values_policy,
-            ),
+            settings,
             placed=view.placed_pods(namespaces),
         )
         metrics.scheduling_duration.labels("provisioner").observe(

@@ -39,10 +39,9 @@ from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.disruption.rescheduling import PodRequests
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.options import Options
+from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import NodeCache
 from nodewright.plugin.host import PluginHost
-from nodewright.scheduling.model import SolverOptions
 
 log = logging.getLogger("nodewright.disruption")
 
@@ -78,6 +77,7 @@ class DisruptionController:
         self._clock = clock
         self._events = events
         self._options = options
+        self._host = host
         self.history = NodeHistory()
         self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
         self.queue = OrchestrationQueue(cluster, clock, events, self.history)
@@ -264,10 +264,7 @@ class DisruptionController:
             snapshot,
             self._events,
             list(self._cluster.state.sorted(DaemonSet)),
-            SolverOptions(
-                preference_policy=self._options.preference_policy,
-                reserved_offering_mode="Fallback",
-            ),
+            solver_options(self._options, self._host, reserved_offering_mode="Fallback"),
             self._options.spot_to_spot_consolidation,
             requests=self._requests,
         )

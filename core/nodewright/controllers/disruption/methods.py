@@ -131,7 +131,9 @@ class Context:
 
     def templates(self) -> list[NodePoolTemplate]:
         if self._templates is None:
-            self._templates = node_pool_templates(self.snapshot, self._daemonsets)
+            self._templates = node_pool_templates(
+                self.snapshot, self._daemonsets, self.solver_options.well_known_labels
+            )
         return self._templates
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:

@@ -55,7 +55,7 @@ class Rescheduling:
 
 
 def node_pool_templates(
-    snapshot: Snapshot, daemonsets: Sequence[DaemonSet]
+    snapshot: Snapshot, daemonsets: Sequence[DaemonSet], well_known: frozenset[str]
 ) -> list[NodePoolTemplate]:
     """Every NodePool that could launch a replacement, as the provisioner sees it."""
     templates = []
@@ -71,7 +71,9 @@ def node_pool_templates(
         instance_types = snapshot.instance_types.get(pool.name)
         if not instance_types:
             continue
-        template = node_pool_template(pool, instance_types, snapshot.view, pods_of_daemons)
+        template = node_pool_template(
+            pool, instance_types, snapshot.view, pods_of_daemons, well_known
+        )
         if template is not None:
             templates.append(template)
     return templates
