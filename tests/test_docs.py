@@ -41,7 +41,7 @@ def test_hook_reference_is_generated_from_the_specs() -> None:
 def test_hook_reference_has_a_heading_with_the_exact_signature_of_every_hook() -> None:
     headings = re.findall(r"^### `(.+)`$", (PLUGIN_DOCS / "hooks.md").read_text(), re.M)
     assert headings == [signature(f) for f in hook_functions()]
-    assert "nodewright_launch(request: LaunchRequest) -> Instance | None" in headings
+    assert "nodewright_launch(request: LaunchRequest) -> Instance | LaunchResult | None" in headings
 
 
 def test_every_hook_has_a_test_named_after_it() -> None:

@@ -113,13 +113,14 @@ class Harness:
         types: list[dict[str, Any]] | None = None,
         options: Options | None = None,
         pools: Iterable[dict[str, Any]] = (),
+        kwok_options: Mapping[str, str] | None = None,
     ) -> None:
         catalog = tmp_path / "instance-types.json"
         catalog.write_text(json.dumps(types or FAKE_TYPES))
         self.sim = Simulation(
             PluginHost.load(only=["kwok"]),
             options,
-            {"kwok": {"instance-types-file": str(catalog)}},
+            {"kwok": {"instance-types-file": str(catalog), **(kwok_options or {})}},
         )
         self.cluster = self.sim.cluster
         self.cluster.create(KWOKNodeClass.model_validate({"metadata": {"name": "default"}}))
@@ -220,7 +221,7 @@ class Harness:
 
     def pods(
         self,
-        node: str,
+        node: str | None,
         count: int = 1,
         *,
         owner: str = "app",
@@ -229,7 +230,8 @@ class Harness:
         annotations: Mapping[str, str] | None = None,
         spec: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        """Bind ``count`` running pods of ReplicaSet ``owner`` to ``node``."""
+        """Bind ``count`` running pods of ReplicaSet ``owner`` to ``node`` (pending pods for
+        provisioning to place when ``node`` is None)."""
         rs = self._replica_set(owner, count)
         names = []
         for _ in range(count):
@@ -242,7 +244,7 @@ class Harness:
                         "annotations": dict(annotations or {}),
                     },
                     "spec": {
-                        "nodeName": node,
+                        **({"nodeName": node} if node is not None else {}),
                         "containers": [
                             {
                                 "name": "app",
@@ -258,7 +260,9 @@ class Harness:
                             {"type": "PodScheduled", "status": "True"},
                             {"type": "Ready", "status": "True"},
                         ],
-                    },
+                    }
+                    if node is not None
+                    else {"phase": "Pending"},
                 }
             )
             pod.metadata.owner_references = [

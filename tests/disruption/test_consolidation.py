@@ -284,3 +284,23 @@ def test_replaces_a_node_whose_pods_select_a_provider_label(tmp_path: Path) -> N
         "DisruptionTerminating"
     )
     assert not [m for _, m in harness.events("Unconsolidatable") if "known values" in m]
+
+
+def test_offerings_a_launch_found_without_capacity_are_not_offered_to_consolidation(
+    tmp_path: Path,
+) -> None:
+    """A launch that buys a dearer type because the cheaper one has no capacity reports that
+    offering; consolidation then does not try to replace the node with the exhausted type
+    (which would fail with InsufficientCapacityError) while it stays unavailable."""
+    types = [fake_type("small-instance-type", 2, 2), fake_type("default-instance-type", 4, 4)]
+    harness = Harness(
+        tmp_path,
+        types=types,
+        kwok_options={"fault-insufficient-capacity": "small-instance-type/*/*"},
+    )
+    harness.pods(None, 1)
+    harness.run(120)
+    (claim,) = harness.claims()
+    assert harness.instance_type(claim) == "default-instance-type"
+    assert harness.events("InsufficientCapacityError") == []
+    assert not harness.events("DisruptionLaunching"), "no replacement on the exhausted type"

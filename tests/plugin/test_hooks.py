@@ -322,6 +322,48 @@ def nodewright_launch(self, request):
     )
 
 
+def test_hook_nodewright_launch_may_report_offerings_found_without_capacity(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_launch(self, request):
+    from datetime import timedelta
+    from nodewright.plugin import LaunchResult
+    return LaunchResult(
+        FakeProvider.nodewright_launch(self, request),
+        (("small-instance-type", "test-zone-a", "spot"),),
+        timedelta(minutes=5),
+    )
+""",
+    )
+    node_class = fake_node_class()
+    request = launch_request(host, make_node_claim("claim-1", node_class), node_class)
+    result = host.launch_result(request)
+    assert result.unavailable_offerings == (("small-instance-type", "test-zone-a", "spot"),)
+    assert result.unavailable_ttl == timedelta(minutes=5)
+    assert result.instance.node_claim == "claim-1"
+
+
+def test_hook_nodewright_launch_reporting_a_malformed_offering_is_a_contract_error(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_launch(self, request):
+    from nodewright.plugin import LaunchResult
+    return LaunchResult(FakeProvider.nodewright_launch(self, request), (("small", "zone-a"),))
+""",
+    )
+    with pytest.raises(PluginContractError) as caught:
+        launched(host)
+    assert "returned unavailable offering tuple ('small', 'zone-a'), not an" in str(caught.value)
+
+
 def test_hook_nodewright_launch_with_annotations_that_are_not_strings_is_a_contract_error() -> None:
     fake = FakeProvider()
     fake.launch_annotations = {"example.com/hash": 42}  # type: ignore[dict-item]

@@ -239,7 +239,7 @@ class NodeClaimLifecycle:
                 raise InsufficientCapacityError(
                     "all requested instance types were unavailable during launch"
                 )
-            instance = self._host.launch(
+            launched = self._host.launch_result(
                 LaunchRequest(claim, node_class, tuple(options), requirements)
             )
         except InsufficientCapacityError as error:
@@ -267,6 +267,11 @@ class NodeClaimLifecycle:
         except PluginError as error:
             return self._launch_failed(claim, "LaunchFailed", str(error))
 
+        instance = launched.instance
+        for instance_type, zone, capacity_type in launched.unavailable_offerings:
+            self._catalog.mark_unavailable(
+                instance_type, zone, capacity_type, launched.unavailable_ttl
+            )
         labels = dict(instance.labels)
         labels.update(
             {

@@ -23,6 +23,7 @@ from nodewright.plugin.model import (
     Instance,
     InstanceType,
     LaunchRequest,
+    LaunchResult,
     NodeClassReadiness,
     Offering,
     ProviderContext,
@@ -46,7 +47,7 @@ class Provider(Protocol):
         self, node_class: NodeClass, instance_types: Sequence[InstanceType]
     ) -> Mapping[str, Sequence[Offering]]: ...
 
-    def launch(self, request: LaunchRequest) -> Instance: ...
+    def launch(self, request: LaunchRequest) -> Instance | LaunchResult: ...
 
     def get(self, provider_id: str) -> Instance: ...
 
@@ -101,7 +102,7 @@ class ProviderPlugin(Generic[P]):
         return self.provider.offerings(node_class, instance_types)
 
     @_hookimpl
-    def nodewright_launch(self, request: LaunchRequest) -> Instance | None:
+    def nodewright_launch(self, request: LaunchRequest) -> Instance | LaunchResult | None:
         return self.provider.launch(request)
 
     @_hookimpl

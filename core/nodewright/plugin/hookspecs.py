@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Instance,
         InstanceType,
         LaunchRequest,
+        LaunchResult,
         NodeClassReadiness,
         Offering,
         ProviderContext,
@@ -165,7 +166,7 @@ def nodewright_offerings(
 
 
 @hookspec(firstresult=True)
-def nodewright_launch(request: LaunchRequest) -> Instance | None:
+def nodewright_launch(request: LaunchRequest) -> Instance | LaunchResult | None:
     """Launch one instance for a NodeClaim.
 
     **Called** on the owner of the NodeClaim's NodeClass, once the NodeClaim carries the
@@ -174,6 +175,16 @@ def nodewright_launch(request: LaunchRequest) -> Instance | None:
     **Returns** the :class:`~nodewright.plugin.model.Instance`, which may still be starting.
     Pick one of ``request.instance_types`` (they are ordered cheapest first) and one of its
     offerings. The instance's labels must include zone and capacity type.
+
+    When the launch found offerings without capacity on the way (a fleet request that
+    bought one type and reported insufficient capacity for others, or offerings of the
+    request the provider already knows are exhausted and skipped), return a
+    :class:`~nodewright.plugin.model.LaunchResult` carrying the instance and those
+    ``(instance_type, zone, capacity_type)`` triples: the core stops offering them for
+    ``unavailable_ttl`` (3 minutes by default), so no NodeClaim, a consolidation
+    replacement included, is sized for them meanwhile. A provider that keeps its own record
+    of exhausted offerings must still report them: the core caches each NodeClass's
+    offerings for minutes and sees only what hooks tell it.
 
     **Raises** :class:`~nodewright.plugin.errors.InsufficientCapacityError` naming the
     offerings that had no capacity; :class:`~nodewright.plugin.errors.NodeClassNotReadyError`;

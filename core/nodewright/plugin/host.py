@@ -54,6 +54,7 @@ from nodewright.plugin.model import (
     Instance,
     InstanceType,
     LaunchRequest,
+    LaunchResult,
     NodeClassKind,
     NodeClassReadiness,
     Offering,
@@ -567,13 +568,21 @@ class PluginHost:
 
     def launch(self, request: LaunchRequest) -> Instance:
         """Launch one instance for ``request.node_claim`` through the NodeClass's owner."""
+        return self.launch_result(request).instance
+
+    def launch_result(self, request: LaunchRequest) -> LaunchResult:
+        """Launch as :meth:`launch` does, with the offerings the provider found without
+        capacity on the way (none when it answered with a bare Instance)."""
         owner = self._owner_of(request.node_class)
         # New instances are background work (registration, status); run it on the next pass.
         self._reconcile_due.pop(owner.key, None)
         result = self._call_owner(owner, "nodewright_launch", request=request)
-        _expect(owner, "nodewright_launch", result, Instance)
-        _check_instance(owner, "nodewright_launch", result)
-        return result  # type: ignore[no-any-return]
+        if isinstance(result, Instance):
+            result = LaunchResult(result)
+        if not isinstance(result, LaunchResult):
+            raise _contract(owner, "nodewright_launch", f"returned {_shown(result)}, not Instance")
+        _check_launch_result(owner, "nodewright_launch", result)
+        return result
 
     def get(self, provider: str, provider_id: str) -> Instance:
         owner = self.provider(provider)
@@ -767,6 +776,28 @@ def _check_instance(owner: LoadedProvider, hook: str, instance: Instance) -> Non
     ):
         raise _contract(
             owner, hook, f"returned annotations {_shown(annotations)}, not a str-to-str mapping"
+        )
+
+
+def _check_launch_result(owner: LoadedProvider, hook: str, result: LaunchResult) -> None:
+    if not isinstance(result.instance, Instance):
+        raise _contract(owner, hook, f"returned instance {_shown(result.instance)}, not Instance")
+    _check_instance(owner, hook, result.instance)
+    for triple in result.unavailable_offerings:
+        if not (
+            isinstance(triple, tuple)
+            and len(triple) == 3
+            and all(isinstance(part, str) and part for part in triple)
+        ):
+            raise _contract(
+                owner,
+                hook,
+                f"returned unavailable offering {_shown(triple)}, not an "
+                "(instance_type, zone, capacity_type) triple of strings",
+            )
+    if not isinstance(result.unavailable_ttl, timedelta) or result.unavailable_ttl <= timedelta(0):
+        raise _contract(
+            owner, hook, f"returned unavailable_ttl {_shown(result.unavailable_ttl)}, not positive"
         )
 
 

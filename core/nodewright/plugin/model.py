@@ -113,6 +113,27 @@ class Instance:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
 
+#: How long an offering a provider reports without capacity stays unavailable by default.
+UNAVAILABLE_OFFERING_TTL = timedelta(minutes=3)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """A launch that bought an instance, and the offerings found without capacity on the way.
+
+    A fleet request that tries several offerings (EC2 CreateFleet) can launch one and report
+    insufficient capacity for others. ``nodewright_launch`` returns this instead of a bare
+    :class:`Instance` to say so: the core then stops offering those ``(instance_type, zone,
+    capacity_type)`` triples for ``unavailable_ttl``, as it does for the offerings of an
+    :class:`~nodewright.plugin.errors.InsufficientCapacityError`, so no later NodeClaim (a
+    consolidation replacement included) is sized for them meanwhile.
+    """
+
+    instance: Instance
+    unavailable_offerings: tuple[tuple[str, str, str], ...] = ()
+    unavailable_ttl: timedelta = UNAVAILABLE_OFFERING_TTL
+
+
 @dataclass(frozen=True)
 class NodeClassReadiness:
     """Whether a NodeClass can be used to launch nodes, and why not."""

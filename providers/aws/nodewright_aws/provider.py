@@ -37,6 +37,7 @@ from nodewright.plugin.model import (
     Instance,
     InstanceType,
     LaunchRequest,
+    LaunchResult,
     NodeClassKind,
     NodeClassReadiness,
     Offering,
@@ -499,7 +500,7 @@ class AWSProvider:
 
     # -- launch ---------------------------------------------------------------------------
 
-    def launch(self, request: LaunchRequest) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
         node_class = request.node_class
         assert isinstance(node_class, EC2NodeClass)
         with aws_errors(f"launching for NodeClaim {request.node_claim.name!r}"):
@@ -533,7 +534,7 @@ class AWSProvider:
                 return self._to_instance(dict(description))
         return None
 
-    def _launch(self, request: LaunchRequest, node_class: EC2NodeClass) -> Instance:
+    def _launch(self, request: LaunchRequest, node_class: EC2NodeClass) -> Instance | LaunchResult:
         resolution = self._ready(node_class)
         self.price_book()  # prices for the instance returned
         subnets_by_zone: dict[str, str] = {}
@@ -660,9 +661,14 @@ class AWSProvider:
         description = self._describe(instance_id)
         if description is None:  # eventual consistency: a fresh ID may not be visible yet
             raise TemporaryProviderError(f"instance {instance_id} not visible yet")
-        return self._to_instance(
+        instance = self._to_instance(
             description, types_by_name.get(description.get("InstanceType", ""))
         )
+        if not failed:
+            return instance
+        # The fleet bought one type and found no capacity for others: the core's catalog
+        # must stop offering those too, or consolidation sizes replacements for them.
+        return LaunchResult(instance, tuple(failed), UNAVAILABLE_TTL)
 
     def _ensure_template(self, data: dict[str, Any], node_class: EC2NodeClass) -> str:
         name = launch_template_name(data, self.cluster_name, node_class.name)

@@ -26,6 +26,7 @@ from botocore.awsrequest import AWSResponse
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.errors import InstanceNotFoundError, InsufficientCapacityError, LaunchError
+from nodewright.plugin.model import LaunchResult
 from nodewright_aws import labels as L
 from nodewright_aws.provider import AWSProvider
 
@@ -219,8 +220,11 @@ def test_partial_insufficient_capacity_launches_elsewhere_and_marks_the_offering
         [(INSTANCE_TYPE_LABEL, "In", ["c5.large", "m5.large"]), (ZONE_LABEL, "In", ["us-west-2a"])],
     )
     spy.ice = {("c5.large", "us-west-2a")}
-    instance = provider.launch(request)
-    assert instance.instance_type == "m5.large"
+    result = provider.launch(request)
+    assert isinstance(result, LaunchResult), "the ICE'd offering is reported to the core"
+    assert result.instance.instance_type == "m5.large"
+    assert result.unavailable_offerings == (("c5.large", "us-west-2a", "spot"),)
+    assert result.unavailable_ttl == timedelta(minutes=3)
     offerings = provider.offerings(nc, provider.instance_types(nc))
     marked = [
         o for o in offerings["c5.large"] if o.zone == "us-west-2a" and o.capacity_type == "spot"

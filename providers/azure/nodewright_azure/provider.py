@@ -45,10 +45,12 @@ from nodewright.plugin.errors import (
 )
 from nodewright.plugin.hashes import restamp_hashes
 from nodewright.plugin.model import (
+    UNAVAILABLE_OFFERING_TTL,
     ClockLike,
     Instance,
     InstanceType,
     LaunchRequest,
+    LaunchResult,
     NodeClassKind,
     NodeClassReadiness,
     Offering,
@@ -417,7 +419,7 @@ class AzureProvider:
 
     # -- instances ------------------------------------------------------------------------------
 
-    def launch(self, request: LaunchRequest) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
         compute, network = self._clients()
         spec = _spec(request.node_class)
         name = resource_name(request.node_claim.name)
@@ -438,11 +440,16 @@ class AzureProvider:
                 f"AKSNodeClass {request.node_class.name}: no image of imageFamily "
                 f"{spec.image_family} resolves"
             )
-        choice = self._choose(request, node_images)
+        choice, exhausted = self._choose(request, node_images)
+        # Offerings this provider saw fail recently (a create that failed after the launch
+        # returned, say) are skipped; the core's catalog must stop offering them too.
+        ttl = min(exhausted.values(), default=UNAVAILABLE_OFFERING_TTL)
         if choice is None:
             raise InsufficientCapacityError(
                 f"no available offering of {len(request.instance_types)} instance type(s) "
-                f"satisfies NodeClaim {request.node_claim.name}"
+                f"satisfies NodeClaim {request.node_claim.name}",
+                tuple(exhausted),
+                ttl,
             )
         instance_type, offering = choice
         image = self._bootable(node_images, instance_type.name) or node_images[0]
@@ -525,13 +532,17 @@ class AzureProvider:
             offering.zone,
             offering.capacity_type,
         )
-        return replace(self._instance(vm), annotations=self.drift_annotations(spec))
+        instance = replace(self._instance(vm), annotations=self.drift_annotations(spec))
+        return LaunchResult(instance, tuple(exhausted), ttl) if exhausted else instance
 
     def _choose(
         self, request: LaunchRequest, node_images: list[NodeImage]
-    ) -> tuple[InstanceType, Offering] | None:
+    ) -> tuple[tuple[InstanceType, Offering] | None, dict[tuple[str, str, str], timedelta]]:
+        """The cheapest offering to launch, and the compatible offerings skipped because they
+        recently had no capacity (with how long they stay unavailable)."""
         now = self.clock.now()
         best: tuple[tuple[float, bool, str, str], InstanceType, Offering] | None = None
+        exhausted: dict[tuple[str, str, str], timedelta] = {}
         for it in request.instance_types:
             if request.requirements.intersects(it.requirements):
                 continue
@@ -540,13 +551,15 @@ class AzureProvider:
             for offering in it.offerings:
                 if not offering.available or not offering.matches(request.requirements):
                     continue
-                until = self._unavailable.get((it.name, offering.zone, offering.capacity_type))
+                triple = (it.name, offering.zone, offering.capacity_type)
+                until = self._unavailable.get(triple)
                 if until is not None and until > now:
+                    exhausted[triple] = until - now
                     continue
                 key = (offering.price, offering.zone == L.REGIONAL_ZONE, offering.zone, it.name)
                 if best is None or key < best[0]:
                     best = (key, it, offering)
-        return None if best is None else (best[1], best[2])
+        return (None if best is None else (best[1], best[2])), exhausted
 
     def _tags(self, request: LaunchRequest, spec: AKSNodeClassSpec) -> dict[str, str]:
         node_pool = request.node_claim.metadata.labels.get(NODEPOOL_LABEL, "")

@@ -18,7 +18,7 @@ from nodewright.plugin.errors import (
     InsufficientCapacityError,
     LaunchError,
 )
-from nodewright.plugin.model import Instance, LaunchRequest
+from nodewright.plugin.model import Instance, LaunchRequest, LaunchResult
 from nodewright.testing import make_node_claim
 from nodewright.testing.conformance import node_claim_requirements
 from nodewright_azure import labels as L
@@ -344,7 +344,12 @@ def test_a_create_slower_than_launch_is_followed_and_its_failure_recorded(
     provider = make_provider(launch_wait="0", polling_interval="0.01")
     fake.lro_polls = 5
     fake.async_failures["aks-late-1"] = ("ZonalAllocationFailed", "Allocation failed.")
+    # Requests sized from offerings as they were before the failure (the core's catalog).
+    stale_zone_2 = request_for(provider, "late-2", D2_ZONE_2)
+    d2_on_demand = [(INSTANCE_TYPE_LABEL, "In", ["Standard_D2_v4"]), D2_ZONE_2[2]]
+    stale_any_zone = request_for(provider, "late-3", d2_on_demand)
     instance = provider.launch(request_for(provider, "late-1", D2_ZONE_2))
+    assert isinstance(instance, Instance)
     assert instance.state == "pending"
     for _ in range(500):
         provider.reconcile(clock.now())
@@ -358,3 +363,13 @@ def test_a_create_slower_than_launch_is_followed_and_its_failure_recorded(
     offered = provider.offerings(nc, provider.instance_types(nc))["Standard_D2_v4"]
     down = {(o.zone, o.capacity_type) for o in offered if not o.available}
     assert down == {("japaneast-2", "on-demand"), ("japaneast-2", "spot")}
+    # A launch sized for the failed offering names it, so the core stops offering it too.
+    with pytest.raises(InsufficientCapacityError) as raised:
+        provider.launch(stale_zone_2)
+    assert raised.value.offerings == (("Standard_D2_v4", "japaneast-2", "on-demand"),)
+    assert timedelta(0) < raised.value.ttl <= timedelta(hours=1)  # a zonal failure: 1 h
+    # One that could go elsewhere launches there and reports what it skipped.
+    result = provider.launch(stale_any_zone)
+    assert isinstance(result, LaunchResult)
+    assert result.instance.zone != "japaneast-2"
+    assert result.unavailable_offerings == (("Standard_D2_v4", "japaneast-2", "on-demand"),)

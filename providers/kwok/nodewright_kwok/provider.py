@@ -37,6 +37,7 @@ from nodewright.plugin.model import (
     Instance,
     InstanceType,
     LaunchRequest,
+    LaunchResult,
     NodeClassKind,
     NodeClassReadiness,
     Offering,
@@ -292,10 +293,11 @@ class KWOKProvider:
 
     # -- instances ----------------------------------------------------------------------------
 
-    def launch(self, request: LaunchRequest) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
         """Buy the cheapest compatible offering; the Node registers after the delay.
 
         A repeated launch for the same idempotency key returns the instance already running.
+        Compatible offerings passed over for lack of capacity are reported with it.
         """
         self.faults.check_api("launch")
         self.faults.crash_point("launch.before")
@@ -330,7 +332,7 @@ class KWOKProvider:
                 capacity_type,
             ) in full or self.faults.launch_lacks_capacity(instance_type, zone, capacity_type)
 
-        instance_type, offering = cheapest_offering(
+        instance_type, offering, exhausted = cheapest_offering(
             request.instance_types, request.requirements, lacks_capacity
         )
         now = self.clock.now()
@@ -367,6 +369,9 @@ class KWOKProvider:
             node_name,
         )
         self.faults.crash_point("launch.after")
+        if exhausted:
+            # Like a fleet that bought one type and found no capacity for cheaper ones.
+            return LaunchResult(instance, exhausted)
         return instance
 
     def get(self, provider_id: str) -> Instance:

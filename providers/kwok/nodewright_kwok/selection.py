@@ -18,8 +18,9 @@ def cheapest_offering(
     instance_types: Sequence[InstanceType],
     requirements: Requirements,
     lacks_capacity: CapacityCheck,
-) -> tuple[InstanceType, Offering]:
-    """The cheapest available offering compatible with ``requirements``.
+) -> tuple[InstanceType, Offering, tuple[tuple[str, str, str], ...]]:
+    """The cheapest available offering compatible with ``requirements``, and the compatible
+    offerings passed over for lack of capacity (``(instance_type, zone, capacity_type)``).
 
     Ties go to the earlier instance type in ``instance_types``, then to the zone and
     capacity type that sort first, so the same request always buys the same thing.
@@ -43,7 +44,7 @@ def cheapest_offering(
             if best is None or rank < best:
                 best, choice = rank, (instance_type, offering)
     if choice is not None:
-        return choice
+        return choice[0], choice[1], tuple(exhausted)
     names = ", ".join(it.name for it in instance_types[:5]) + (
         f" and {len(instance_types) - 5} others" if len(instance_types) > 5 else ""
     )

@@ -16,6 +16,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.plugin.errors import InsufficientCapacityError
+from nodewright.plugin.model import LaunchResult
 from nodewright.scheduling.instancetype import Reservation
 from nodewright.scheduling.resources import resources
 from nodewright_kwok.catalog import CatalogFileError, default_catalog, load_catalog
@@ -290,7 +291,10 @@ def test_launches_into_a_reservation_use_it_up_and_deletes_give_it_back(
     assert _reservation(provider) == (False, 0)
 
     # The reservation is full: an unpinned launch buys on-demand, a pinned one fails.
-    third = provider.launch(launch_request(provider, "c"))
+    result = provider.launch(launch_request(provider, "c"))
+    assert isinstance(result, LaunchResult), "the full reservation is reported with the launch"
+    assert result.unavailable_offerings == (("m5.xlarge", "zone-1", "reserved"),)
+    third = result.instance
     assert third.capacity_type == "on-demand"
     assert RESERVATION_ID_LABEL not in third.labels
     with pytest.raises(InsufficientCapacityError) as raised:

@@ -15,19 +15,32 @@ from nodewright.plugin.errors import (
     LaunchError,
     TemporaryProviderError,
 )
+from nodewright.plugin.model import Instance, LaunchResult
 from nodewright_kwok.provider import KWOKProvider
 
 
 def test_without_spot_capacity_launch_falls_back_to_on_demand(provider: KWOKProvider) -> None:
     provider.faults.add_insufficient_capacity(capacity_type="spot")
-    instance = provider.launch(launch_request(provider))
-    assert instance.capacity_type == "on-demand"
-    assert instance.instance_type == "c-1x-amd64-linux"
+    result = provider.launch(launch_request(provider))
+    assert isinstance(result, LaunchResult)
+    assert result.instance.capacity_type == "on-demand"
+    assert result.instance.instance_type == "c-1x-amd64-linux"
+    # The spot offerings passed over are reported, so the core stops offering them.
+    assert result.unavailable_offerings
+    assert {ct for _, _, ct in result.unavailable_offerings} == {"spot"}
+    assert ("c-1x-amd64-linux", "test-zone-a", "spot") in result.unavailable_offerings
 
 
 def test_an_exhausted_zone_is_skipped(provider: KWOKProvider) -> None:
     provider.faults.add_insufficient_capacity(zone="test-zone-a")
-    assert provider.launch(launch_request(provider)).zone == "test-zone-b"
+    result = provider.launch(launch_request(provider))
+    assert isinstance(result, LaunchResult)
+    assert result.instance.zone == "test-zone-b"
+    assert {zone for _, zone, _ in result.unavailable_offerings} == {"test-zone-a"}
+
+
+def test_a_launch_with_capacity_everywhere_reports_nothing(provider: KWOKProvider) -> None:
+    assert isinstance(provider.launch(launch_request(provider)), Instance)
 
 
 def test_when_nothing_has_capacity_launch_names_the_offerings(provider: KWOKProvider) -> None:
@@ -106,7 +119,9 @@ def test_faults_can_be_set_through_options(
         fault_latency="2s",
         manage_nodes="off",
     )
-    instance = provider.launch(launch_request(provider))
+    result = provider.launch(launch_request(provider))
+    assert isinstance(result, LaunchResult)
+    instance = result.instance
     assert (instance.zone, instance.capacity_type) == ("test-zone-b", "on-demand")
     with pytest.raises(LaunchError):
         provider.launch(launch_request(provider, "second"))
@@ -195,9 +210,10 @@ def test_a_capacity_rate_moves_launches_to_other_offerings(
     offerings = set()
     for index in range(20):
         try:
-            instance = provider.launch(launch_request(provider, f"nc-{index}"))
+            launched = provider.launch(launch_request(provider, f"nc-{index}"))
         except InsufficientCapacityError:
             continue
+        instance = launched.instance if isinstance(launched, LaunchResult) else launched
         offerings.add((instance.instance_type, instance.zone, instance.capacity_type))
     # Without faults every launch takes the one cheapest offering.
     assert len(offerings) > 1
