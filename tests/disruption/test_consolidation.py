@@ -4,6 +4,7 @@ instance types (small 2 CPU, default 4 CPU, arm 16 CPU)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,31 @@ def test_offerings_a_launch_found_without_capacity_are_not_offered_to_consolidat
     assert harness.instance_type(claim) == "default-instance-type"
     assert harness.events("InsufficientCapacityError") == []
     assert not harness.events("DisruptionLaunching"), "no replacement on the exhausted type"
+
+
+def test_a_replacement_without_capacity_is_not_retried_at_once(tmp_path: Path) -> None:
+    """The cheaper type has no capacity at all: the first replacement fails with
+    InsufficientCapacityError, then the node is left alone ("Can't replace with a cheaper
+    node") and the cluster settles. As Karpenter does, consolidation looks again only when its
+    memo lapses (5 minutes) after the offering's 3 minutes of unavailability: one failed
+    attempt every ~5 minutes, not one every pass."""
+    types = [fake_type("small-instance-type", 2, 2), fake_type("default-instance-type", 4, 4)]
+    harness = Harness(
+        tmp_path,
+        types=types,
+        kwok_options={"fault-insufficient-capacity": "small-instance-type/*/*"},
+    )
+    node = harness.node("default-instance-type")
+    harness.pods(node, 1)
+    harness.start()
+    started = harness.sim.clock.now()
+    harness.sim.settle()
+    assert harness.sim.clock.now() - started < timedelta(minutes=5), "the run settles"
+    assert len(harness.events("InsufficientCapacityError")) == 1
+    assert ("node/" + node, "Can't replace with a cheaper node") in harness.events(
+        "Unconsolidatable"
+    )
+    harness.run(30 * 60)
+    assert harness.claim_names() == {node}, "the node stays"
+    attempts = harness.events("InsufficientCapacityError")
+    assert 4 <= len(attempts) <= 7, attempts

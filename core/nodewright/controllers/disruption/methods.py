@@ -407,8 +407,15 @@ class _Consolidation:
         if capacity is None or (
             capacity.has(CAPACITY_TYPE_SPOT) and capacity.has(CAPACITY_TYPE_ON_DEMAND)
         ):
-            # Priced assuming spot: never let an on-demand launch make it dearer.
+            # Priced assuming spot: never let an on-demand launch make it dearer. When no
+            # option has spot capacity now (an offering that just failed to launch, say),
+            # the node is left alone rather than replaced by a launch bound to fail, which
+            # would be tried again at once, forever.
             cheaper = _require_capacity_type(cheaper, CAPACITY_TYPE_SPOT)
+            if not cheaper.instance_types or not _satisfies_min_values(cheaper):
+                if single is not None:
+                    context.unconsolidatable(single, "Can't replace with a cheaper node")
+                return None
         return Command(self, list(candidates), [cheaper])
 
     def _spot_to_spot(
