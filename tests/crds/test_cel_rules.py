@@ -321,3 +321,32 @@ def test_the_label_rules_and_nodewright_agree_on_every_key(
         rejected_by_crd,
         rejected_by_nodewright,
     )
+
+
+@pytest.mark.parametrize("where", ["requirement", "template label"])
+@pytest.mark.parametrize(
+    "key",
+    ["kubernetes.io/custom", "topology.kubernetes.io/custom", "k8s.io/x", "team.k8s.io/role"],
+)
+def test_kubernetes_label_domains_are_open_to_node_pools(
+    crds: dict[str, dict[str, Any]], key: str, where: str
+) -> None:
+    """Karpenter dropped its kubernetes.io and k8s.io restriction (kubernetes-sigs/karpenter
+    #2586): the CRD and nodewright accept such keys alike."""
+    pool = _node_pool()
+    if where == "requirement":
+        _requirements(pool).append({"key": key, "operator": "Exists"})
+    else:
+        pool["spec"]["template"]["metadata"]["labels"][key] = "x"
+    assert _messages(validate(crds["NodePool"], pool)) == []
+    assert _nodewright_pool_errors(pool) == []
+
+
+@pytest.mark.parametrize("key", ["kubernetes.io/hostname", "karpenter.sh/custom"])
+def test_hostname_and_the_karpenter_domain_stay_reserved(
+    crds: dict[str, dict[str, Any]], key: str
+) -> None:
+    pool = _node_pool()
+    pool["spec"]["template"]["metadata"]["labels"][key] = "x"
+    assert _messages(validate(crds["NodePool"], pool))
+    assert _nodewright_pool_errors(pool)

@@ -37,22 +37,6 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 BUDGET_REASONS = ("Underutilized", "Empty", "Drifted")
 
-#: kubernetes.io labels a NodePool may still set or require (Karpenter's well-known set).
-_ALLOWED_KUBERNETES_IO = (
-    "beta.kubernetes.io/instance-type",
-    "failure-domain.beta.kubernetes.io/region",
-    "beta.kubernetes.io/os",
-    "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type",
-    "kubernetes.io/arch",
-    "kubernetes.io/os",
-    "node.kubernetes.io/windows-build",
-)
-
-
 # --- building blocks ---------------------------------------------------------------------------
 
 
@@ -81,12 +65,14 @@ def rule(expression: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]:
-    """Karpenter's label-domain restrictions, for one key (``self``) or every map key."""
+    """Karpenter's label-domain restrictions, for one key (``self``) or every map key.
+
+    Only ``karpenter.sh`` (but its well-known labels) and ``kubernetes.io/hostname`` are
+    reserved: Karpenter no longer restricts the ``kubernetes.io`` and ``k8s.io`` domains.
+    """
 
     def wrap(expression: str) -> str:
         return f"self.all(x, {expression})" if quantified else expression
-
-    allowed = ", ".join(f'"{key}"' for key in _ALLOWED_KUBERNETES_IO)
 
     def within(*domains: str) -> str:
         # the key's prefix is one of ``domains`` or a subdomain of one ("example-kubernetes.io"
@@ -95,18 +81,6 @@ def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]
         return f'{var}.matches("^([^/]*\\\\.)?({alternatives})/")'
 
     return [
-        rule(
-            wrap(
-                f"{var} in [{allowed}] || "
-                f"{within('node.kubernetes.io', 'node-restriction.kubernetes.io')} || "
-                f"!{within('kubernetes.io')}"
-            ),
-            'label domain "kubernetes.io" is restricted',
-        ),
-        rule(
-            wrap(f"{within('kops.k8s.io')} || !{within('k8s.io')}"),
-            'label domain "k8s.io" is restricted',
-        ),
         rule(
             wrap(f'{var} in ["karpenter.sh/capacity-type"] || !{within("karpenter.sh")}'),
             'label domain "karpenter.sh" is restricted',

@@ -29,7 +29,6 @@ from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPES,
     NODEPOOL_LABEL,
-    NORMALIZED_LABELS,
     RESTRICTED_LABEL_DOMAINS,
     RESTRICTED_LABELS,
     WELL_KNOWN_LABELS,
@@ -315,41 +314,8 @@ def _check_key(report: _Report, path: str, key: str, rules: _KeyRules) -> None:
     problem = restricted_label_problem(
         key, restricted_domains=rules.restricted_domains, well_known_labels=allowed
     )
-    if problem is None and rules.forbid_nodepool_key:
-        problem = _kubernetes_domain_problem(key, allowed)
     if problem is not None:
         report.add(path, problem)
-
-
-#: Label domains a NodePool may not use (the CRD's CEL rules), and subdomains left open.
-_KUBERNETES_DOMAINS = ("kubernetes.io", "k8s.io")
-_KUBERNETES_DOMAIN_EXCEPTIONS = (
-    "node.kubernetes.io",
-    "node-restriction.kubernetes.io",
-    "kops.k8s.io",
-)
-
-
-def _kubernetes_domain_problem(key: str, allowed: frozenset[str]) -> str | None:
-    """Why a NodePool may not use ``key`` from the Kubernetes label domains, or None."""
-    if key in allowed or key in WELL_KNOWN_LABELS or key in NORMALIZED_LABELS:
-        return None
-    domain = label_domain(key)
-
-    def within(parent: str) -> bool:
-        return domain == parent or domain.endswith("." + parent)
-
-    if any(within(exception) for exception in _KUBERNETES_DOMAIN_EXCEPTIONS):
-        return None
-    for restricted in _KUBERNETES_DOMAINS:
-        if within(restricted):
-            return (
-                f"label {excerpt(key)} is in the restricted domain {restricted!r}; "
-                f"use a well-known "
-                f"label or a custom label outside {' and '.join(_KUBERNETES_DOMAINS)} "
-                f"(except {', '.join(_KUBERNETES_DOMAIN_EXCEPTIONS)})"
-            )
-    return None
 
 
 def _check_template_labels(
