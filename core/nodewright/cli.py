@@ -42,6 +42,7 @@ from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
+from nodewright.settings import DEFAULT_FEATURE_GATES, parse_feature_gates
 from nodewright.simulation.html import render_html
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
@@ -504,6 +505,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         options = Options(
             batch_idle_duration=_duration_option("--batch-idle-duration", args.batch_idle_duration),
             batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
+            preference_policy=args.preference_policy,
+            min_values_policy=args.min_values_policy,
+            spot_to_spot_consolidation=_feature_gates(args.feature_gates).get(
+                "SpotToSpotConsolidation", False
+            ),
         )
         objects = _load([Path(p) for p in args.paths], host)
         registration = _duration_option("--node-registration-delay", args.node_registration_delay)
@@ -551,6 +557,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT
     return EXIT_OK
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """Karpenter's gates at their defaults, overridden by ``--feature-gates``."""
+    try:
+        gates = parse_feature_gates(DEFAULT_FEATURE_GATES)
+        gates.update(parse_feature_gates(text))
+    except ValueError as error:
+        raise InputError([f"--feature-gates {cut(text)}: {error}"]) from None
+    return gates
 
 
 def _check_output_file(option: str, path: Path) -> None:
@@ -644,6 +660,24 @@ def build_parser() -> argparse.ArgumentParser:
         default="30s",
         metavar="DURATION",
         help="how long a cloud instance takes to register its Node (providers other than kwok)",
+    )
+    simulate.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help="Karpenter's feature gates, as run takes them, e.g. SpotToSpotConsolidation=true",
+    )
+    simulate.add_argument(
+        "--preference-policy",
+        choices=("Respect", "Ignore"),
+        default="Respect",
+        help="preferred affinities and ScheduleAnyway spreads (default Respect)",
+    )
+    simulate.add_argument(
+        "--min-values-policy",
+        choices=("Strict", "BestEffort"),
+        default="Strict",
+        help="requirement minValues handling (default Strict)",
     )
     simulate.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     simulate.set_defaults(handler=cmd_simulate)
