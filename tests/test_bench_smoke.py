@@ -8,11 +8,7 @@ in ``test_bench_lp_bound.py``.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -21,21 +17,9 @@ from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.scheduler import solve
+from tests.bench_modules import load_bench
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scheduling.py"
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scheduling", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("scheduling")
 
 
 @pytest.fixture(scope="module")

@@ -10,28 +10,12 @@ below as regression tests.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "fuzz_inputs.py"
+from tests.bench_modules import load_bench
 
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_fuzz_inputs", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzzing = _load_bench()
+fuzzing = load_bench("fuzz_inputs")
 
 #: Enough to cover every mutation and seed a few times; about two seconds.
 EXAMPLES = 20
