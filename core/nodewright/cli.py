@@ -32,7 +32,13 @@ from nodewright.api.manifests import (
     manifest_files,
 )
 from nodewright.api.meta import KubeObject
-from nodewright.api.validation import FieldError, validate_node_claim, validate_node_pool
+from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.api.validation import (
+    FieldError,
+    validate_node_claim,
+    validate_node_overlay,
+    validate_node_pool,
+)
 from nodewright.clock import Clock
 from nodewright.cluster.objects import mutable, tune_collector
 from nodewright.controllers.options import Options
@@ -145,7 +151,7 @@ MAX_STATIC_NODES = 10_000
 
 
 def _karpenter_rules(host: PluginHost) -> ExtraRules:
-    """Karpenter's NodePool and NodeClaim rules, with the installed providers' label domains."""
+    """Karpenter's NodePool, NodeClaim and NodeOverlay rules, with the providers' label domains."""
     domains, well_known = host.restricted_label_domains(), host.well_known_labels()
 
     def rules(obj: KubeObject) -> Sequence[FieldError]:
@@ -153,6 +159,10 @@ def _karpenter_rules(host: PluginHost) -> ExtraRules:
             return validate_node_pool(obj, restricted_domains=domains, well_known_labels=well_known)
         if isinstance(obj, NodeClaim):
             return validate_node_claim(
+                obj, restricted_domains=domains, well_known_labels=well_known
+            )
+        if isinstance(obj, NodeOverlay):
+            return validate_node_overlay(
                 obj, restricted_domains=domains, well_known_labels=well_known
             )
         return ()

@@ -1,5 +1,6 @@
-"""The nodewright-crd chart: NodePool and NodeClaim, and the NodeClass CRDs of the enabled
-providers only, as templates Helm upgrades; each the CRD ``nodewright crds`` prints."""
+"""The nodewright-crd chart: the core's CRDs (NodePool, NodeClaim, NodeOverlay), and the
+NodeClass CRDs of the enabled providers only, as templates Helm upgrades; each the CRD
+``nodewright crds`` prints."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from nodewright.api.crds import core_crds
 from nodewright.cli import load_host
 from nodewright.crds_cli import all_crds
 from tests.charts.crdchart import REGENERATE, templates
 from tests.charts.helm import CRD_CHART, ValuesError, render
 
 K8S_VERSION = "1.30.0"
+CORE = [crd["metadata"]["name"] for crd in core_crds()]
 
 
 def _crds(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -36,9 +39,8 @@ def test_the_enabled_providers_node_class_crds_only(
     providers: str, node_classes: list[str]
 ) -> None:
     crds = _crds({"providers": {"enabled": providers}})
-    assert sorted(crds) == sorted(
-        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", *node_classes]
-    )
+    assert "nodeoverlays.karpenter.sh" in CORE
+    assert sorted(crds) == sorted([*CORE, *node_classes])
 
 
 def test_each_crd_is_the_one_nodewright_crds_prints() -> None:
@@ -49,7 +51,7 @@ def test_each_crd_is_the_one_nodewright_crds_prints() -> None:
 def test_additional_annotations_go_on_every_crd() -> None:
     keep = {"helm.sh/resource-policy": "keep"}
     crds = _crds({"additionalAnnotations": keep})
-    assert [c["metadata"]["annotations"] for c in crds.values()] == [keep] * 3
+    assert [c["metadata"]["annotations"] for c in crds.values()] == [keep] * (len(CORE) + 1)
 
 
 def test_unknown_values_are_refused() -> None:

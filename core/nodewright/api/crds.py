@@ -1,4 +1,5 @@
-"""CustomResourceDefinitions for NodePool, NodeClaim and provider NodeClasses, as plain dicts.
+"""CustomResourceDefinitions for NodePool, NodeClaim, NodeOverlay and provider NodeClasses, as
+plain dicts.
 
 The schemas follow Karpenter's ``karpenter.sh/v1`` CRDs field for field, with the same
 printer columns, categories, subresources and CEL rules (``x-kubernetes-validations``), so
@@ -14,6 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api.karpenter import API_VERSION, CONDITION_DRIFTED, CONDITION_READY
+from nodewright.api.nodeoverlay import API_VERSION as OVERLAY_API_VERSION
+from nodewright.api.nodeoverlay import (
+    PRICE_ADJUSTMENT_PATTERN,
+    PRICE_PATTERN,
+    RESTRICTED_CAPACITY,
+    WEIGHT_RANGE,
+)
 
 Schema = dict[str, Any]
 
@@ -64,11 +72,14 @@ def rule(expression: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"rule": expression, "message": message, **extra}
 
 
-def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]:
+def _restricted_key_rules(
+    var: str, *, quantified: bool, allow_nodepool: bool = False
+) -> list[dict[str, Any]]:
     """Karpenter's label-domain restrictions, for one key (``self``) or every map key.
 
     Only ``karpenter.sh`` (but its well-known labels) and ``kubernetes.io/hostname`` are
     reserved: Karpenter no longer restricts the ``kubernetes.io`` and ``k8s.io`` domains.
+    A NodeOverlay may select ``karpenter.sh/nodepool`` (``allow_nodepool``); a NodePool may not.
     """
 
     def wrap(expression: str) -> str:
@@ -80,14 +91,23 @@ def _restricted_key_rules(var: str, *, quantified: bool) -> list[dict[str, Any]]
         alternatives = "|".join(d.replace(".", r"\\.") for d in domains)
         return f'{var}.matches("^([^/]*\\\\.)?({alternatives})/")'
 
+    if allow_nodepool:
+        allowed = '["karpenter.sh/capacity-type", "karpenter.sh/nodepool"]'
+        nodepool = []
+    else:
+        allowed = '["karpenter.sh/capacity-type"]'
+        nodepool = [
+            rule(
+                wrap(f'{var} != "karpenter.sh/nodepool"'),
+                'label "karpenter.sh/nodepool" is restricted',
+            )
+        ]
     return [
         rule(
-            wrap(f'{var} in ["karpenter.sh/capacity-type"] || !{within("karpenter.sh")}'),
+            wrap(f"{var} in {allowed} || !{within('karpenter.sh')}"),
             'label domain "karpenter.sh" is restricted',
         ),
-        rule(
-            wrap(f'{var} != "karpenter.sh/nodepool"'), 'label "karpenter.sh/nodepool" is restricted'
-        ),
+        *nodepool,
         rule(
             wrap(f'{var} != "kubernetes.io/hostname"'),
             'label "kubernetes.io/hostname" is restricted',
@@ -507,5 +527,99 @@ def node_class_crd(
     )
 
 
+def node_overlay_crd() -> dict[str, Any]:
+    """The ``nodeoverlays.karpenter.sh`` CRD (``v1alpha1``, feature gate ``NodeOverlay``)."""
+    key = string(
+        maxLength=316,
+        pattern=LABEL_KEY_PATTERN,
+        **{
+            "x-kubernetes-validations": _restricted_key_rules(
+                "self", quantified=False, allow_nodepool=True
+            )
+        },
+    )
+    requirement = obj(
+        {
+            "key": key,
+            "operator": string(enum=list(OPERATORS)),
+            "values": {
+                "type": "array",
+                "items": string(maxLength=63, pattern=LABEL_VALUE_PATTERN),
+                "x-kubernetes-list-type": "atomic",
+            },
+        },
+        required=["key", "operator"],
+    )
+    restricted = ", ".join(f"'{r}'" for r in sorted(RESTRICTED_CAPACITY))
+    spec = obj(
+        {
+            "requirements": {
+                "type": "array",
+                "items": requirement,
+                "maxItems": 100,
+                "x-kubernetes-list-type": "atomic",
+                "x-kubernetes-validations": [
+                    rule(
+                        "self.all(x, x.operator == 'NotIn' ? x.values.size() != 0 : true)",
+                        "requirements with operator 'NotIn' must have a value defined",
+                    ),
+                    rule(
+                        "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+                        "requirements with operator 'In' must have a value defined",
+                    ),
+                    rule(
+                        "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || "
+                        "x.operator == 'Gte' || x.operator == 'Lte') ? "
+                        "(x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+                        "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single "
+                        "positive integer value",
+                    ),
+                ],
+            },
+            "priceAdjustment": string(pattern=PRICE_ADJUSTMENT_PATTERN),
+            "price": string(pattern=PRICE_PATTERN),
+            "capacity": {
+                "type": "object",
+                "additionalProperties": quantity(),
+                "x-kubernetes-validations": [
+                    rule(f"self.all(x, !(x in [{restricted}]))", "invalid resource restricted")
+                ],
+            },
+            "weight": {
+                "type": "integer",
+                "format": "int32",
+                "minimum": WEIGHT_RANGE[0],
+                "maximum": WEIGHT_RANGE[1],
+            },
+        },
+        required=["requirements"],
+        **{
+            "x-kubernetes-validations": [
+                rule(
+                    "!has(self.price) || !has(self.priceAdjustment)",
+                    "cannot set both 'price' and 'priceAdjustment'",
+                )
+            ]
+        },
+    )
+    status = obj({"conditions": conditions()})
+    group, version = OVERLAY_API_VERSION.split("/", 1)
+    return crd(
+        group=group,
+        kind="NodeOverlay",
+        plural="nodeoverlays",
+        version=version,
+        schema=_root(
+            "NodeOverlay is the Schema for the NodeOverlays API", spec, status, required=["spec"]
+        ),
+        columns=[
+            _ready_column(),
+            _age_column(),
+            _column("Weight", ".spec.weight", "integer", priority=1),
+        ],
+        short_names=["overlays"],
+    )
+
+
 def core_crds() -> list[dict[str, Any]]:
-    return [node_pool_crd(), node_claim_crd()]
+    return [node_pool_crd(), node_claim_crd(), node_overlay_crd()]

@@ -51,6 +51,7 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.kubeschema import MapKey, schema_problems, unknown_field_message
 from nodewright.api.kubevalidation import validate_object
 from nodewright.api.meta import KubeObject
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.validation import FieldError
 
 #: File name endings read when a directory is loaded.
@@ -98,6 +99,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     CSINode,
     NodePool,
     NodeClaim,
+    NodeOverlay,
 )
 
 #: Kinds Karpenter retired, and what replaced them.

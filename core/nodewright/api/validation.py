@@ -34,6 +34,13 @@ from nodewright.api.labels import (
     WELL_KNOWN_LABELS,
     normalize_label,
 )
+from nodewright.api.nodeoverlay import (
+    PRICE_ADJUSTMENT_PATTERN,
+    PRICE_PATTERN,
+    RESTRICTED_CAPACITY,
+    NodeOverlay,
+)
+from nodewright.api.nodeoverlay import WEIGHT_RANGE as OVERLAY_WEIGHT_RANGE
 from nodewright.api.quantity import QuantityError, parse_quantity
 
 # Limits from the CRDs.
@@ -294,6 +301,61 @@ def validate_node_claim(
     _check_expire_after(report, "spec.expireAfter", spec.expire_after)
     _check_grace_period(report, "spec.terminationGracePeriod", spec.termination_grace_period)
     _check_quantities(report, "spec.resources.requests", spec.resources.requests)
+    return report.errors
+
+
+def validate_node_overlay(
+    overlay: NodeOverlay,
+    *,
+    restricted_domains: frozenset[str] = RESTRICTED_LABEL_DOMAINS,
+    well_known_labels: frozenset[str] = WELL_KNOWN_LABELS,
+) -> list[FieldError]:
+    """Every rule of Karpenter's NodeOverlay CRD and runtime validation that ``overlay`` breaks.
+
+    Its requirements may select ``karpenter.sh/nodepool`` (an overlay for one pool's types).
+    """
+    report = _Report("NodeOverlay", overlay.name)
+    rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=False)
+    _check_name(report, overlay.name)
+    spec = overlay.spec
+    if spec.requirements is None:
+        report.add("spec.requirements", "is required (an empty list selects every instance type)")
+    else:
+        requirements = [
+            NodeSelectorRequirementWithMinValues(key=r.key, operator=r.operator, values=r.values)
+            for r in spec.requirements
+        ]
+        _check_requirements(report, "spec.requirements", requirements, rules)
+        for index, requirement in enumerate(spec.requirements):
+            if requirement.operator == "NotIn" and not requirement.values:
+                report.add(
+                    f"spec.requirements[{index}].values",
+                    f"operator NotIn needs at least one value (key {excerpt(requirement.key)})",
+                )
+    if spec.price is not None and spec.price_adjustment is not None:
+        report.add("spec", "cannot set both 'price' and 'priceAdjustment'")
+    if spec.price is not None and not re.fullmatch(PRICE_PATTERN, spec.price):
+        report.add(
+            "spec.price", f"must be a non-negative decimal number, got {excerpt(spec.price)}"
+        )
+    if spec.price_adjustment is not None and not re.fullmatch(
+        PRICE_ADJUSTMENT_PATTERN, spec.price_adjustment
+    ):
+        report.add(
+            "spec.priceAdjustment",
+            "must be a signed amount (+0.5, -1.2) or percentage (+10%, -15%, at most -100%), "
+            f"got {excerpt(spec.price_adjustment)}",
+        )
+    for resource in sorted(RESTRICTED_CAPACITY & set(spec.capacity)):
+        report.add(
+            _key_path("spec.capacity", resource),
+            f"invalid resource {resource!r}: an overlay only adds extended resources, not "
+            f"{', '.join(sorted(RESTRICTED_CAPACITY))}",
+        )
+    _check_quantities(report, "spec.capacity", spec.capacity)
+    low, high = OVERLAY_WEIGHT_RANGE
+    if spec.weight is not None and not low <= spec.weight <= high:
+        report.add("spec.weight", f"must be between {low} and {high}, got {spec.weight}")
     return report.errors
 
 
