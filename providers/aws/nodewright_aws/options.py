@@ -22,7 +22,9 @@ DEFAULT_INSTANCE_PROFILE = "default-instance-profile"
 CLUSTER_ENDPOINT = "cluster-endpoint"
 CLUSTER_CA_BUNDLE = "cluster-ca-bundle"
 CLUSTER_CIDR = "cluster-cidr"
+OFFLINE = "offline"
 OPTIONS = (
+    OFFLINE,
     CLUSTER_ENDPOINT,
     CLUSTER_CA_BUNDLE,
     CLUSTER_CIDR,
@@ -65,6 +67,13 @@ class Settings:
     cluster_ca_bundle: str | None = None
     #: Service CIDR for nodeadm (AL2023); unset asks EKS DescribeCluster.
     cluster_cidr: str | None = None
+    #: ``aws.offline=REGION``: answer every AWS call in-process from the bundled catalog of
+    #: that region (nodewright_aws.offline); no endpoint, no credentials, no network.
+    offline: bool = False
+
+
+#: The instance profile of EC2NodeClasses with neither role nor instanceProfile, offline.
+OFFLINE_INSTANCE_PROFILE = "nodewright-offline"
 
 
 def parse_settings(options: Mapping[str, str]) -> Settings:
@@ -86,11 +95,16 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
     enis = text(RESERVED_ENIS) or "0"
     if not enis.isdigit():
         raise ValueError(f"{RESERVED_ENIS}: {enis!r} is not a whole number")
+    offline = text(OFFLINE)
+    region = text(REGION)
+    if offline is not None:
+        _check_offline(offline, region, text(ENDPOINT_URL))
+        region = offline
     version = text(KUBERNETES_VERSION)
     if version is not None and not _is_minor_version(version):
         raise ValueError(f"{KUBERNETES_VERSION}: {version!r} must look like 1.33")
     return Settings(
-        region=text(REGION) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+        region=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
         endpoint_url=text(ENDPOINT_URL),
         cluster_name=text(CLUSTER_NAME),
         interruption_queue=text(INTERRUPTION_QUEUE),
@@ -100,11 +114,35 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
         ),
         vm_memory_overhead_percent=overhead_value,
         reserved_enis=int(enis),
-        default_instance_profile=text(DEFAULT_INSTANCE_PROFILE),
+        default_instance_profile=text(DEFAULT_INSTANCE_PROFILE)
+        or (OFFLINE_INSTANCE_PROFILE if offline else None),
         cluster_endpoint=text(CLUSTER_ENDPOINT),
         cluster_ca_bundle=text(CLUSTER_CA_BUNDLE),
         cluster_cidr=text(CLUSTER_CIDR),
+        offline=offline is not None,
     )
+
+
+def _check_offline(region: str, other_region: str | None, endpoint: str | None) -> None:
+    """The offline region must be in the bundled catalog; a server or another region
+    alongside it is a contradiction, not something to choose between silently."""
+    from nodewright_aws.offline.catalog import load_catalog  # noqa: PLC0415
+
+    regions = load_catalog().regions
+    if region not in regions:
+        raise ValueError(
+            f"{OFFLINE}: no bundled catalog for region {region!r}; available: {', '.join(regions)}"
+        )
+    if endpoint is not None:
+        raise ValueError(
+            f"{OFFLINE} and {ENDPOINT_URL} conflict: offline mode talks to no server; "
+            f"drop aws.{ENDPOINT_URL} or aws.{OFFLINE}"
+        )
+    if other_region is not None and other_region != region:
+        raise ValueError(
+            f"{OFFLINE}={region} and {REGION}={other_region} conflict: offline mode "
+            f"simulates the region it names; drop aws.{REGION}"
+        )
 
 
 def _is_minor_version(version: str) -> bool:

@@ -76,6 +76,8 @@ from nodewright_aws.launch import (
     tag_list,
 )
 from nodewright_aws.nodeclass import EC2NodeClass
+from nodewright_aws.offline.catalog import load_catalog
+from nodewright_aws.offline.cloud import OfflineAWS
 from nodewright_aws.options import Settings, parse_settings
 from nodewright_aws.pricing import PriceBook, fetch_on_demand, fetch_spot
 from nodewright_aws.resolve import AMI, Resolution, resolve
@@ -151,6 +153,10 @@ class AWSProvider:
         self.clock: ClockLike | None = None
         self.context: ProviderContext | None = None
         self.cluster_name = "nodewright"
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop what was learnt from AWS: a new configuration may name another account."""
         self.discovery = Discovery()
         self.prices: PriceBook | None = None
         self.resolutions: dict[tuple[str, int], tuple[datetime, Resolution]] = {}
@@ -161,15 +167,35 @@ class AWSProvider:
         self._eks: dict[str, Any] | None = None
         self._queue_url: str | None = None
         self._next_pricing: datetime | None = None
+        #: The in-process account under ``aws.offline=REGION`` (None when online).
+        self.offline: OfflineAWS | None = None
 
     # -- set-up ------------------------------------------------------------------------
 
     def configure(self, context: ProviderContext) -> None:
         self.settings = parse_settings(context.options)
-        self.clients = AWSClients(self.settings, self._session_factory)
+        self._forget()
+        session_factory = self._session_factory
+        if self.settings.offline:
+            session_factory = self._offline_sessions()
+        self.clients = AWSClients(self.settings, session_factory)
         self.context = context
         self.clock = context.clock
         self.cluster_name = self.settings.cluster_name or context.cluster_name
+
+    def _offline_sessions(self) -> Callable[[str], Any]:
+        """Sessions of an in-process account answering from the bundled catalog."""
+        assert self.settings.region is not None
+        self.offline = OfflineAWS(
+            load_catalog(), self.settings.region, self.now, self.settings.kubernetes_version
+        )
+        log.info(
+            "aws: offline in %s; instance types and offerings: %s; prices: %s",
+            self.settings.region,
+            self.offline.catalog.sources["instance_types"],
+            self.offline.catalog.sources["prices"],
+        )
+        return self.offline.session
 
     def now(self) -> datetime:
         return self.clock.now() if self.clock is not None else datetime.now(UTC)

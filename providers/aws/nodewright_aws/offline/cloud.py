@@ -1,0 +1,628 @@
+"""An in-process stand-in for the AWS APIs the provider calls, for ``aws.offline=REGION``.
+
+It answers exactly the calls the provider makes (same names, arguments and response shapes
+as boto3's clients, errors as botocore ``ClientError`` with EC2's codes), from the bundled
+catalog and an in-memory account, so the provider's code runs unchanged. What the offline
+account holds (docs/providers/aws.md, "Offline catalog"):
+
+* one subnet per zone of the region (4091 free addresses each); a tag selector matches all of
+  them, an ID selector resolves to that ID, placed in the region's zones in turn;
+* a security group for each selector term (tag terms share one);
+* an AMI for every SSM alias parameter (arm64 when the path says so, else x86_64), except
+  Amazon Linux 2 for Kubernetes 1.33 and later, which AWS does not publish; an ID term is an
+  x86_64 image, a name or tag term one x86_64 and one arm64 image;
+* an EKS cluster (Kubernetes ``DEFAULT_KUBERNETES_VERSION`` unless the option sets one),
+  instance profiles, launch templates, an empty interruption queue, no capacity reservations;
+* instances: CreateFleet launches the cheapest override of the asked capacity type (spot
+  prices derived from on-demand, see ``catalog.spot_price``), running at once; terminating
+  one ends it at once. There is never a capacity shortage.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import botocore.exceptions
+
+from nodewright_aws.offline.catalog import OfflineCatalog
+
+DEFAULT_KUBERNETES_VERSION = "1.32"
+SUBNET_FREE_ADDRESSES = 4091
+IMAGE_CREATED = "2026-01-01T00:00:00.000Z"
+OFFLINE_ACCOUNT = "000000000000"
+#: AWS publishes no Amazon Linux 2 EKS AMIs for Kubernetes 1.33 and later.
+_AL2_PATH = re.compile(r"/eks/optimized-ami/1\.(\d+)/amazon-linux-2(-arm64|-gpu)?/")
+
+
+def client_error(operation: str, code: str, message: str) -> botocore.exceptions.ClientError:
+    return botocore.exceptions.ClientError({"Error": {"Code": code, "Message": message}}, operation)
+
+
+def _hex_id(prefix: str, seed: str) -> str:
+    return f"{prefix}-{hashlib.sha256(seed.encode()).hexdigest()[:17]}"
+
+
+def _tags(items: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in items}
+
+
+def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def _filter_values(filters: Sequence[Mapping[str, Any]], name: str) -> list[str] | None:
+    values: list[str] | None = None
+    for item in filters:
+        if item["Name"] == name:
+            values = (values or []) + list(item["Values"])
+    return values
+
+
+def _tags_match(tags: Mapping[str, str], filters: Sequence[Mapping[str, Any]]) -> bool:
+    for item in filters:
+        name = item["Name"]
+        if name == "tag-key" and not any(k in tags for k in item["Values"]):
+            return False
+        if name.startswith("tag:") and tags.get(name[4:]) not in item["Values"]:
+            return False
+    return True
+
+
+class _Paginator:
+    """One page holding the whole answer (the provider merges pages anyway)."""
+
+    def __init__(self, call: Callable[..., dict[str, Any]]) -> None:
+        self._call = call
+
+    def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        kwargs.pop("PaginationConfig", None)
+        yield self._call(**kwargs)
+
+
+class _Service:
+    def get_paginator(self, operation: str) -> _Paginator:
+        return _Paginator(getattr(self, operation))
+
+    def close(self) -> None:
+        """Nothing to close: no connection."""
+
+
+class OfflineAWS:
+    """The offline account of one region: its state and the service clients over it."""
+
+    def __init__(
+        self,
+        catalog: OfflineCatalog,
+        region: str,
+        now: Callable[[], datetime],
+        kubernetes_version: str | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.region = region
+        self.now = now
+        self.kubernetes_version = kubernetes_version or DEFAULT_KUBERNETES_VERSION
+        self.zones = catalog.zones(region)
+        self.offerings = catalog.offerings(region)
+        self.subnets: dict[str, dict[str, Any]] = {}
+        for index, (zone, zone_id) in enumerate(self.zones):
+            subnet_id = _hex_id("subnet", f"{region}/{zone}")
+            self.subnets[subnet_id] = self._subnet(subnet_id, zone, zone_id, index)
+        self.images: dict[str, dict[str, Any]] = {}
+        self.instance_profiles: dict[str, dict[str, Any]] = {}
+        self.launch_templates: dict[str, dict[str, Any]] = {}
+        self.instances: dict[str, dict[str, Any]] = {}
+        self._serial = itertools.count(1)
+        self.ec2 = OfflineEC2(self)
+        self.services: dict[str, Any] = {
+            "ec2": self.ec2,
+            "pricing": OfflinePricing(self),
+            "ssm": OfflineSSM(self),
+            "iam": OfflineIAM(self),
+            "eks": OfflineEKS(self),
+            "sqs": OfflineSQS(),
+        }
+
+    def _subnet(self, subnet_id: str, zone: str, zone_id: str, index: int) -> dict[str, Any]:
+        return {
+            "SubnetId": subnet_id,
+            "AvailabilityZone": zone,
+            "AvailabilityZoneId": zone_id,
+            "AvailableIpAddressCount": SUBNET_FREE_ADDRESSES,
+            "CidrBlock": f"172.31.{index * 16}.0/20",
+            "Tags": [],
+        }
+
+    def session(self, region: str) -> OfflineSession:
+        return OfflineSession(self)
+
+    def zone_id(self, zone: str) -> str:
+        return dict(self.zones).get(zone, "")
+
+    def image(self, image_id: str, name: str, architecture: str) -> dict[str, Any]:
+        return self.images.setdefault(
+            image_id,
+            {
+                "ImageId": image_id,
+                "Name": name,
+                "Architecture": architecture,
+                "CreationDate": IMAGE_CREATED,
+                "OwnerId": OFFLINE_ACCOUNT,
+                "State": "available",
+            },
+        )
+
+    def next_instance_id(self) -> str:
+        return f"i-{next(self._serial):017x}"
+
+
+class OfflineSession:
+    """What ``AWSClients`` asks of a boto3 session: credentials (none needed) and clients."""
+
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self._cloud = cloud
+
+    def get_credentials(self) -> object:
+        return "offline"
+
+    def client(self, service: str, **_: Any) -> Any:
+        try:
+            return self._cloud.services[service]
+        except KeyError:
+            raise client_error(
+                "Client", "UnsupportedOperation", f"{service} has no offline stand-in"
+            ) from None
+
+
+class OfflineEC2(_Service):
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self.cloud = cloud
+
+    # -- catalog -------------------------------------------------------------------------
+
+    def describe_instance_types(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        virtualization = _filter_values(Filters, "supported-virtualization-type")
+        architectures = _filter_values(Filters, "processor-info.supported-architecture")
+        patterns = _filter_values(Filters, "instance-type")
+        found = []
+        for name, info in sorted(self.cloud.catalog.instance_types.items()):
+            if name not in self.cloud.offerings:
+                continue
+            if virtualization and not set(virtualization) & set(
+                info.get("SupportedVirtualizationTypes", [])
+            ):
+                continue
+            archs = info.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+            if architectures and not set(architectures) & set(archs):
+                continue
+            if patterns and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                continue
+            found.append(info)
+        return {"InstanceTypes": found}
+
+    def describe_instance_type_offerings(
+        self, LocationType: str = "region", **_: Any
+    ) -> dict[str, Any]:
+        if LocationType != "availability-zone":
+            raise client_error(
+                "DescribeInstanceTypeOfferings",
+                "InvalidParameterValue",
+                "offline: only LocationType availability-zone",
+            )
+        return {
+            "InstanceTypeOfferings": [
+                {"InstanceType": name, "LocationType": LocationType, "Location": zone}
+                for name, zones in sorted(self.cloud.offerings.items())
+                for zone in zones
+            ]
+        }
+
+    def describe_spot_price_history(
+        self, StartTime: datetime | None = None, InstanceTypes: Sequence[str] = (), **_: Any
+    ) -> dict[str, Any]:
+        catalog = self.cloud.catalog
+        wanted = set(InstanceTypes)
+        stamp = StartTime or self.cloud.now()
+        records = []
+        for name, zones in sorted(self.cloud.offerings.items()):
+            info = catalog.instance_types.get(name, {})
+            if (wanted and name not in wanted) or "spot" not in info.get(
+                "SupportedUsageClasses", []
+            ):
+                continue
+            for zone in zones:
+                price = catalog.spot_price(name, zone)
+                if price is not None:
+                    records.append(
+                        {
+                            "AvailabilityZone": zone,
+                            "InstanceType": name,
+                            "ProductDescription": "Linux/UNIX",
+                            "SpotPrice": f"{price:.6f}",
+                            "Timestamp": stamp,
+                        }
+                    )
+        return {"SpotPriceHistory": records}
+
+    # -- the account -----------------------------------------------------------------------
+
+    def describe_subnets(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        ids = _filter_values(Filters, "subnet-id")
+        if ids is None:
+            return {"Subnets": list(self.cloud.subnets.values())}
+        zones = self.cloud.zones
+        for position, subnet_id in enumerate(ids):
+            if subnet_id not in self.cloud.subnets:
+                zone, zone_id = zones[position % len(zones)]
+                self.cloud.subnets[subnet_id] = self.cloud._subnet(
+                    subnet_id, zone, zone_id, len(self.cloud.subnets)
+                )
+        return {"Subnets": [self.cloud.subnets[i] for i in ids]}
+
+    def describe_security_groups(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        ids = _filter_values(Filters, "group-id")
+        names = _filter_values(Filters, "group-name")
+        if ids is not None:
+            groups = [{"GroupId": i, "GroupName": ""} for i in ids]
+        elif names is not None:
+            groups = [{"GroupId": _hex_id("sg", n), "GroupName": n} for n in names]
+        else:
+            groups = [{"GroupId": _hex_id("sg", "offline-nodes"), "GroupName": "offline-nodes"}]
+        return {"SecurityGroups": groups}
+
+    def describe_images(
+        self,
+        Filters: Sequence[Mapping[str, Any]] = (),
+        ImageIds: Sequence[str] = (),
+        **_: Any,
+    ) -> dict[str, Any]:
+        if ImageIds:
+            return {
+                "Images": [
+                    self.cloud.images.get(i) or self.cloud.image(i, i, "x86_64") for i in ImageIds
+                ]
+            }
+        names = _filter_values(Filters, "name") or ["offline-image"]
+        images = []
+        for name in names:
+            for arch in ("x86_64", "arm64"):
+                shown = f"{name.replace('*', 'offline')}-{arch}"
+                images.append(self.cloud.image(_hex_id("ami", shown), shown, arch))
+        return {"Images": images}
+
+    def describe_capacity_reservations(self, **_: Any) -> dict[str, Any]:
+        return {"CapacityReservations": []}
+
+    # -- launch templates ------------------------------------------------------------------
+
+    def describe_launch_templates(
+        self,
+        LaunchTemplateNames: Sequence[str] = (),
+        Filters: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        templates = self.cloud.launch_templates
+        if LaunchTemplateNames:
+            missing = [n for n in LaunchTemplateNames if n not in templates]
+            if missing:
+                raise client_error(
+                    "DescribeLaunchTemplates",
+                    "InvalidLaunchTemplateName.NotFoundException",
+                    f"At least one of the launch templates specified does not exist: {missing[0]}",
+                )
+            chosen = [templates[n] for n in LaunchTemplateNames]
+        else:
+            chosen = [t for t in templates.values() if _tags_match(_tags(t["Tags"]), Filters)]
+        return {
+            "LaunchTemplates": [
+                {"LaunchTemplateName": t["LaunchTemplateName"], "Tags": t["Tags"]} for t in chosen
+            ]
+        }
+
+    def create_launch_template(
+        self,
+        LaunchTemplateName: str,
+        LaunchTemplateData: Mapping[str, Any],
+        TagSpecifications: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        if LaunchTemplateName in self.cloud.launch_templates:
+            raise client_error(
+                "CreateLaunchTemplate",
+                "InvalidLaunchTemplateName.AlreadyExistsException",
+                f"Launch template name already in use: {LaunchTemplateName}",
+            )
+        tags = [t for spec in TagSpecifications for t in spec.get("Tags", [])]
+        self.cloud.launch_templates[LaunchTemplateName] = {
+            "LaunchTemplateName": LaunchTemplateName,
+            "Data": json.loads(json.dumps(LaunchTemplateData)),
+            "Tags": tags,
+        }
+        return {"LaunchTemplate": {"LaunchTemplateName": LaunchTemplateName}}
+
+    def delete_launch_template(self, LaunchTemplateName: str) -> dict[str, Any]:
+        if self.cloud.launch_templates.pop(LaunchTemplateName, None) is None:
+            raise client_error(
+                "DeleteLaunchTemplate",
+                "InvalidLaunchTemplateName.NotFoundException",
+                f"The specified launch template does not exist: {LaunchTemplateName}",
+            )
+        return {"LaunchTemplate": {"LaunchTemplateName": LaunchTemplateName}}
+
+    # -- instances -------------------------------------------------------------------------
+
+    def create_fleet(
+        self,
+        LaunchTemplateConfigs: Sequence[Mapping[str, Any]],
+        TargetCapacitySpecification: Mapping[str, Any],
+        TagSpecifications: Sequence[Mapping[str, Any]] = (),
+        **_: Any,
+    ) -> dict[str, Any]:
+        """Type instant, one instance: the cheapest override of the capacity type asked for
+        (what lowest-price and price-capacity-optimized pick when capacity is plentiful)."""
+        capacity_type = TargetCapacitySpecification.get("DefaultTargetCapacityType", "on-demand")
+        catalog = self.cloud.catalog
+        candidates: list[tuple[float, str, str, str, Mapping[str, Any]]] = []
+        for config in LaunchTemplateConfigs:
+            name = config["LaunchTemplateSpecification"]["LaunchTemplateName"]
+            template = self.cloud.launch_templates.get(name)
+            if template is None:
+                raise client_error(
+                    "CreateFleet",
+                    "InvalidLaunchTemplateName.NotFoundException",
+                    f"The specified launch template does not exist: {name}",
+                )
+            for override in config.get("Overrides", []):
+                instance_type = override["InstanceType"]
+                zone = override.get("AvailabilityZone") or self._zone_of(override["SubnetId"])
+                if zone not in self.cloud.offerings.get(instance_type, []):
+                    continue
+                price = (
+                    catalog.spot_price(instance_type, zone)
+                    if capacity_type == "spot"
+                    else catalog.on_demand_price(instance_type)
+                )
+                if price is not None:
+                    candidates.append((price, instance_type, zone, name, override))
+        if not candidates:
+            return {
+                "Instances": [],
+                "Errors": [
+                    {
+                        "ErrorCode": "InvalidFleetConfiguration",
+                        "ErrorMessage": "offline: no override is offered in this region",
+                    }
+                ],
+            }
+        chosen = min(candidates, key=lambda c: c[:3])
+        instance_type, zone, template_name, override = chosen[1:]
+        data = self.cloud.launch_templates[template_name]["Data"]
+        tags = {
+            t["Key"]: t["Value"]
+            for spec in TagSpecifications
+            if spec.get("ResourceType") == "instance"
+            for t in spec.get("Tags", [])
+        }
+        instance_id = self.cloud.next_instance_id()
+        subnet = self.cloud.subnets.get(override["SubnetId"], {})
+        serial = int(instance_id[2:], 16)
+        # In the subnet's /20 of the default VPC range (172.31.0.0/16).
+        base = int(str(subnet.get("CidrBlock", "172.31.0.0/20")).split(".")[2])
+        address = f"172.31.{base + (serial // 250) % 16}.{serial % 250 + 4}"
+        groups = (data.get("NetworkInterfaces") or [{}])[0].get("Groups", [])
+        region = self.cloud.region
+        description: dict[str, Any] = {
+            "InstanceId": instance_id,
+            "InstanceType": instance_type,
+            "ImageId": override.get("ImageId") or data.get("ImageId", ""),
+            "State": {"Code": 16, "Name": "running"},
+            "Placement": {
+                "AvailabilityZone": zone,
+                "AvailabilityZoneId": self.cloud.zone_id(zone),
+                "Tenancy": "default",
+            },
+            "SubnetId": override["SubnetId"],
+            "VpcId": _hex_id("vpc", self.cloud.region),
+            "PrivateIpAddress": address,
+            "PrivateDnsName": f"ip-{address.replace('.', '-')}.{region}.compute.internal",
+            "SecurityGroups": [{"GroupId": g, "GroupName": ""} for g in groups],
+            "LaunchTime": self.cloud.now(),
+            "Tags": _tag_list(tags),
+        }
+        if subnet:
+            subnet["AvailableIpAddressCount"] = max(0, subnet["AvailableIpAddressCount"] - 1)
+        if capacity_type == "spot":
+            description["InstanceLifecycle"] = "spot"
+        self.cloud.instances[instance_id] = description
+        return {
+            "FleetId": _hex_id("fleet", instance_id),
+            "Errors": [],
+            "Instances": [
+                {
+                    "InstanceIds": [instance_id],
+                    "InstanceType": instance_type,
+                    "Lifecycle": capacity_type,
+                    "LaunchTemplateAndOverrides": {
+                        "LaunchTemplateSpecification": {"LaunchTemplateName": template_name},
+                        "Overrides": dict(override),
+                    },
+                }
+            ],
+        }
+
+    def _zone_of(self, subnet_id: str) -> str:
+        return str(self.cloud.subnets.get(subnet_id, {}).get("AvailabilityZone", ""))
+
+    def describe_instances(
+        self,
+        InstanceIds: Sequence[str] = (),
+        Filters: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        instances = self.cloud.instances
+        if InstanceIds:
+            missing = [i for i in InstanceIds if i not in instances]
+            if missing:
+                raise client_error(
+                    "DescribeInstances",
+                    "InvalidInstanceID.NotFound",
+                    f"The instance ID '{missing[0]}' does not exist",
+                )
+            chosen = [instances[i] for i in InstanceIds]
+        else:
+            chosen = list(instances.values())
+        states = _filter_values(Filters, "instance-state-name")
+        found = [
+            copy.deepcopy(i)
+            for i in chosen
+            if _tags_match(_tags(i["Tags"]), Filters)
+            and (states is None or i["State"]["Name"] in states)
+        ]
+        return {"Reservations": [{"Instances": found}] if found else []}
+
+    def terminate_instances(self, InstanceIds: Sequence[str]) -> dict[str, Any]:
+        changes = []
+        for instance_id in InstanceIds:
+            instance = self.cloud.instances.get(instance_id)
+            if instance is None:
+                raise client_error(
+                    "TerminateInstances",
+                    "InvalidInstanceID.NotFound",
+                    f"The instance ID '{instance_id}' does not exist",
+                )
+            previous = dict(instance["State"])
+            instance["State"] = {"Code": 48, "Name": "terminated"}
+            changes.append(
+                {
+                    "InstanceId": instance_id,
+                    "PreviousState": previous,
+                    "CurrentState": instance["State"],
+                }
+            )
+        return {"TerminatingInstances": changes}
+
+
+class OfflinePricing(_Service):
+    """GetProducts as the Pricing API shapes it: one JSON string per instance type."""
+
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self.cloud = cloud
+
+    def get_products(self, Filters: Sequence[Mapping[str, Any]] = (), **_: Any) -> dict[str, Any]:
+        terms = {f["Field"]: f["Value"] for f in Filters}
+        if terms.get("regionCode") != self.cloud.region:
+            return {"PriceList": []}
+        metal = terms.get("productFamily") == "Compute Instance (bare metal)"
+        catalog = self.cloud.catalog
+        entries = []
+        for name in sorted(self.cloud.offerings):
+            info = catalog.instance_types.get(name, {})
+            price = catalog.on_demand_price(name)
+            if price is None or bool(info.get("BareMetal")) != metal:
+                continue
+            entries.append(
+                json.dumps(
+                    {
+                        "product": {
+                            "attributes": {"instanceType": name, "regionCode": self.cloud.region}
+                        },
+                        "terms": {
+                            "OnDemand": {
+                                f"{name}.offline": {
+                                    "priceDimensions": {
+                                        f"{name}.offline.hrs": {
+                                            "unit": "Hrs",
+                                            "pricePerUnit": {"USD": f"{price:.6f}"},
+                                        }
+                                    }
+                                }
+                            }
+                        },
+                    }
+                )
+            )
+        return {"PriceList": entries}
+
+
+class OfflineSSM(_Service):
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self.cloud = cloud
+
+    def get_parameter(self, Name: str, **_: Any) -> dict[str, Any]:
+        al2 = _AL2_PATH.search(Name)
+        if al2 is not None and int(al2.group(1)) >= 33:
+            raise client_error("GetParameter", "ParameterNotFound", f"Parameter {Name} not found.")
+        arch = "arm64" if "arm64" in Name else "x86_64"
+        image_id = _hex_id("ami", Name)
+        self.cloud.image(image_id, Name.strip("/").replace("/", "-"), arch)
+        return {"Parameter": {"Name": Name, "Type": "String", "Value": image_id}}
+
+
+class OfflineIAM(_Service):
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self.cloud = cloud
+
+    def get_instance_profile(self, InstanceProfileName: str) -> dict[str, Any]:
+        profile = self.cloud.instance_profiles.get(InstanceProfileName)
+        if profile is None:
+            raise client_error(
+                "GetInstanceProfile",
+                "NoSuchEntity",
+                f"Instance Profile {InstanceProfileName} cannot be found.",
+            )
+        return {"InstanceProfile": profile}
+
+    def create_instance_profile(
+        self, InstanceProfileName: str, Path: str = "/", Tags: Sequence[Any] = ()
+    ) -> dict[str, Any]:
+        profile = {
+            "InstanceProfileName": InstanceProfileName,
+            "Path": Path,
+            "Roles": [],
+            "Tags": list(Tags),
+        }
+        self.cloud.instance_profiles[InstanceProfileName] = profile
+        return {"InstanceProfile": profile}
+
+    def add_role_to_instance_profile(self, InstanceProfileName: str, RoleName: str) -> None:
+        self.get_instance_profile(InstanceProfileName)["InstanceProfile"]["Roles"].append(
+            {"RoleName": RoleName}
+        )
+
+    def remove_role_from_instance_profile(self, InstanceProfileName: str, RoleName: str) -> None:
+        profile = self.get_instance_profile(InstanceProfileName)["InstanceProfile"]
+        profile["Roles"] = [r for r in profile["Roles"] if r["RoleName"] != RoleName]
+
+
+class OfflineEKS(_Service):
+    def __init__(self, cloud: OfflineAWS) -> None:
+        self.cloud = cloud
+
+    def describe_cluster(self, name: str) -> dict[str, Any]:
+        return {
+            "cluster": {
+                "name": name,
+                "version": self.cloud.kubernetes_version,
+                "endpoint": f"https://{name}.offline.invalid",
+                "certificateAuthority": {"data": "b2ZmbGluZQ=="},
+                "kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.100.0.0/16"},
+                "status": "ACTIVE",
+            }
+        }
+
+
+class OfflineSQS(_Service):
+    """An interruption queue that never holds a message: nothing interrupts offline."""
+
+    def get_queue_url(self, QueueName: str) -> dict[str, Any]:
+        return {"QueueUrl": f"https://sqs.offline.invalid/{OFFLINE_ACCOUNT}/{QueueName}"}
+
+    def receive_message(self, **_: Any) -> dict[str, Any]:
+        return {"Messages": []}
+
+    def delete_message(self, **_: Any) -> None:
+        """No message is ever handed out, so none is deleted."""

@@ -1,0 +1,183 @@
+"""``aws.offline=REGION``: the real provider against the bundled catalog, no server at all."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodewright.cli import main
+from nodewright_aws.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
+from nodewright_aws.options import parse_settings
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "providers" / "aws" / "scripts" / "generate_offline_catalog.py"
+SEED = ROOT / "examples" / "aws-seed-000"
+
+NODE_CLASS = """\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-offline
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: my-cluster}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: my-cluster}}]
+"""
+
+NODE_POOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [CAPACITY]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+"""
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+        - name: app
+          image: pause
+          resources: {requests: {cpu: "1"}}
+"""
+
+
+def simulate(tmp_path: Path, capacity: str, *options: str) -> tuple[int, dict[str, Any]]:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "class.yaml").write_text(NODE_CLASS)
+    (manifests / "pool.yaml").write_text(NODE_POOL.replace("CAPACITY", capacity))
+    (manifests / "app.yaml").write_text(DEPLOYMENT)
+    report = tmp_path / "report.json"
+    code = main(["simulate", str(manifests), "--json", str(report), *options])
+    return code, json.loads(report.read_text()) if report.exists() else {}
+
+
+def launched(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in report["nodes"] if n["nodePool"] == "default"]
+
+
+def test_on_demand_launches_the_cheapest_type_at_its_list_price(tmp_path: Path) -> None:
+    code, report = simulate(tmp_path, "on-demand", "--provider-option", "aws.offline=us-west-2")
+    assert code == 0
+    assert [p for p in report["pods"] if p["node"] is None] == []
+    (node,) = launched(report)
+    assert node["instanceType"] == "m5.large"
+    assert node["capacityType"] == "on-demand"
+    assert node["pricePerHour"] == pytest.approx(0.096)  # the us-east-1 list price
+    assert node["zone"] in load_catalog().offerings("us-west-2")["m5.large"]
+    labels = node["labels"]
+    assert labels["topology.kubernetes.io/region"] == "us-west-2"
+    assert labels["karpenter.k8s.aws/instance-cpu"] == "2"
+    assert labels["karpenter.k8s.aws/instance-memory"] == "8192"
+    assert labels["kubernetes.io/arch"] == "amd64"
+    assert labels["topology.k8s.aws/zone-id"].startswith("usw2-az")
+
+
+def test_spot_launches_in_the_cheapest_zone_below_on_demand(tmp_path: Path) -> None:
+    code, report = simulate(tmp_path, "spot", "--provider-option", "aws.offline=eu-west-1")
+    assert code == 0
+    (node,) = launched(report)
+    assert node["instanceType"] == "m5.large"
+    assert node["capacityType"] == "spot"
+    catalog = load_catalog()
+    zones = catalog.offerings("eu-west-1")["m5.large"]
+    spot = {zone: catalog.spot_price("m5.large", zone) for zone in zones}
+    assert node["zone"] == min(zones, key=lambda z: (spot[z], z))
+    assert node["pricePerHour"] == pytest.approx(spot[node["zone"]])
+    assert 0.096 * SPOT_SHARE_LOW <= node["pricePerHour"] < 0.096 * SPOT_SHARE_HIGH
+
+
+def test_the_seed_example_runs_offline_and_leaves_no_instance(tmp_path: Path) -> None:
+    """examples/aws-seed-000 as its README runs it, with no server: nodes of real instance
+    types with prices, scaled to zero at the end (every launched node removed)."""
+    report_file = tmp_path / "report.json"
+    code = main(
+        [
+            "simulate",
+            str(SEED / "manifests"),
+            "--scenario",
+            str(SEED / "scenario.yaml"),
+            "--provider-option",
+            "aws.offline=eu-west-1",
+            "--json",
+            str(report_file),
+        ]
+    )
+    assert code == 0
+    report = json.loads(report_file.read_text())
+    assert launched(report) == []
+    removed = report["removedNodes"]
+    assert removed
+    known = load_catalog().instance_types
+    for node in removed:
+        assert node["instanceType"] in known
+        assert node["capacityType"] == "spot"
+        assert node["pricePerHour"]
+        assert node["pricePerHour"] > 0
+        assert node["zone"].startswith("eu-west-1")
+    assert report["dollarHours"] > 0
+
+
+def test_unknown_region_is_one_line_naming_the_regions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = simulate(tmp_path, "on-demand", "--provider-option", "aws.offline=mars-north-1")
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    problem = [line for line in lines if "mars-north-1" in line]
+    assert len(problem) == 1
+    assert "available: " in problem[0]
+    assert "us-west-2" in problem[0]
+    assert "eu-west-1" in problem[0]
+
+
+def test_offline_conflicts_with_an_endpoint_or_another_region() -> None:
+    with pytest.raises(ValueError, match="offline and endpoint-url conflict"):
+        parse_settings({"offline": "us-west-2", "endpoint-url": "http://127.0.0.1:5000"})
+    with pytest.raises(ValueError, match="conflict"):
+        parse_settings({"offline": "us-west-2", "region": "eu-west-1"})
+    same = parse_settings({"offline": "us-west-2", "region": "us-west-2"})
+    assert same.offline
+    assert same.region == "us-west-2"
+
+
+def test_offline_needs_no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    code, report = simulate(tmp_path, "on-demand", "--provider-option", "aws.offline=us-east-1")
+    assert code == 0
+    assert [n["instanceType"] for n in launched(report)] == ["m5.large"]
+
+
+def test_the_generation_script_reproduces_the_bundled_catalog() -> None:
+    spec = importlib.util.spec_from_file_location("generate_offline_catalog", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    bundled = json.loads(gzip.decompress(script.TARGET.read_bytes()))
+    rebuilt = script.build(bundled["generated"])
+    assert script.differences(bundled, rebuilt) == []
+    assert script.encode(rebuilt) == script.TARGET.read_bytes()
+    assert bundled["sources"]["instance_types"].startswith("moto ")
+    assert script.TARGET.stat().st_size < 200_000
