@@ -40,6 +40,8 @@ from nodewright.api.validation import (
     validate_node_pool,
 )
 from nodewright.clock import Clock
+from nodewright.cluster import ClusterError
+from nodewright.cluster.kube.snapshot import take_snapshot
 from nodewright.cluster.objects import mutable, tune_collector
 from nodewright.controllers.options import Options
 from nodewright.convert_cli import run_convert
@@ -55,6 +57,16 @@ from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.scenario import Scenario, ScenarioError, Step, load_scenario
+from nodewright.simulation.snapshot import (
+    LOAD_ORDER,
+    Snapshot,
+    SnapshotError,
+    describe,
+    load_snapshot,
+    read_dump,
+    read_items,
+)
+from nodewright.simulation.whatif import WhatIf, build_what_if, price_nodes
 
 EXIT_OK = 0
 EXIT_INVALID_INPUT = 2
@@ -521,14 +533,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 "SpotToSpotConsolidation", False
             ),
         )
-        objects = _load([Path(p) for p in args.paths], host)
+        snapshot = _read_snapshot(args, host)
+        existing = snapshot.objects if snapshot is not None else []
+        if not args.paths and snapshot is None:
+            raise InputError(
+                ["give manifests (PATH ...), --from-cluster or --from-dump FILE to simulate"]
+            )
+        objects = _load([Path(p) for p in args.paths], host, existing) if args.paths else []
         registration = _duration_option("--node-registration-delay", args.node_registration_delay)
         # Configuring providers may log their failures; they are reported below, once each.
         logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]
         simulation = Simulation(
             host, options, provider_options, seed=args.seed, node_registration_delay=registration
         )
-        problems = option_problems(host, provider_options) or unusable_providers(host, objects)
+        problems = option_problems(host, provider_options) or unusable_providers(
+            host, [*existing, *objects]
+        )
         if problems:
             raise InputError(problems)
         # A status line while it runs, on a terminal only.
@@ -536,6 +556,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _configure_logging(simulation.clock, args.verbose, progress)
         if progress is not None:
             simulation.on_step = progress.update
+        current = None
+        if snapshot is not None:
+            logging.getLogger("nodewright.simulation").info("Loaded %s", describe(snapshot))
+            load_snapshot(simulation, snapshot)
+            current = price_nodes(simulation)
         try:
             simulation.apply(objects)
             simulation.settle()
@@ -545,18 +570,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         finally:
             if progress is not None:
                 progress.finish()
-    except (InputError, ScenarioError) as error:
-        lines = error.lines if isinstance(error, InputError) else [str(error)]
+    except (InputError, ScenarioError, SnapshotError) as error:
+        lines = error.lines if isinstance(error, InputError | SnapshotError) else [str(error)]
         for line in lines:
             print(f"error: {printable(cut(line))}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     report = build_report(simulation)
     _print_tables(report)
+    what_if = None
+    if snapshot is not None and current is not None:
+        what_if = build_what_if(simulation, snapshot.source, current, report)
+        report.notes.extend(snapshot.notes)
+        _print_what_if(what_if)
     if args.json:
+        data = report.to_dict()
+        if what_if is not None:
+            data["whatIf"] = what_if.to_dict()
         try:
-            Path(args.json).write_text(
-                json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8"
-            )
+            Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         except OSError as error:
             print(f"error: --json {args.json}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT
@@ -567,6 +598,87 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT
     return EXIT_OK
+
+
+def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | None:
+    """The cluster snapshot to start from (``--from-cluster``, ``--from-dump``), if any."""
+    if (args.kubeconfig or args.context) and not args.from_cluster:
+        raise InputError(["--kubeconfig and --context go with --from-cluster"])
+    if args.from_cluster and args.from_dump:
+        raise InputError(["--from-cluster and --from-dump: give one snapshot, not both"])
+    if args.from_dump:
+        return read_dump(Path(args.from_dump), _registry(host), _karpenter_rules(host))
+    if not args.from_cluster:
+        return None
+    kinds = [
+        *LOAD_ORDER,
+        *(kind.model for kind in host.node_class_kinds()),
+    ]
+    try:
+        taken = take_snapshot(kinds, args.kubeconfig, args.context)
+    except ClusterError as error:
+        where = args.kubeconfig or "the default kubeconfig"
+        context = f" (context {args.context})" if args.context else ""
+        raise InputError([f"--from-cluster {where}{context}: {error}"]) from None
+    source = f"cluster {taken.server}"
+    return read_items(taken.items, source, _registry(host), _karpenter_rules(host))
+
+
+def _print_what_if(what_if: WhatIf) -> None:
+    """What the snapshot's nodes cost now, what nodewright would change, what it would cost."""
+    current, projected = what_if.current_price_per_hour, what_if.projected_price_per_hour
+    managed = sum(1 for n in what_if.current if n.managed)
+    print(f"\nWhat-if for {what_if.source}:")
+    print(
+        f"  now:       {len(what_if.current)} node(s), ${current:.4f}/h "
+        f"({managed} managed, {len(what_if.current) - managed} unmanaged)"
+    )
+    saved = current - projected
+    share = f", {saved / current:.0%}" if current > 0 else ""
+    change = f"saves ${saved:.4f}/h{share}" if saved >= 0 else f"costs ${-saved:.4f}/h more"
+    print(f"  projected: {len(what_if.projected)} node(s), ${projected:.4f}/h ({change})")
+    if what_if.unplaced:
+        print(f"  {len(what_if.unplaced)} pod(s) could not be placed (PENDING POD above)")
+    if what_if.unpriced:
+        shown = cut(", ".join(what_if.unpriced), 200)
+        print(f"  not priced (no catalog offering, left out of the totals): {shown}")
+    if what_if.changes:
+        print()
+        _table(
+            ("EXISTING NODE", "NODEPOOL", "INSTANCE TYPE", "CAPACITY", "$/H", "ACTION", "WHY"),
+            [
+                (
+                    c.node.name,
+                    c.node.node_pool or "-",
+                    c.node.instance_type or "-",
+                    c.node.capacity_type or "-",
+                    _money(c.node.price_per_hour),
+                    c.action,
+                    (c.reason or "deleted") + (f" ({c.disruption})" if c.disruption else ""),
+                )
+                for c in what_if.changes
+            ],
+        )
+    if what_if.added:
+        print()
+        _table(
+            ("NEW NODE", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/H"),
+            [
+                (
+                    n.name,
+                    n.node_pool or "-",
+                    n.instance_type or "-",
+                    n.zone or "-",
+                    n.capacity_type or "-",
+                    _money(n.price_per_hour),
+                )
+                for n in what_if.added
+            ],
+        )
+
+
+def _money(price: float | None) -> str:
+    return f"{price:.4f}" if price is not None else "-"
 
 
 def _feature_gates(text: str) -> dict[str, bool]:
@@ -642,7 +754,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="Load manifests (NodePools, node classes, workloads, nodes), run nodewright "
         "against an embedded cluster until it settles, run the scenario's steps, and report.",
     )
-    simulate.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or directories")
+    simulate.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="manifest files or directories (with a snapshot: applied over it)",
+    )
+    simulate.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="start from a read-only snapshot of a real cluster and report the what-if",
+    )
+    simulate.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="with --from-cluster: the kubeconfig (default $KUBECONFIG or ~/.kube/config)",
+    )
+    simulate.add_argument(
+        "--context", metavar="NAME", help="with --from-cluster: the kubeconfig context"
+    )
+    simulate.add_argument(
+        "--from-dump",
+        metavar="FILE",
+        help="start from a `kubectl get nodes,pods,... -A -o yaml` dump (a v1 List)",
+    )
     simulate.add_argument("--scenario", metavar="FILE", help="steps to run after applying PATHs")
     simulate.add_argument("--json", metavar="FILE", help="write a JSON report to FILE")
     simulate.add_argument(

@@ -155,8 +155,10 @@ class KWOKProvider:
 
     def adopt(self) -> int:
         """Take into the ledger the instances other processes launched: every KWOK Node
-        (``kwok://`` providerID, the ``kwok.x-k8s.io/node`` annotation) the ledger has never
-        seen is a running instance. Returns how many were adopted.
+        (``kwok://`` providerID, the ``kwok.x-k8s.io/node`` annotation) of a NodePool
+        (``karpenter.sh/nodepool``) the ledger has never seen is a running instance. Returns
+        how many were adopted. A KWOK Node of no NodePool was made by someone else (by hand,
+        ``kwokctl``): it is not an instance, so garbage collection never deletes it.
 
         One process's ledger is not the cluster's: after a leader change the new leader
         must still find, and be able to delete, what the old one launched.
@@ -172,6 +174,7 @@ class KWOKProvider:
             if (
                 not pid.startswith(PROVIDER_ID_PREFIX)
                 or node.metadata.annotations.get(KWOK_NODE_KEY) != KWOK_NODE_VALUE
+                or NODEPOOL_LABEL not in node.metadata.labels
                 or self.ledger.knows(pid)
             ):
                 continue

@@ -99,3 +99,20 @@ def test_only_kwok_nodes_are_adopted_and_terminated_ones_stay_terminated(
     assert cluster.get(Node, "default-a") is not None  # held by its finalizer
     with pytest.raises(InstanceNotFoundError):  # but this process terminated it
         provider.get(first.provider_id)
+
+
+def test_a_kwok_node_of_no_nodepool_is_not_an_instance(
+    make_provider: Callable[..., KWOKProvider], cluster: MemoryCluster
+) -> None:
+    # made by hand (kwokctl, a snapshot's static node): KWOK's annotation, no NodePool label
+    cluster.create(
+        Node(
+            metadata=ObjectMeta(name="by-hand", annotations={"kwok.x-k8s.io/node": "fake"}),
+            spec=NodeSpec(provider_id="kwok://by-hand"),
+        )
+    )
+    provider = make_provider()
+    assert provider.list_instances() == []
+    with pytest.raises(InstanceNotFoundError):
+        provider.delete("kwok://by-hand")
+    assert cluster.get(Node, "by-hand") is not None

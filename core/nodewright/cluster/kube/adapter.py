@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import urllib3
+import yaml
 
 from nodewright.api.core import Event, Pod
 from nodewright.api.meta import KubeObject
@@ -117,7 +118,7 @@ class KubeCluster:
                     kube_config.load_kube_config(
                         context=context, client_configuration=configuration
                     )
-        except (kube_config.ConfigException, OSError, ValueError) as error:
+        except (kube_config.ConfigException, OSError, ValueError, yaml.YAMLError) as error:
             where = kubeconfig or "the in-cluster service account or ~/.kube/config"
             raise ClusterError(
                 f"cannot load Kubernetes credentials from {where}: {error}"

@@ -36,7 +36,7 @@ class DeploymentController:
             if deployment is None or deployment.deleting:
                 continue
             template_hash = _template_hash(deployment.spec.template)
-            name = f"{deployment.name}-{template_hash}"
+            name = replica_set_name(deployment)
             owned = sorted(
                 self.state.controlled_by(ReplicaSet, deployment.metadata.uid or "").values(),
                 key=object_key,
@@ -56,6 +56,11 @@ class DeploymentController:
                     retired = mutable(old)
                     retired.spec.replicas = 0
                     self.cluster.update(retired)
+
+
+def replica_set_name(deployment: Deployment) -> str:
+    """The name of the ReplicaSet of the Deployment's current template."""
+    return f"{deployment.name}-{_template_hash(deployment.spec.template)}"
 
 
 def _template_hash(template: PodTemplateSpec) -> str:

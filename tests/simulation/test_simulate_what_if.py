@@ -1,0 +1,254 @@
+"""``nodewright simulate --from-dump``: a snapshot of a real cluster (``kubectl get -o yaml``)
+loaded into the embedded cluster, and the what-if a user reads: what the nodes cost now, which
+would be removed or replaced and why, what the cluster would cost, which pods find no place."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodewright.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DUMP = ROOT / "examples" / "what-if" / "cluster-dump.yaml"
+#: The example's KWOK prices: c-4x-amd64-linux and c-8x-amd64-linux on demand.
+C4_ON_DEMAND = 0.1086
+C8_ON_DEMAND = 0.2172
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any]
+
+    @property
+    def what_if(self) -> dict[str, Any]:
+        return dict(self.report["whatIf"])
+
+    def changes(self) -> list[tuple[str, str, str | None]]:
+        return [(c["name"], c["action"], c["reason"]) for c in self.what_if["changes"]]
+
+
+RunDump = Callable[..., Run]
+
+
+@pytest.fixture
+def run_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RunDump:
+    def run(dump: dict[str, Any] | Path | str, *extra: str) -> Run:
+        if isinstance(dump, Path):
+            path = dump
+        else:
+            path = tmp_path / "dump.yaml"
+            path.write_text(dump if isinstance(dump, str) else yaml.safe_dump(dump))
+        report_file = tmp_path / "report.json"
+        try:
+            code = main(["simulate", "--from-dump", str(path), "--json", str(report_file), *extra])
+        finally:
+            logging.getLogger("nodewright").handlers.clear()
+        out = capsys.readouterr()
+        report = json.loads(report_file.read_text()) if report_file.exists() else {}
+        return Run(code, out.out, out.err, report)
+
+    return run
+
+
+def _example() -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load(DUMP.read_text()))
+
+
+def _item(dump: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
+    return next(i for i in dump["items"] if i["kind"] == kind and i["metadata"]["name"] == name)
+
+
+def test_the_empty_node_is_removed_and_the_projected_cost_drops_by_its_price(
+    run_dump: RunDump,
+) -> None:
+    run = run_dump(DUMP)
+    assert run.exit_code == 0, run.stderr
+    assert f"  now:       4 node(s), ${C4_ON_DEMAND * 2 + C8_ON_DEMAND:.4f}/h" in run.stdout
+    assert "(3 managed, 1 unmanaged)" in run.stdout
+    assert (
+        f"  projected: 3 node(s), ${C4_ON_DEMAND * 2:.4f}/h (saves ${C8_ON_DEMAND:.4f}/h, 50%)"
+        in run.stdout
+    )
+    row = next(
+        line for line in run.stdout.splitlines() if line.startswith("kwok-c ") and "removed" in line
+    )
+    assert row.split()[-3:] == ["removed", "Empty", "(Emptiness/Delete)"]
+    assert "not priced (no catalog offering, left out of the totals): static-1" in run.stdout
+
+    what_if = run.what_if
+    assert what_if["currentPricePerHour"] == pytest.approx(
+        C4_ON_DEMAND * 2 + C8_ON_DEMAND, abs=1e-4
+    )
+    assert what_if["projectedPricePerHour"] == pytest.approx(C4_ON_DEMAND * 2, abs=1e-4)
+    assert run.changes() == [("kwok-c", "removed", "Empty")]
+    assert what_if["addedNodes"] == []
+    assert what_if["unplacedPods"] == []
+    managed = {n["name"]: n["managed"] for n in what_if["currentNodes"]}
+    # kwok-b and kwok-c have no NodeClaim in the dump: they are adopted all the same
+    assert managed == {"kwok-a": True, "kwok-b": True, "kwok-c": True, "static-1": False}
+
+
+def test_loading_rolls_no_workload_and_keeps_every_pod_where_it_ran(run_dump: RunDump) -> None:
+    run = run_dump(DUMP)
+    placed = {p["name"]: p["node"] for p in run.report["pods"]}
+    assert placed == {
+        "web-7d4b9c8f6d-p0abc": "kwok-a",
+        "web-7d4b9c8f6d-q1abc": "kwok-a",
+        "web-7d4b9c8f6d-r2abc": "kwok-a",
+        "web-7d4b9c8f6d-s3abc": "kwok-b",
+        "web-7d4b9c8f6d-t4abc": "kwok-b",
+        "etcd-static-1": "static-1",
+    }
+    # the real cluster's NodeClaim had its NodePool's hash: not drifted under nodewright's
+    assert not [e for e in run.report["events"] if "Drift" in e["message"]]
+
+
+def test_an_underutilized_node_is_removed_when_its_pods_fit_elsewhere(run_dump: RunDump) -> None:
+    dump = _example()
+    pool = _item(dump, "NodePool", "default")
+    pool["spec"]["disruption"]["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+    # one of kwok-a's pods runs on kwok-c instead: kwok-b has room for it
+    _item(dump, "Pod", "web-7d4b9c8f6d-r2abc")["spec"]["nodeName"] = "kwok-c"
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    assert run.changes() == [("kwok-c", "removed", "Underutilized")]
+    assert run.what_if["projectedPricePerHour"] == pytest.approx(C4_ON_DEMAND * 2, abs=1e-4)
+    assert not run.report["pods"] or all(p["node"] for p in run.report["pods"])
+
+
+def test_a_node_its_nodepool_no_longer_allows_is_replaced_as_drifted(run_dump: RunDump) -> None:
+    dump = _example()
+    node = _item(dump, "Node", "kwok-b")
+    node["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"  # the pool wants on-demand
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    # its pods fit on the empty kwok-c: deleted, not replaced
+    assert run.changes() == [("kwok-b", "removed", "Drifted")]
+    on_c = [p for p in run.report["pods"] if p["node"] == "kwok-c"]
+    assert len(on_c) == 2  # kwok-b's two pods, recreated by their ReplicaSet
+
+    dump["items"].remove(_item(dump, "Node", "kwok-c"))
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    assert run.changes() == [("kwok-b", "replaced", "Drifted")]
+    (added,) = run.what_if["addedNodes"]
+    assert added["capacityType"] == "on-demand"
+    assert len([p for p in run.report["pods"] if p["node"] == added["name"]]) == 2
+
+
+def test_a_nodeclaim_the_real_cluster_saw_drifted_stays_drifted(run_dump: RunDump) -> None:
+    dump = _example()
+    claim = _item(dump, "NodeClaim", "default-x7k2p")
+    claim["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] = "1234"  # an older template
+    run = run_dump(dump)
+    # its three pods fit on the empty kwok-c
+    assert run.changes() == [("kwok-a", "removed", "Drifted")]
+
+
+def test_pods_that_find_no_place_are_reported_with_the_reason(run_dump: RunDump) -> None:
+    dump = _example()
+    pending = copy.deepcopy(_item(dump, "Pod", "etcd-static-1"))
+    pending["metadata"]["name"] = "huge"
+    pending["metadata"]["uid"] = "uid-pod-huge"
+    del pending["spec"]["nodeName"]
+    pending["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500"
+    pending["status"] = {"phase": "Pending"}
+    dump["items"].append(pending)
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    (unplaced,) = run.what_if["unplacedPods"]
+    assert (unplaced["namespace"], unplaced["name"]) == ("default", "huge")
+    assert unplaced["reason"]
+    assert "1 pod(s) could not be placed" in run.stdout
+
+
+def test_manifests_given_with_a_dump_are_applied_over_it(run_dump: RunDump, tmp_path: Path) -> None:
+    # what if the NodePool never consolidated?
+    pool = _item(_example(), "NodePool", "default")
+    pool["spec"]["disruption"]["consolidateAfter"] = "Never"
+    for key in ("uid", "resourceVersion", "managedFields", "creationTimestamp", "annotations"):
+        pool["metadata"].pop(key, None)
+    pool.pop("status")
+    override = tmp_path / "pool.yaml"
+    override.write_text(yaml.safe_dump(pool))
+    run = run_dump(DUMP, str(override))
+    assert run.exit_code == 0, run.stderr
+    assert run.changes() == []
+    assert run.what_if["projectedPricePerHour"] == run.what_if["currentPricePerHour"]
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def test_a_dump_that_is_not_a_list_is_refused_with_one_line(run_dump: RunDump) -> None:
+    node = _item(_example(), "Node", "kwok-a")
+    run = run_dump(node)
+    assert run.exit_code == 2
+    (error,) = _errors(run.stderr)
+    assert "a dump is one List" in error
+    assert "1 document(s) of kind 'Node'" in error
+    assert run.stdout == ""
+
+
+def test_a_malformed_object_in_a_dump_is_named_with_its_field(run_dump: RunDump) -> None:
+    dump = _example()
+    _item(dump, "Pod", "web-7d4b9c8f6d-p0abc")["spec"]["containers"] = "pause"
+    run = run_dump(dump)
+    assert run.exit_code == 2
+    (error,) = _errors(run.stderr)
+    assert 'Pod "web-7d4b9c8f6d-p0abc"' in error
+    assert "spec.containers" in error
+    assert "Traceback" not in run.stderr
+
+
+def test_a_list_whose_items_are_not_objects_is_refused(run_dump: RunDump) -> None:
+    run = run_dump({"apiVersion": "v1", "kind": "List", "items": ["just a string"]})
+    assert run.exit_code == 2
+    (error,) = _errors(run.stderr)
+    assert "items[0]: expected an object" in error
+
+
+def test_kinds_a_simulation_does_not_use_are_skipped_and_counted(run_dump: RunDump) -> None:
+    dump = _example()
+    dump["items"].append(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"}}
+    )
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    assert "skipped kinds a simulation does not use: Service x1" in run.stdout
+
+
+def test_a_missing_dump_file_and_a_kubeconfig_without_from_cluster_exit_2(
+    run_dump: RunDump, tmp_path: Path
+) -> None:
+    run = run_dump(tmp_path / "nope.yaml")
+    assert run.exit_code == 2
+    (error,) = _errors(run.stderr)
+    assert "nope.yaml" in error
+    run = run_dump(DUMP, "--kubeconfig", str(tmp_path / "k"))
+    assert run.exit_code == 2
+    assert _errors(run.stderr) == ["error: --kubeconfig and --context go with --from-cluster"]
+
+
+def test_a_cluster_and_a_dump_together_are_refused(run_dump: RunDump) -> None:
+    run = run_dump(DUMP, "--from-cluster")
+    assert run.exit_code == 2
+    assert _errors(run.stderr) == [
+        "error: --from-cluster and --from-dump: give one snapshot, not both"
+    ]
