@@ -50,7 +50,7 @@ from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.service.command import add_run_command
-from nodewright.settings import DEFAULT_FEATURE_GATES, parse_feature_gates
+from nodewright.settings import DEFAULT_FEATURE_GATES, DRA_FALSE_REFUSED, parse_feature_gates
 from nodewright.simulation.html import render_html
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
@@ -524,6 +524,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             _check_output_file("--html", Path(args.html))
         scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
         provider_options = _parse_provider_options(args.provider_option)
+        if not args.ignore_dra_requests:
+            raise InputError([f"--no-ignore-dra-requests: {DRA_FALSE_REFUSED}"])
         options = Options(
             batch_idle_duration=_duration_option("--batch-idle-duration", args.batch_idle_duration),
             batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
@@ -823,6 +825,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("Strict", "BestEffort"),
         default="Strict",
         help="requirement minValues handling (default Strict)",
+    )
+    simulate.add_argument(
+        "--ignore-dra-requests",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skip pods with Dynamic Resource Allocation claims, as run does (only true)",
     )
     simulate.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     simulate.set_defaults(handler=cmd_simulate)

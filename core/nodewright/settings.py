@@ -35,6 +35,13 @@ KNOWN_FEATURE_GATES = frozenset(
     }
 )
 
+#: Why ``IGNORE_DRA_REQUESTS=false`` is refused: Karpenter then allocates DRA devices from
+#: ResourceSlices, which nodewright does not implement.
+DRA_FALSE_REFUSED = (
+    "false is not supported: nodewright does not allocate Dynamic Resource Allocation devices; "
+    "pods with resourceClaims are skipped (FailedScheduling event), as Karpenter does by default"
+)
+
 
 class SettingsError(ValueError):
     """Bad settings; ``lines`` name each flag / variable and the problem."""
@@ -123,6 +130,11 @@ class RunSettings(BaseSettings):
         default="",
         description="PROVIDER.NAME=VALUE,... provider settings (flag: repeatable)",
     )
+    ignore_dra_requests: bool = Field(
+        default=True,
+        description="skip pods with Dynamic Resource Allocation claims (only true: nodewright "
+        "allocates no DRA devices)",
+    )
 
     # -- observability ---------------------------------------------------------------------------
     log_level: Literal["debug", "info", "warn", "error"] = Field(
@@ -173,6 +185,13 @@ class RunSettings(BaseSettings):
     @classmethod
     def _check_gates(cls, value: str) -> str:
         parse_feature_gates(value)
+        return value
+
+    @field_validator("ignore_dra_requests")
+    @classmethod
+    def _check_dra(cls, value: bool) -> bool:
+        if not value:
+            raise ValueError(DRA_FALSE_REFUSED)
         return value
 
     @field_validator("log_output_paths")

@@ -24,6 +24,8 @@ def _quantities(value: object) -> object:
 class ResourceRequirements(Model):
     requests: dict[str, str] = Field(default_factory=dict)
     limits: dict[str, str] = Field(default_factory=dict)
+    #: Names of the pod's ``resourceClaims`` this container uses (Dynamic Resource Allocation).
+    claims: list[dict[str, Any]] | None = None
 
     _normalise = field_validator("requests", "limits", mode="before")(_quantities)
 
@@ -168,6 +170,8 @@ class PodSpec(Model):
     termination_grace_period_seconds: int | None = None
     restart_policy: str | None = None
     host_network: bool | None = None
+    #: Dynamic Resource Allocation claims (``resourceClaims``), kept as the API gives them.
+    resource_claims: list[dict[str, Any]] | None = None
 
     _normalise = field_validator("overhead", mode="before")(_quantities)
 

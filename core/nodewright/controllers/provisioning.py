@@ -45,6 +45,7 @@ from nodewright.controllers.templates import (
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.dra import DRA_IGNORED, DRA_SKIP_LOG
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import (
     DaemonOverheadGroup,
@@ -54,6 +55,7 @@ from nodewright.scheduling.model import (
     PodRequest,
 )
 from nodewright.scheduling.pods import (
+    has_dra_requirements,
     pod_host_ports,
     pod_request,
     pod_requests,
@@ -235,7 +237,9 @@ class Provisioner:
         for key, message in result.errors.items():
             if key in result.awaiting_reservation:
                 continue
-            detail = "; ".join([message, *pool_errors]) if pool_errors else message
+            detail = message
+            if pool_errors and message != DRA_IGNORED:
+                detail = "; ".join([message, *pool_errors])
             self._events.publish(
                 by_key[key], "FailedScheduling", f"Failed to schedule pod, {detail}", WARNING
             )
@@ -248,6 +252,8 @@ class Provisioner:
                         "simulation due to limited reserved offering capacity",
                         extra=fields(Pods=key, reason=message),
                     )
+                elif message == DRA_IGNORED:
+                    log.info(DRA_SKIP_LOG, extra=fields(Pod=ref(name, namespace)))
                 else:
                     log.error(
                         "could not schedule pod",
@@ -414,8 +420,10 @@ def _reserve_daemons(
 
 
 def daemon_pods(daemonsets: Sequence[DaemonSet]) -> list[Pod]:
-    """The pod each daemonset would run on a node."""
-    return [Pod(metadata=d.spec.template.metadata, spec=d.spec.template.spec) for d in daemonsets]
+    """The pod each daemonset would run on a node; one with DRA claims is not counted as node
+    overhead (Karpenter with ``IGNORE_DRA_REQUESTS``, see :mod:`nodewright.scheduling.dra`)."""
+    pods = [Pod(metadata=d.spec.template.metadata, spec=d.spec.template.spec) for d in daemonsets]
+    return [p for p in pods if not has_dra_requirements(p)]
 
 
 def daemon_overhead_groups(

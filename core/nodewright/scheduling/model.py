@@ -77,6 +77,8 @@ class PodRequest:
     volume_requirements: tuple[Requirements, ...] = ()
     #: CSI driver -> volumes the pod mounts, for attach limits.
     volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: The pod asks for Dynamic Resource Allocation devices (``resourceClaims``).
+    dynamic_resources: bool = False
 
     @property
     def key(self) -> str:

@@ -110,6 +110,15 @@ def _pod_total(pod: api.Pod, of: Callable[[api.Container], ResourceList]) -> Res
     return total
 
 
+def has_dra_requirements(pod: api.Pod) -> bool:
+    """True when the pod asks for Dynamic Resource Allocation devices: ``resourceClaims`` on
+    the pod or ``resources.claims`` on any of its containers (Karpenter's
+    ``HasDRARequirements``)."""
+    if pod.spec.resource_claims:
+        return True
+    return any(c.resources.claims for c in (*pod.spec.init_containers, *pod.spec.containers))
+
+
 # -- taints and tolerations -----------------------------------------------------------------
 
 
@@ -342,6 +351,7 @@ def pod_request(
         preferred_affinity=preferred,
         preferred_anti_affinity=preferred_anti,
         schedule_anyway=anyway,
+        dynamic_resources=has_dra_requirements(pod),
     )
 
 

@@ -38,6 +38,7 @@ from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
 )
+from nodewright.scheduling.dra import split_dra_pods
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import (
     DaemonOverheadGroup,
@@ -1447,12 +1448,14 @@ def solve(
     and for the required anti-affinity they impose. Pods that cannot be placed appear in
     ``errors`` with Karpenter's explanation.
     """
+    pods, skipped = split_dra_pods(pods)
     result = _Solver(existing, templates, options, pods, placed).solve(pods)
-    if not options.repack:
-        return result
-    plain = replace(options, repack=False)
+    if options.repack:
+        plain = replace(options, repack=False)
 
-    def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
-        return _Solver((), [template], plain, batch, ()).solve(batch, keep_order=True)
+        def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
+            return _Solver((), [template], plain, batch, ()).solve(batch, keep_order=True)
 
-    return repack(result, pods, templates, placed, in_order)
+        result = repack(result, pods, templates, placed, in_order)
+    result.errors.update(skipped)
+    return result

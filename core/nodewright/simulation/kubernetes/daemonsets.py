@@ -11,7 +11,7 @@ from nodewright.clock import Clock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Key, object_key
-from nodewright.scheduling.pods import pod_tolerations, taints_from_api
+from nodewright.scheduling.pods import has_dra_requirements, pod_tolerations, taints_from_api
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, tolerates_all
 from nodewright.scheduling.taints import Toleration as SchedulingToleration
@@ -146,6 +146,9 @@ def _matches_node(spec: PodSpec, node: Node) -> bool:
 
 def _may_start(spec: PodSpec, node: Node) -> bool:
     if not _matches_node(spec, node):
+        return False
+    if has_dra_requirements(Pod(spec=spec)):
+        # It would wait for a DRA device; the simulated cluster publishes no ResourceSlices.
         return False
     taints = [t for t in taints_from_api(node.spec.taints) if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
     return tolerates_all(_tolerations(spec), taints) is None

@@ -33,7 +33,7 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, Key, is_terminal
 from nodewright.scheduling.model import PodRequest
-from nodewright.scheduling.pods import pod_request, ports_conflict
+from nodewright.scheduling.pods import has_dra_requirements, pod_request, ports_conflict
 from nodewright.scheduling.requirements import RequirementError
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.selectors import node_selector_matches
@@ -67,6 +67,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 VOLUME_AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
 VOLUME_TOPOLOGY_MISMATCH = "node(s) didn't find available persistent volumes to bind"
 NO_NODES = "no nodes available to schedule pods"
+
+#: Why a pod with ``resourceClaims`` stays pending: the simulated cluster has no DRA drivers,
+#: so no ResourceSlice offers it a device.
+DRA_NOT_ALLOCATED = (
+    "pod has Dynamic Resource Allocation claims; the simulated cluster publishes no "
+    "ResourceSlices, so no device can be allocated"
+)
 
 #: Kinds whose every change may change a pending pod's verdict or message.
 _WORLD_KINDS = (Node, CSINode, PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace)
@@ -355,6 +362,8 @@ def _prepare(pod: Pod) -> _Prepared:
     order = None
     if created is not None:
         order = (-(pod.spec.priority or 0), created, pod.namespace, pod.name)
+    if has_dra_requirements(pod):
+        return _Prepared(order, None, DRA_NOT_ALLOCATED, None)
     try:
         request = pod_request(pod)
     except RequirementError as error:
