@@ -624,6 +624,39 @@ def nodewright_configuration_problem(self):
         host.configuration_problem("bad")
 
 
+def test_hook_nodewright_report_notes_is_empty_for_a_provider_without_it() -> None:
+    assert fake_host().report_notes("fake") == []
+
+
+def test_hook_nodewright_report_notes_returns_the_owners_lines(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_report_notes(self):
+    return ["prices are modelled: approximate", ""]
+""",
+    )
+    assert host.report_notes("bad") == ["prices are modelled: approximate"]
+
+
+def test_hook_nodewright_report_notes_returning_garbage_is_a_contract_error(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+@hookimpl
+def nodewright_report_notes(self):
+    return "one string, not lines"
+""",
+    )
+    with pytest.raises(PluginContractError, match="nodewright_report_notes returned"):
+        host.report_notes("bad")
+
+
 # -- background work -------------------------------------------------------------------------
 
 

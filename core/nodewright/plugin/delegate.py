@@ -2,8 +2,8 @@
 
 Every hook of the contract calls the provider method of the same name without the
 ``nodewright_`` prefix (``nodewright_list`` calls ``list_instances``). ``node_labels``,
-``is_drifted``, ``reconcile`` and ``configuration_problem`` are optional: a provider without
-them leaves those hooks unanswered. A provider package's plugin module is then::
+``is_drifted``, ``reconcile``, ``configuration_problem`` and ``report_notes`` are optional:
+a provider without them leaves those hooks unanswered. A provider package's plugin module is then::
 
     provider = ToyProvider()
     plugin = ProviderPlugin(provider, provider_info)
@@ -85,6 +85,11 @@ class ProviderPlugin(Generic[P]):
     @_hookimpl
     def nodewright_configuration_problem(self) -> str | None:
         result: str | None = self._optional("configuration_problem")
+        return result
+
+    @_hookimpl
+    def nodewright_report_notes(self) -> Sequence[str] | None:
+        result: Sequence[str] | None = self._optional("report_notes")
         return result
 
     @_hookimpl

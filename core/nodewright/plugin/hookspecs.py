@@ -95,6 +95,20 @@ def nodewright_configuration_problem() -> str | None:
     """
 
 
+@hookspec(firstresult=True)
+def nodewright_report_notes() -> Sequence[str] | None:
+    """Say what a reader of a simulation's report must know about this provider's figures.
+
+    **Called** by ``nodewright simulate`` when it builds the report, on each configured
+    provider. For what the run cannot show by itself: prices taken from a bundled catalog
+    and partly modelled, say, or a cloud answered by an offline stand-in.
+
+    **Returns** lines (each a sentence, never a secret), or None or an empty sequence when
+    there is nothing to say. Optional. Each line becomes a ``note:`` of the report, prefixed
+    with the provider's name.
+    """
+
+
 # -------------------------------------------------------------------------------------------
 # NodeClasses
 # -------------------------------------------------------------------------------------------

@@ -537,6 +537,19 @@ class PluginHost:
             raise _contract(owner, hook, f"returned {_shown(result)}, not a line or None")
         return result
 
+    def report_notes(self, provider: str) -> list[str]:
+        """What ``provider`` wants a simulation report to say about its figures."""
+        owner = self.provider(provider)
+        hook = "nodewright_report_notes"
+        if self._impl(hook, owner.key) is None:
+            return []
+        result = self._call_owner(owner, hook)
+        if result is None:
+            return []
+        if not isinstance(result, list | tuple) or not all(isinstance(x, str) for x in result):
+            raise _contract(owner, hook, f"returned {_shown(result)}, not a list of lines")
+        return [line for line in result if line]
+
     def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
         """Whether nodes can be launched from ``node_class`` (``None`` from the hook: ready)."""
         owner = self._owner_of(node_class)

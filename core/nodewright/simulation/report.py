@@ -174,7 +174,7 @@ def build_report(simulation: Simulation) -> Report:
     history = simulation.operator.disruption.history
     history.observe(cluster.list(NodeClaim), simulation.clock.now(), lambda claim: None)
     record_by_node = {r.node: r for r in history.records.values() if r.node}
-    notes: list[str] = []
+    notes = _provider_notes(simulation)
     pods = [p for p in cluster.list(Pod) if not is_terminal(p)]
     by_node: dict[str, list[str]] = defaultdict(list)
     for pod in pods:
@@ -258,6 +258,20 @@ def build_report(simulation: Simulation) -> Report:
         list(timeline.points),
         timeline.dollar_hours,
     )
+
+
+def _provider_notes(simulation: Simulation) -> list[str]:
+    """What each configured provider says a reader must know about its figures."""
+    notes: list[str] = []
+    for entry in simulation.host.providers:
+        if entry.info is None or entry.error is not None:
+            continue
+        try:
+            lines = simulation.host.report_notes(entry.name)
+        except (ProviderError, PluginError) as error:
+            lines = [f"could not say what its figures rest on: {error}"]
+        notes.extend(f"provider {entry.name}: {line}" for line in lines)
+    return notes
 
 
 def _price(

@@ -212,6 +212,24 @@ class AWSProvider:
     def region(self) -> str:
         return self.clients.region
 
+    def report_notes(self) -> list[str]:
+        """Offline, where the figures come from and which prices are approximate."""
+        if self.offline is None:
+            return []
+        catalog = self.offline.catalog
+        launched = sorted({i["InstanceType"] for i in self.offline.ec2.cloud.instances.values()})
+        modelled = [name for name in launched if name not in catalog.listed]
+        lines = [
+            f"offline catalog of {self.offline.region} (no AWS call): instance types and zones "
+            f"from {catalog.sources['instance_types'].split(':')[0]}'s recorded EC2 data; "
+            f"on-demand prices are us-east-1 list prices (in every region) for "
+            f"{len(catalog.listed)} types and modelled for the others; every spot price is "
+            "modelled (30-45 % of on-demand): approximate figures"
+        ]
+        if modelled:
+            lines.append(f"modelled (approximate) on-demand prices launched: {', '.join(modelled)}")
+        return lines
+
     # -- node classes --------------------------------------------------------------------
 
     def _eks_cluster(self) -> Mapping[str, Any]:

@@ -82,6 +82,7 @@ def test_on_demand_launches_the_cheapest_type_at_its_list_price(tmp_path: Path) 
     assert node["instanceType"] == "m5.large"
     assert node["capacityType"] == "on-demand"
     assert node["pricePerHour"] == pytest.approx(0.096)  # the us-east-1 list price
+    assert not any("modelled (approximate) on-demand prices launched" in n for n in report["notes"])
     assert node["zone"] in load_catalog().offerings("us-west-2")["m5.large"]
     labels = node["labels"]
     assert labels["topology.kubernetes.io/region"] == "us-west-2"
@@ -134,6 +135,11 @@ def test_the_seed_example_runs_offline_and_leaves_no_instance(tmp_path: Path) ->
         assert node["pricePerHour"] > 0
         assert node["zone"].startswith("eu-west-1")
     assert report["dollarHours"] > 0
+    notes = [n for n in report["notes"] if n.startswith("provider aws: ")]
+    assert any("approximate" in n and "moto" in n for n in notes)
+    modelled = {n["instanceType"] for n in removed} - load_catalog().listed
+    if modelled:
+        assert any(all(t in n for t in modelled) for n in notes)
 
 
 def test_unknown_region_is_one_line_naming_the_regions(

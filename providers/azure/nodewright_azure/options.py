@@ -39,8 +39,10 @@ CLUSTER_ENDPOINT = "cluster-endpoint"
 CLUSTER_CA_FILE = "cluster-ca-file"
 BOOTSTRAP_TOKEN_FILE = "bootstrap-token-file"
 DNS_SERVICE_IP = "dns-service-ip"
+OFFLINE = "offline"
 
 OPTIONS = (
+    OFFLINE,
     SUBSCRIPTION_ID,
     RESOURCE_GROUP,
     LOCATION,
@@ -70,6 +72,26 @@ OPTIONS = (
     CLUSTER_CA_FILE,
     BOOTSTRAP_TOKEN_FILE,
     DNS_SERVICE_IP,
+)
+
+#: Options that name a server or an identity: meaningless, so refused, with ``offline``.
+ONLINE_ONLY = (
+    ARM_ENDPOINT,
+    AUTHORITY_HOST,
+    PRICES_ENDPOINT,
+    AUTH_MODE,
+    TENANT_ID,
+    CLIENT_ID,
+    CLIENT_SECRET_FILE,
+    TOKEN_FILE,
+    CA_BUNDLE,
+)
+#: What ``offline`` fills in when the options leave it unset.
+OFFLINE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+OFFLINE_RESOURCE_GROUP = "nodewright-offline"
+OFFLINE_SUBNET = (
+    "/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Network/"
+    "virtualNetworks/nodewright-offline/subnets/nodes"
 )
 
 AUTH_MODES = ("default", "workload-identity", "client-secret", "managed-identity")
@@ -119,6 +141,9 @@ class Settings:
     cluster_ca_file: str = ""
     bootstrap_token_file: str = field(default="", repr=False)
     dns_service_ip: str = "10.0.0.10"
+    #: ``azure.offline=LOCATION``: every Azure call is answered in-process from the bundled
+    #: catalog of that location (nodewright_azure.offline); no server, no identity.
+    offline: bool = False
 
     @property
     def default_max_pods(self) -> int:
@@ -149,6 +174,8 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
             f"unknown azure option {unknown[0]!r}; known options: {', '.join(OPTIONS)}"
         )
     values = {k: v.strip() for k, v in options.items()}
+    if values.get(OFFLINE):
+        values = _offline_values(values)
     auth_mode = values.get(AUTH_MODE, "default") or "default"
     if auth_mode not in AUTH_MODES:
         raise SettingsError(f"{AUTH_MODE}: {auth_mode!r} is not one of {', '.join(AUTH_MODES)}")
@@ -193,7 +220,45 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         cluster_ca_file=values.get(CLUSTER_CA_FILE, ""),
         bootstrap_token_file=values.get(BOOTSTRAP_TOKEN_FILE, ""),
         dns_service_ip=values.get(DNS_SERVICE_IP) or "10.0.0.10",
+        offline=bool(values.get(OFFLINE)),
     )
+
+
+def _offline_values(values: Mapping[str, str]) -> dict[str, str]:
+    """The options of an offline run: its location checked against the bundled catalog,
+    server and identity options refused, the rest of what Azure would need filled in."""
+    from nodewright_azure.offline.catalog import load_catalog  # noqa: PLC0415
+
+    location = values[OFFLINE].lower()
+    locations = load_catalog().locations
+    if location not in locations:
+        raise SettingsError(
+            f"{OFFLINE}: no bundled catalog for location {location!r}; "
+            f"available: {', '.join(locations)}"
+        )
+    conflicting = [name for name in ONLINE_ONLY if values.get(name)]
+    if conflicting:
+        raise SettingsError(
+            f"{OFFLINE} and {conflicting[0]} conflict: offline mode talks to no server and "
+            f"uses no identity; drop azure.{conflicting[0]} or azure.{OFFLINE}"
+        )
+    if values.get(LOCATION) and values[LOCATION].lower() != location:
+        raise SettingsError(
+            f"{OFFLINE}={location} and {LOCATION}={values[LOCATION]} conflict: offline mode "
+            f"simulates the location it names; drop azure.{LOCATION}"
+        )
+    subscription = values.get(SUBSCRIPTION_ID) or OFFLINE_SUBSCRIPTION
+    group = values.get(RESOURCE_GROUP) or OFFLINE_RESOURCE_GROUP
+    return {
+        **values,
+        LOCATION: location,
+        SUBSCRIPTION_ID: subscription,
+        RESOURCE_GROUP: group,
+        VNET_SUBNET_ID: values.get(VNET_SUBNET_ID)
+        or OFFLINE_SUBNET.format(subscription=subscription, group=group),
+        POLLING_INTERVAL: values.get(POLLING_INTERVAL) or "0",
+        RETRY_BACKOFF: values.get(RETRY_BACKOFF) or "0",
+    }
 
 
 def _kubernetes_version(text: str) -> str:

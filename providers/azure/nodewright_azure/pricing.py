@@ -21,7 +21,7 @@ from urllib.parse import quote
 from azure.core import PipelineClient
 from azure.core.exceptions import AzureError
 from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy
-from azure.core.pipeline.transport import RequestsTransport
+from azure.core.pipeline.transport import HttpTransport, RequestsTransport
 from azure.core.rest import HttpRequest
 
 from nodewright.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
@@ -80,13 +80,18 @@ def classify(items: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], dict
 class RetailPricesClient:
     """GETs every page of the Retail Prices API for one region."""
 
-    def __init__(self, endpoint: str = PUBLIC_PRICES_ENDPOINT, **pipeline_options: Any) -> None:
+    def __init__(
+        self,
+        endpoint: str = PUBLIC_PRICES_ENDPOINT,
+        transport: HttpTransport[Any, Any] | None = None,
+        **pipeline_options: Any,
+    ) -> None:
         self.endpoint = endpoint.rstrip("/")
         verify = pipeline_options.pop("connection_verify", True)
         self._client: PipelineClient[Any, Any] = PipelineClient(
             base_url=self.endpoint,
             policies=[HeadersPolicy(), RetryPolicy(**pipeline_options)],
-            transport=RequestsTransport(connection_verify=verify),
+            transport=transport or RequestsTransport(connection_verify=verify),
         )
 
     def close(self) -> None:

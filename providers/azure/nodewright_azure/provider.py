@@ -72,6 +72,9 @@ from nodewright_azure.nodeclass import (
     AKSNodeClassSpec,
     spec_hash,
 )
+from nodewright_azure.offline.catalog import load_catalog
+from nodewright_azure.offline.cloud import OfflineAzure
+from nodewright_azure.offline.transport import OfflineCredential, OfflineTransport
 from nodewright_azure.options import Settings, SettingsError, parse_settings
 from nodewright_azure.pricing import Pricing, RetailPricesClient
 
@@ -162,6 +165,8 @@ class AzureProvider:
         #: NIC name -> when garbage collection first found it without a VM.
         self._orphan_nics: dict[str, datetime] = {}
         self._nic_gc_at: datetime | None = None
+        #: The in-process cloud under ``azure.offline=LOCATION`` (None when online).
+        self.offline: OfflineAzure | None = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -179,12 +184,53 @@ class AzureProvider:
         self._image_versions.clear()
         self._orphan_nics.clear()
         self._nic_gc_at = None
+        self.offline = None
+        if self.settings.offline:
+            catalog = load_catalog()
+            self.offline = OfflineAzure(
+                catalog, self.settings.location, self.settings.subscription_id, context.clock.now
+            )
+            log.info(
+                "azure: offline in %s; VM sizes: %s; prices: %s",
+                self.settings.location,
+                catalog.sources["skus"],
+                catalog.sources["prices"],
+            )
+
+    def _credential(self) -> TokenCredential:
+        if self.offline is not None:
+            return OfflineCredential()
+        return self._credential_factory(self.settings)
+
+    def _transport(self) -> dict[str, Any]:
+        """The SDK clients' transport: the in-process cloud offline, else the default."""
+        return {} if self.offline is None else {"transport": OfflineTransport(self.offline)}
+
+    def report_notes(self) -> list[str]:
+        """Offline, where the figures come from and which prices are approximate."""
+        if self.offline is None:
+            return []
+        location = self.settings.location
+        listed = self.offline.catalog.listed(location)
+        launched = sorted(
+            {vm["properties"]["hardwareProfile"]["vmSize"] for vm in self.offline.launched}
+        )
+        modelled = [name for name in launched if name not in listed]
+        lines = [
+            f"offline catalog of {location} (no Azure call): {len(self.offline.skus)} VM sizes "
+            f"from the provider's test fixture; on-demand prices are bundled list prices for "
+            f"{len(listed)} sizes and modelled for the others; every spot price is modelled "
+            "(15-30 % of on-demand): approximate figures"
+        ]
+        if modelled:
+            lines.append(f"modelled (approximate) on-demand prices launched: {', '.join(modelled)}")
+        return lines
 
     def configuration_problem(self) -> str | None:
         """A missing setting, or a credential that cannot be made (made, not used)."""
         try:
             self.settings.require()
-            self._credential_factory(self.settings)
+            self._credential()
         except SettingsError as error:
             return str(error)
         return None
@@ -227,7 +273,7 @@ class AzureProvider:
 
             try:
                 self.settings.require()
-                credential = self._credential_factory(self.settings)
+                credential = self._credential()
             except SettingsError as error:
                 raise NodeClassNotReadyError(str(error)) from None
             endpoint = self.settings.arm_endpoint.rstrip("/")
@@ -238,6 +284,7 @@ class AzureProvider:
                 base_url=endpoint,
                 credential_scopes=scopes,
                 **self._client_options(),
+                **self._transport(),
             )
             self._network = NetworkManagementClient(
                 credential,
@@ -245,6 +292,7 @@ class AzureProvider:
                 base_url=endpoint,
                 credential_scopes=scopes,
                 **self._client_options(),
+                **self._transport(),
             )
         return self._compute, self._network
 
@@ -279,7 +327,9 @@ class AzureProvider:
                 }
                 if self.settings.ca_bundle:
                     options["connection_verify"] = self.settings.ca_bundle
-                client = RetailPricesClient(self.settings.prices_endpoint, **options)
+                client = RetailPricesClient(
+                    self.settings.prices_endpoint, **options, **self._transport()
+                )
             self._pricing = Pricing.start(self.settings.location or "eastus", client)
         if self._pricing.due(self.clock.now()):
             self._pricing.refresh(self.clock.now())
