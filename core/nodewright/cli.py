@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nodewright import __version__
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
-from nodewright.api.core import Pod
+from nodewright.api.core import Pod, TopologySpreadConstraint
 from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import cut, printable
 from nodewright.api.karpenter import NodeClaim, NodePool
@@ -49,6 +49,7 @@ from nodewright.crds_cli import run_crds
 from nodewright.logfields import as_text, level_name, record_fields
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
+from nodewright.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.service.command import add_run_command
 from nodewright.settings import DEFAULT_FEATURE_GATES, DRA_FALSE_REFUSED, parse_feature_gates
 from nodewright.simulation.html import render_html
@@ -534,6 +535,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             spot_to_spot_consolidation=_feature_gates(args.feature_gates).get(
                 "SpotToSpotConsolidation", False
             ),
+            default_spread=_default_spread(args.scheduler_config),
         )
         snapshot = _read_snapshot(args, host)
         existing = snapshot.objects if snapshot is not None else []
@@ -683,6 +685,15 @@ def _money(price: float | None) -> str:
     return f"{price:.4f}" if price is not None else "-"
 
 
+def _default_spread(value: str) -> tuple[TopologySpreadConstraint, ...]:
+    """``--scheduler-config``'s default topology spread constraints."""
+    try:
+        config = load_scheduler_config(value)
+    except SchedulerConfigError as error:
+        raise InputError([f"--scheduler-config: {error}"]) from None
+    return config.default_constraints if config is not None else ()
+
+
 def _feature_gates(text: str) -> dict[str, bool]:
     """Karpenter's gates at their defaults, overridden by ``--feature-gates``."""
     try:
@@ -825,6 +836,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("Strict", "BestEffort"),
         default="Strict",
         help="requirement minValues handling (default Strict)",
+    )
+    simulate.add_argument(
+        "--scheduler-config",
+        default="",
+        metavar="DOCUMENT|FILE",
+        help="kube-scheduler settings to mirror (podTopologySpread.defaultConstraints), as run "
+        "takes them: a YAML/JSON document or a file holding one",
     )
     simulate.add_argument(
         "--ignore-dra-requests",

@@ -17,7 +17,9 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from nodewright.api.core import TopologySpreadConstraint
 from nodewright.api.duration import DurationError, format_duration, parse_duration
+from nodewright.schedulerconfig import load_scheduler_config
 
 #: Karpenter's feature gates and their defaults.
 DEFAULT_FEATURE_GATES = (
@@ -130,6 +132,11 @@ class RunSettings(BaseSettings):
         default="",
         description="PROVIDER.NAME=VALUE,... provider settings (flag: repeatable)",
     )
+    scheduler_config: str = Field(
+        default="",
+        description="kube-scheduler settings to mirror, a YAML/JSON document (or a file holding "
+        "one): podTopologySpread.defaultConstraints",
+    )
     ignore_dra_requests: bool = Field(
         default=True,
         description="skip pods with Dynamic Resource Allocation claims (only true: nodewright "
@@ -187,6 +194,17 @@ class RunSettings(BaseSettings):
         parse_feature_gates(value)
         return value
 
+    @field_validator("scheduler_config")
+    @classmethod
+    def _check_scheduler_config(cls, value: str) -> str:
+        load_scheduler_config(value)
+        return value
+
+    @property
+    def default_spread(self) -> tuple[TopologySpreadConstraint, ...]:
+        config = load_scheduler_config(self.scheduler_config)
+        return config.default_constraints if config is not None else ()
+
     @field_validator("ignore_dra_requests")
     @classmethod
     def _check_dra(cls, value: bool) -> bool:
@@ -243,6 +261,7 @@ METAVARS: dict[str, str] = {
     "kube_client_qps": "QPS",
     "kube_client_burst": "REQUESTS",
     "feature_gates": "GATE=BOOL,...",
+    "scheduler_config": "DOCUMENT|FILE",
     "log_output_paths": "PATH,...",
     "metrics_port": "PORT",
     "health_probe_port": "PORT",

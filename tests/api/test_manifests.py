@@ -68,7 +68,7 @@ def test_registry_serves_the_core_kinds() -> None:
     assert {kind for _, kind in registry.kinds()} == {
         "Namespace", "Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "Deployment",
         "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "StorageClass",
-        "CSINode", "NodePool", "NodeClaim", "NodeOverlay",
+        "CSINode", "NodePool", "NodeClaim", "NodeOverlay", "Service",
     }  # fmt: skip
     assert registry.lookup("karpenter.sh/v1beta1", "NodePool") is None
 

@@ -19,7 +19,15 @@ from nodewright.api.apps import (
     StorageClass,
     VolumeAttachment,
 )
-from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
+from nodewright.api.core import (
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    ReplicationController,
+    Service,
+)
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
 from tests.charts.helm import REQUIRED, merge, render
@@ -71,7 +79,9 @@ def _rules(*rules: tuple[list[str], list[str], list[str]]) -> list[dict[str, Any
 
 
 #: Karpenter's chart (aws/karpenter-provider-aws charts/karpenter, templates/clusterrole-core.yaml
-#: and role.yaml), the rules of its controller's ServiceAccount.
+#: and role.yaml), the rules of its controller's ServiceAccount; ``services`` as current
+#: Karpenter reads them for default topology spreads (kubernetes-sigs/karpenter kwok/charts
+#: templates/clusterrole.yaml).
 KARPENTER_CORE = _rules(
     (
         ["karpenter.sh"],
@@ -100,6 +110,7 @@ KARPENTER_CORE = _rules(
             "persistentvolumeclaims",
             "replicationcontrollers",
             "namespaces",
+            "services",
         ],
         ["get", "list", "watch"],
     ),
@@ -238,6 +249,8 @@ CORE_NEEDS = (
             StorageClass,
             CSINode,
             VolumeAttachment,
+            Service,  # default topology spread selectors (SCHEDULER_CONFIG)
+            ReplicationController,
         ],
         ["list", "watch"],
     )

@@ -227,11 +227,11 @@ def test_a_list_whose_items_are_not_objects_is_refused(run_dump: RunDump) -> Non
 def test_kinds_a_simulation_does_not_use_are_skipped_and_counted(run_dump: RunDump) -> None:
     dump = _example()
     dump["items"].append(
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"}}
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "x"}}
     )
     run = run_dump(dump)
     assert run.exit_code == 0, run.stderr
-    assert "skipped kinds a simulation does not use: Service x1" in run.stdout
+    assert "skipped kinds a simulation does not use: ConfigMap x1" in run.stdout
 
 
 def test_a_missing_dump_file_and_a_kubeconfig_without_from_cluster_exit_2(

@@ -1,5 +1,6 @@
 """The subset of Kubernetes ``v1`` kinds nodewright reads and writes: Pod, Node, Event,
-PersistentVolumeClaim, PersistentVolume, Namespace."""
+PersistentVolumeClaim, PersistentVolume, Namespace, and (for the selectors of default topology
+spreads) Service and ReplicationController."""
 
 from __future__ import annotations
 
@@ -327,3 +328,31 @@ class PersistentVolume(KubeObject):
 
     spec: PersistentVolumeSpec = Field(default_factory=PersistentVolumeSpec)
     status: PersistentVolumeStatus = Field(default_factory=PersistentVolumeStatus)
+
+
+class ServiceSpec(Model):
+    #: The pods the Service selects; None selects none (an empty one selects every pod).
+    selector: dict[str, str] | None = None
+
+
+class Service(KubeObject):
+    """Read only for its selector: kube-scheduler deduces default spread selectors from it."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Service"
+
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+
+
+class ReplicationControllerSpec(Model):
+    replicas: int | None = None
+    selector: dict[str, str] | None = None
+
+
+class ReplicationController(KubeObject):
+    """Read only for its selector, as for :class:`Service`."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "ReplicationController"
+
+    spec: ReplicationControllerSpec = Field(default_factory=ReplicationControllerSpec)

@@ -45,7 +45,14 @@ from nodewright.api.apps import (
     StorageClass,
 )
 from nodewright.api.convert import ConversionNote, convert_documents, needs_conversion, source_path
-from nodewright.api.core import Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod
+from nodewright.api.core import (
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    Service,
+)
 from nodewright.api.excerpt import cut, excerpt, printable
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.kubeschema import MapKey, schema_problems, unknown_field_message
@@ -89,6 +96,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     Node,
     PersistentVolumeClaim,
     PersistentVolume,
+    Service,
     Deployment,
     ReplicaSet,
     StatefulSet,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from nodewright.api.core import TopologySpreadConstraint
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.model import SolverOptions
 
@@ -22,6 +23,9 @@ class Options:
     cluster_name: str = "nodewright"
     #: Feature gate ``SpotToSpotConsolidation``: replace spot nodes with cheaper spot nodes.
     spot_to_spot_consolidation: bool = False
+    #: ``SCHEDULER_CONFIG``'s ``podTopologySpread.defaultConstraints``: spreads given to pods
+    #: that declare none (see :mod:`nodewright.controllers.defaultspread`).
+    default_spread: tuple[TopologySpreadConstraint, ...] = ()
 
 
 def solver_options(
@@ -38,4 +42,5 @@ def solver_options(
         well_known_labels=host.well_known_labels(),
         min_values_policy=options.min_values_policy,
         reserved_offering_mode=reserved_offering_mode,
+        default_spread=options.default_spread,
     )

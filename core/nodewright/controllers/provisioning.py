@@ -28,6 +28,7 @@ from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
+from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import (
@@ -152,7 +153,9 @@ class Provisioner:
         facts = VolumeFacts.of(state)
         requests: list[PodRequest] = []
         by_key: dict[str, Pod] = {}
-        for index, pod in enumerate(ordered):
+        spread = DefaultSpread(state, self._options.default_spread)
+        for index, pending_pod in enumerate(ordered):
+            pod = spread.apply(pending_pod)
             problem = validate_pod(pod, domains, well_known)
             request: PodRequest | None = None
             if problem is None:

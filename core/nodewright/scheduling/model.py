@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from nodewright.api import core as api
 from nodewright.api.labels import WELL_KNOWN_LABELS
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
@@ -168,6 +169,9 @@ class SolverOptions:
     #: is all handed out in this solve; ``Fallback`` (disruption simulations) lets it use
     #: other capacity.
     reserved_offering_mode: str = "Strict"
+    #: Default topology spread constraints given to pods without their own; the solver reads
+    #: them from the pods, the callers that build pod requests stamp them on.
+    default_spread: tuple[api.TopologySpreadConstraint, ...] = ()
 
 
 @dataclass

@@ -37,7 +37,9 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.clock import SystemClock
 from nodewright.cluster.kube import ClientSettings, KubeCluster
+from nodewright.controllers.defaultspread import SELECTOR_SOURCES
 from nodewright.controllers.options import Options
+from nodewright.logfields import fields
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
@@ -81,6 +83,7 @@ def options_from(settings: RunSettings) -> Options:
         min_values_policy=settings.min_values_policy,
         cluster_name=settings.cluster_name,
         spot_to_spot_consolidation=settings.gates.get("SpotToSpotConsolidation", False),
+        default_spread=settings.default_spread,
     )
 
 
@@ -122,6 +125,18 @@ class RunService:
         self.clock = SystemClock()
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.options = options_from(settings)
+        if self.options.default_spread:
+            log.info(
+                "scheduler-config is set: applying these default topology spread constraints "
+                "during scheduling to pods that declare none of their own",
+                extra=fields(
+                    **{
+                        "default-topology-spread-constraints": [
+                            c.to_dict() for c in self.options.default_spread
+                        ]
+                    }
+                ),
+            )
         self.operator: Operator | None = None
         self.passes = 0
         self._stop = threading.Event()
@@ -205,6 +220,9 @@ class RunService:
     def run(self) -> int:
         """Run until :meth:`request_stop`; returns the process exit code."""
         kinds = list(WATCHED_KINDS) + [k.model for k in self.host.node_class_kinds()]
+        if self.options.default_spread:
+            # Default spread selectors are deduced from Services and ReplicationControllers.
+            kinds += [k for k in SELECTOR_SOURCES if k not in kinds]
         self.cluster.start(kinds)
         if self.elector is not None:
             self.elector.start()

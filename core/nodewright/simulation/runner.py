@@ -53,9 +53,9 @@ class Simulation:
     ) -> None:
         self.clock = SimulatedClock()
         self.cluster = MemoryCluster(self.clock, seed=seed)
-        self.kube = EmbeddedKubernetes(self.cluster, self.clock)
-        self.host = host
         self.options = options or Options()
+        self.kube = EmbeddedKubernetes(self.cluster, self.clock, self.options.default_spread)
+        self.host = host
         per_provider = provider_options or {}
         host.configure(
             lambda name: ProviderContext(

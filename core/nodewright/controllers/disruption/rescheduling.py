@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from nodewright.api.apps import DaemonSet
-from nodewright.api.core import Pod
+from nodewright.api.core import Pod, TopologySpreadConstraint
 from nodewright.api.karpenter import CONDITION_READY
 from nodewright.api.meta import is_true
+from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
@@ -87,18 +88,25 @@ class PodRequests:
     def __init__(self) -> None:
         #: pod key -> (the pod, its request with order 0, or its volume problem)
         self._entries: dict[str, tuple[Pod, PodRequest | str]] = {}
-        self._context: tuple[object, int] | None = None
+        self._context: tuple[object, int, object] | None = None
+        self._spread: DefaultSpread | None = None
 
-    def begin(self, snapshot: Snapshot) -> None:
-        """Forget everything if the namespaces or the storage objects changed."""
+    def begin(
+        self, snapshot: Snapshot, default_spread: Sequence[TopologySpreadConstraint] = ()
+    ) -> None:
+        """Forget everything if the namespaces, the storage objects or what default spread
+        selectors are deduced from changed."""
+        self._spread = DefaultSpread(snapshot.state, default_spread)
         storage = sum(snapshot.state.kind_version(kind) for kind in VOLUME_KINDS)
+        spread = (tuple(default_spread), self._spread.version())
         if (
             self._context is None
             or self._context[1] != storage
             or self._context[0] != snapshot.namespaces
+            or self._context[2] != spread
         ):
             self._entries.clear()
-            self._context = (snapshot.namespaces, storage)
+            self._context = (snapshot.namespaces, storage, spread)
         if len(self._entries) > 2 * snapshot.state.count(Pod) + 64:
             self._entries = {
                 key: entry
@@ -111,6 +119,7 @@ class PodRequests:
         if entry is not None and entry[0] is pod:
             return entry[1]
         answer: PodRequest | str
+        scheduled = self._spread.apply(pod) if self._spread is not None else pod
         try:
             volumes = pod_volumes(
                 pod,
@@ -122,7 +131,7 @@ class PodRequests:
             answer = str(problem)
         else:
             answer = replace(
-                pod_request(pod, 0, snapshot.namespaces),
+                pod_request(scheduled, 0, snapshot.namespaces),
                 volume_requirements=volumes.requirements,
                 volumes=volumes.usage,
             )
@@ -174,7 +183,7 @@ def simulate(
     errors: dict[str, str] = {}
     requests = []
     known = cache or PodRequests()
-    known.begin(snapshot)
+    known.begin(snapshot, options.default_spread)
     for index, pod in enumerate(pods):
         request = known.request(snapshot, pod)
         if isinstance(request, str):

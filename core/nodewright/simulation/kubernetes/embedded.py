@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from nodewright.api.core import TopologySpreadConstraint
 from nodewright.clock import Clock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import collector_paused
@@ -33,7 +36,12 @@ class EmbeddedKubernetes:
     everything.
     """
 
-    def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
+    def __init__(
+        self,
+        cluster: MemoryCluster,
+        clock: Clock,
+        default_spread: Sequence[TopologySpreadConstraint] = (),
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         pod_counts = OwnedPodCounts(cluster.state)
@@ -44,7 +52,7 @@ class EmbeddedKubernetes:
         self.jobs = JobController(cluster, pod_counts)
         self.daemon_sets = DaemonSetController(cluster, clock)
         self.volumes = VolumeControllers(cluster)
-        self.scheduler = KubeScheduler(cluster, clock, self.volumes)
+        self.scheduler = KubeScheduler(cluster, clock, self.volumes, default_spread)
         self.static_kubelets = StaticKubelets(cluster, clock)
         self.workload_statuses = WorkloadStatuses(cluster, pod_counts)
 

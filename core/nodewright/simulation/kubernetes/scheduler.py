@@ -14,6 +14,7 @@ which nothing like that happened and no pod is new costs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -26,12 +27,14 @@ from nodewright.api.core import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    TopologySpreadConstraint,
 )
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, Key, is_terminal
+from nodewright.controllers.defaultspread import SELECTOR_SOURCES, DefaultSpread
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.pods import has_dra_requirements, pod_request, ports_conflict
 from nodewright.scheduling.requirements import RequirementError
@@ -88,20 +91,32 @@ class _Prepared:
     request: PodRequest | None
     error: str | None
     shape: tuple[object, ...] | None
+    #: The pod as scheduled, when default topology spreads were added to it.
+    scheduled: Pod | None = None
 
 
 class KubeScheduler:
     """The default scheduler's decisions for pods that name it (or no scheduler)."""
 
-    def __init__(self, cluster: MemoryCluster, clock: Clock, volumes: VolumeControllers) -> None:
+    def __init__(
+        self,
+        cluster: MemoryCluster,
+        clock: Clock,
+        volumes: VolumeControllers,
+        default_spread: Sequence[TopologySpreadConstraint] = (),
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = cluster.state
+        #: The PodTopologySpread plugin's default constraints (the same SCHEDULER_CONFIG that
+        #: provisioning mirrors), for pods that declare no spread of their own.
+        self._spread = DefaultSpread(self.state, default_spread)
         #: Binding provisions WaitForFirstConsumer volumes, as kube-scheduler's VolumeBinding.
         self.volumes = volumes
         self.nodes = NodeStates(self.state)
         self._shapes = ShapeViews()
-        self._changes = self.state.feed(Pod, *_WORLD_KINDS)
+        spread_sources = SELECTOR_SOURCES if default_spread else ()
+        self._changes = self.state.feed(Pod, *_WORLD_KINDS, *spread_sources)
         #: Bumped by every change that may change a pending pod's verdict or message.
         self._world = 0
         self._world_at_last_pass = -1
@@ -138,6 +153,12 @@ class KubeScheduler:
                     cast("Pod | None", change.new),
                     just_bound.get(change.key),
                 )
+                continue
+            if change.kind in SELECTOR_SOURCES:
+                # A default spread's selector may change: read every pending pod again.
+                self._spread.forget()
+                self._prepared.clear()
+                self._world += 1
                 continue
             if change.kind is Node and not _node_differs(
                 cast("Node | None", change.old), cast("Node | None", change.new)
@@ -223,7 +244,7 @@ class KubeScheduler:
                 continue
             prepared = self._prepared.get(key)
             if prepared is None:
-                prepared = self._prepared[key] = _prepare(pod)
+                prepared = self._prepared[key] = _prepare(pod, self._spread)
             queue.append((prepared.order or _order(pod, now), key, pod, prepared))
         queue.sort(key=_position)
         return queue
@@ -253,12 +274,13 @@ class KubeScheduler:
         if request is None:
             self._mark_unschedulable(key, pod, prepared.error or "", 0, plain=True)
             return
+        stored, pod = pod, prepared.scheduled or pod
         volumes = self._pod_volumes(pod, run)
         if isinstance(volumes, str):
-            self._mark_unschedulable(key, pod, volumes, run.node_count)
+            self._mark_unschedulable(key, stored, volumes, run.node_count)
             return
         if run.node_count == 0:
-            self._mark_unschedulable(key, pod, NO_NODES, 0, plain=True)
+            self._mark_unschedulable(key, stored, NO_NODES, 0, plain=True)
             return
         constraints = None
         if self._repelling or _has_pod_constraints(pod):
@@ -269,7 +291,7 @@ class KubeScheduler:
             chosen = _best_by_scan(request, volumes, constraints, run)
         if chosen is None:
             self._mark_unschedulable(
-                key, pod, run.explain(pod, request, volumes, constraints), run.node_count
+                key, stored, run.explain(pod, request, volumes, constraints), run.node_count
             )
             return
         try:
@@ -357,18 +379,21 @@ class KubeScheduler:
             self._written[key] = written.metadata.resource_version
 
 
-def _prepare(pod: Pod) -> _Prepared:
+def _prepare(pod: Pod, spread: DefaultSpread) -> _Prepared:
     created = pod.metadata.creation_timestamp
     order = None
     if created is not None:
         order = (-(pod.spec.priority or 0), created, pod.namespace, pod.name)
     if has_dra_requirements(pod):
         return _Prepared(order, None, DRA_NOT_ALLOCATED, None)
+    scheduled = spread.apply(pod)
     try:
-        request = pod_request(pod)
+        request = pod_request(scheduled)
     except RequirementError as error:
         return _Prepared(order, None, f"invalid node affinity: {error}", None)
-    return _Prepared(order, request, None, shape(request))
+    return _Prepared(
+        order, request, None, shape(request), scheduled if scheduled is not pod else None
+    )
 
 
 def _position(
