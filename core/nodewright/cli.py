@@ -597,7 +597,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             return EXIT_INVALID_INPUT
     if args.html:
         try:
-            Path(args.html).write_text(render_html(report), encoding="utf-8")
+            Path(args.html).write_text(render_html(report, what_if=what_if), encoding="utf-8")
         except OSError as error:
             print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT

@@ -100,6 +100,17 @@ def test_the_empty_node_is_removed_and_the_projected_cost_drops_by_its_price(
     assert managed == {"kwok-a": True, "kwok-b": True, "kwok-c": True, "static-1": False}
 
 
+def test_the_web_page_shows_the_what_if(run_dump: RunDump, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    run = run_dump(DUMP, "--html", str(page))
+    assert run.exit_code == 0, run.stderr
+    html = page.read_text()
+    assert "<h2>What-if for " in html
+    assert f"projected: 3 node(s), ${C4_ON_DEMAND * 2:.4f}/h" in html
+    assert "<td>kwok-c</td>" in html.split('id="what-if-changes"')[1].split("</table>")[0]
+    assert "<td>removed</td><td>Empty (Emptiness/Delete)</td>" in html
+
+
 def test_loading_rolls_no_workload_and_keeps_every_pod_where_it_ran(run_dump: RunDump) -> None:
     run = run_dump(DUMP)
     placed = {p["name"]: p["node"] for p in run.report["pods"]}
@@ -252,3 +263,98 @@ def test_a_cluster_and_a_dump_together_are_refused(run_dump: RunDump) -> None:
     assert _errors(run.stderr) == [
         "error: --from-cluster and --from-dump: give one snapshot, not both"
     ]
+
+
+def _owned_pod(
+    dump: dict[str, Any], name: str, node: str, owner: tuple[str, str, str], spec: dict[str, Any]
+) -> dict[str, Any]:
+    """A running pod of ``owner`` (apiVersion, kind, name) on ``node``, as the server lists it."""
+    pod = copy.deepcopy(_item(dump, "Pod", "etcd-static-1"))
+    api_version, kind, owner_name = owner
+    pod["metadata"].update(
+        name=name,
+        uid=f"uid-{name}",
+        labels=dict(spec["metadata"]["labels"]),
+        ownerReferences=[
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": owner_name,
+                "uid": f"uid-{owner_name}",
+                "controller": True,
+            }
+        ],
+    )
+    pod["spec"].update(copy.deepcopy(spec["spec"]), nodeName=node)
+    return pod
+
+
+def test_daemonset_statefulset_and_job_pods_are_kept_not_duplicated(run_dump: RunDump) -> None:
+    dump = _example()
+    items = dump["items"]
+    agent = {
+        "metadata": {"labels": {"app": "agent"}},
+        "spec": {
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {"name": "agent", "image": "agent", "resources": {"requests": {"cpu": "100m"}}}
+            ],
+        },
+    }
+    items.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "default", "uid": "uid-agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": agent},
+        }
+    )
+    for node in ("kwok-a", "kwok-b", "kwok-c", "static-1"):
+        items.append(
+            _owned_pod(dump, f"agent-{node}", node, ("apps/v1", "DaemonSet", "agent"), agent)
+        )
+    db = {
+        "metadata": {"labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "db", "image": "db"}]},
+    }
+    items.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "default", "uid": "uid-db"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": db,
+            },
+        }
+    )
+    items.append(_owned_pod(dump, "db-0", "kwok-b", ("apps/v1", "StatefulSet", "db"), db))
+    batch = {
+        "metadata": {"labels": {"job": "batch"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "b", "image": "b"}]},
+    }
+    items.append(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "default", "uid": "uid-batch"},
+            "spec": {"completions": 1, "parallelism": 1, "template": batch},
+            "status": {"active": 1},
+        }
+    )
+    items.append(_owned_pod(dump, "batch-x1", "kwok-a", ("batch/v1", "Job", "batch"), batch))
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    # a DaemonSet's pod does not keep a node: kwok-c is still empty
+    assert run.changes() == [("kwok-c", "removed", "Empty")]
+    placed = {p["name"]: p["node"] for p in run.report["pods"]}
+    assert {name: node for name, node in placed.items() if not name.startswith("web-")} == {
+        "agent-kwok-a": "kwok-a",
+        "agent-kwok-b": "kwok-b",
+        "agent-static-1": "static-1",
+        "db-0": "kwok-b",
+        "batch-x1": "kwok-a",
+        "etcd-static-1": "static-1",
+    }

@@ -11,6 +11,7 @@ from html import escape
 from nodewright.clock import SIMULATION_EPOCH
 from nodewright.simulation.report import Report
 from nodewright.simulation.timeline import TimelinePoint
+from nodewright.simulation.whatif import WhatIf
 
 #: Rows a table shows at most (a 100,000-pod run has as many events): the page stays light.
 MAX_ROWS = 2000
@@ -31,8 +32,10 @@ svg text { font: 11px sans-serif; fill: #555; }
 """
 
 
-def render_html(report: Report, title: str = "nodewright simulate") -> str:
-    """The page for ``report``."""
+def render_html(
+    report: Report, title: str = "nodewright simulate", what_if: WhatIf | None = None
+) -> str:
+    """The page for ``report`` (and the what-if of a cluster snapshot, when there is one)."""
     bound = sum(1 for p in report.pods if p.node)
     parts = [
         "<!DOCTYPE html>",
@@ -47,6 +50,7 @@ def render_html(report: Report, title: str = "nodewright simulate") -> str:
         f'<span id="dollar-hours">${report.dollar_hours:.4f} spent on nodes</span>',
         "</p>",
         *(f'<p class="note">{escape(note)}</p>' for note in report.notes),
+        *(_what_if(what_if) if what_if is not None else []),
         "<h2>Timeline</h2>",
         _chart("nodes", "Nodes", report, lambda p: sum(n for _, n in p.nodes), "#2a6"),
         _chart("price", "$/h", report, lambda p: p.price_per_hour, "#b52"),
@@ -113,6 +117,34 @@ def render_html(report: Report, title: str = "nodewright simulate") -> str:
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _what_if(what_if: WhatIf) -> list[str]:
+    current, projected = what_if.current_price_per_hour, what_if.projected_price_per_hour
+    return [
+        f"<h2>What-if for {escape(what_if.source)}</h2>",
+        '<p class="summary" id="what-if">',
+        f"<span>now: {len(what_if.current)} node(s), ${current:.4f}/h</span>",
+        f"<span>projected: {len(what_if.projected)} node(s), ${projected:.4f}/h</span>",
+        f"<span>{len(what_if.unplaced)} pod(s) not placed</span>",
+        "</p>",
+        _table(
+            "what-if-changes",
+            ("Existing node", "NodePool", "Instance type", "Capacity", "$/h", "Action", "Why"),
+            [
+                (
+                    c.node.name,
+                    c.node.node_pool or "-",
+                    c.node.instance_type or "-",
+                    c.node.capacity_type or "-",
+                    f"{c.node.price_per_hour:.4f}" if c.node.price_per_hour is not None else "-",
+                    c.action,
+                    (c.reason or "deleted") + (f" ({c.disruption})" if c.disruption else ""),
+                )
+                for c in what_if.changes
+            ],
+        ),
+    ]
 
 
 def _offset(moment: datetime | None) -> str:

@@ -81,6 +81,7 @@ from nodewright.api.manifests import (
     read_manifest,
 )
 from nodewright.api.meta import Condition, KubeObject, ObjectMeta, OwnerReference
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.cluster import AlreadyExistsError
 from nodewright.controllers.templates import nodepool_hash
 from nodewright.simulation.kubernetes.deployments import replica_set_name
@@ -110,6 +111,7 @@ LOAD_ORDER: tuple[type[KubeObject], ...] = (
     CSINode,
     PersistentVolume,
     NodePool,
+    NodeOverlay,
     NodeClaim,
     Node,
     PersistentVolumeClaim,
