@@ -536,6 +536,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 "SpotToSpotConsolidation", False
             ),
             default_spread=_default_spread(args.scheduler_config),
+            node_repair=_feature_gates(args.feature_gates).get("NodeRepair", False),
         )
         snapshot = _read_snapshot(args, host)
         existing = snapshot.objects if snapshot is not None else []

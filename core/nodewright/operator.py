@@ -18,6 +18,7 @@ from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.garbagecollection import GarbageCollection
+from nodewright.controllers.health import NodeHealth
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodemetrics import NodeMetrics
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
@@ -61,6 +62,7 @@ class Operator:
             NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
             self.disruption.conditions,
             self.disruption,
+            *self._gated_controllers(),
             NodeTermination(cluster, host, self.catalog, clock, self.events),
             GarbageCollection(cluster, host, self.catalog, clock),
             PodMetrics(cluster, clock),
@@ -69,6 +71,22 @@ class Operator:
         for controller in self.controllers:
             metrics.register_controller(controller.name)
         self._due: dict[str, datetime] = {}
+
+    def _gated_controllers(self) -> list[Controller]:
+        """The controllers of the feature gates that are on."""
+        gated: list[Controller] = []
+        if self.options.node_repair:
+            gated.append(
+                NodeHealth(
+                    self.cluster,
+                    self.host,
+                    self.catalog,
+                    self.clock,
+                    self.events,
+                    history=self.disruption.history,
+                )
+            )
+        return gated
 
     def resync(self) -> None:
         """Have every controller look at every object on the next pass."""

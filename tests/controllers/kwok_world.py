@@ -15,6 +15,7 @@ from nodewright.api.core import Event, Node, Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.manifests import KindRegistry, load_text
 from nodewright.api.meta import KubeObject
+from nodewright.controllers.options import Options
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
@@ -87,12 +88,14 @@ spec:
 class KWOKWorld:
     """An embedded cluster, a KWOK cloud that outlives operators, and the current operator."""
 
-    def __init__(self, provider_options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, provider_options: Mapping[str, str] | None = None, options: Options | None = None
+    ) -> None:
         self.ledger = Ledger()
         self.provider_options = dict(provider_options or {})
         self.provider = KWOKProvider(ledger=self.ledger)
         self.sim = Simulation(
-            self._host(self.provider), provider_options={"kwok": self.provider_options}
+            self._host(self.provider), options, provider_options={"kwok": self.provider_options}
         )
         self.cluster = self.sim.cluster
         self.clock = self.sim.clock

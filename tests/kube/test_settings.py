@@ -13,6 +13,7 @@ import pytest
 
 from nodewright.cli import main
 from nodewright.service import logs
+from nodewright.service.runner import options_from
 from nodewright.settings import RunSettings, SettingsError, add_flags, load_settings
 
 
@@ -174,3 +175,10 @@ def test_help_shows_durations_as_karpenter_writes_them_and_what_each_flag_takes(
     assert "[env KUBECONFIG]" in text  # no "default None"
     # every flag says what it takes; only the provider option's value is free-form
     assert re.findall(r"--[a-z-]+ VALUE\b", text) == []
+
+
+def test_the_node_repair_gate_reaches_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FEATURE_GATES", raising=False)
+    assert options_from(load_settings(_flags())).node_repair is False
+    monkeypatch.setenv("FEATURE_GATES", "NodeRepair=true")
+    assert options_from(load_settings(_flags())).node_repair is True

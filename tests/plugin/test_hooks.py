@@ -22,6 +22,7 @@ from nodewright.plugin import (
     PluginContractError,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
     Reservation,
     TemporaryProviderError,
     hookimpl,
@@ -707,3 +708,67 @@ def test_hook_nodewright_reconcile_runs_again_right_after_a_launch() -> None:
     before = len(provider.calls_to("nodewright_reconcile"))
     host.reconcile(now + timedelta(seconds=2))
     assert len(provider.calls_to("nodewright_reconcile")) == before + 1
+
+
+# -- node repair -----------------------------------------------------------------------------
+
+
+def test_hook_nodewright_repair_policies_is_empty_for_a_provider_without_it() -> None:
+    assert fake_host().repair_policies("fake") == ()
+
+
+def test_hook_nodewright_repair_policies_returns_the_providers_policies_once(
+    distribution: DistributionMaker,
+) -> None:
+    host = bad_provider(
+        distribution,
+        """
+calls = 0
+
+@hookimpl
+def nodewright_repair_policies(self):
+    from datetime import timedelta
+    from nodewright.plugin import RepairPolicy
+    type(self).calls += 1
+    return [RepairPolicy("Ready", "False", timedelta(minutes=10))]
+""",
+    )
+    policies = host.repair_policies("bad")
+    assert policies == (RepairPolicy("Ready", "False", timedelta(minutes=10)),)
+    assert host.repair_policies("bad") == policies
+    plugin = host.providers[0].plugin
+    assert type(plugin).calls == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        ("True", "returned bool True, not a sequence of RepairPolicy"),
+        ('[RepairPolicy("", "False", timedelta(0))]', "without a condition type"),
+        (
+            '[RepairPolicy("Ready", "false", timedelta(0))]',
+            "with status 'false', not one of True, False, Unknown",
+        ),
+        ('[RepairPolicy("Ready", "False", 600)]', "with toleration int 600, not a timedelta"),
+        (
+            '[RepairPolicy("Ready", "False", timedelta(minutes=-1))]',
+            "not a timedelta >= 0",
+        ),
+    ],
+)
+def test_hook_nodewright_repair_policies_returning_garbage_is_a_contract_error(
+    distribution: DistributionMaker, returned: str, message: str
+) -> None:
+    host = bad_provider(
+        distribution,
+        f"""
+@hookimpl
+def nodewright_repair_policies(self):
+    from datetime import timedelta
+    from nodewright.plugin import RepairPolicy
+    return {returned}
+""",
+    )
+    with pytest.raises(PluginContractError, match=message) as error:
+        host.repair_policies("bad")
+    assert "nodewright-bad" in str(error.value)

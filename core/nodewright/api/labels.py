@@ -62,6 +62,10 @@ TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp
 MIN_VALUES_RELAXED_ANNOTATION = "karpenter.sh/nodeclaim-min-values-relaxed"
 #: Kubernetes' hint for which pods to remove first; Karpenter weighs evictions with it.
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+#: On a Node in ``nodewright simulate``: the condition types a scenario set
+#: (comma-separated). Emulated kubelets leave those conditions as the scenario wrote them, as
+#: a failing machine's own kubelet keeps reporting its failure.
+SIMULATED_CONDITIONS_ANNOTATION = "nodewright.sh/simulated-conditions"
 
 # Taints
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

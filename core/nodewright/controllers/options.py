@@ -26,6 +26,9 @@ class Options:
     #: ``SCHEDULER_CONFIG``'s ``podTopologySpread.defaultConstraints``: spreads given to pods
     #: that declare none (see :mod:`nodewright.controllers.defaultspread`).
     default_spread: tuple[TopologySpreadConstraint, ...] = ()
+    #: Feature gate ``NodeRepair``: replace nodes whose conditions their provider's repair
+    #: policies call unhealthy for too long.
+    node_repair: bool = False
 
 
 def solver_options(

@@ -57,6 +57,13 @@ nodeclaims_disrupted = Counter(
     ["reason", "nodepool", "capacity_type"],
     namespace=NAMESPACE,
 )
+nodeclaims_unhealthy_disrupted = Counter(
+    "nodeclaims_unhealthy_disrupted_total",
+    "Number of unhealthy nodeclaims disrupted in total by Karpenter. Labeled by condition on "
+    "the node was disrupted, the owning nodepool, and the image ID.",
+    ["condition", "nodepool", "capacity_type", "image_id"],
+    namespace=NAMESPACE,
+)
 
 # -- Nodes ------------------------------------------------------------------------------------
 
@@ -222,6 +229,7 @@ CLOUDPROVIDER_METHODS = {
     "nodewright_offerings": "GetInstanceTypes",
     "nodewright_is_drifted": "IsDrifted",
     "nodewright_node_class_status": "GetSupportedNodeClasses",
+    "nodewright_repair_policies": "RepairPolicies",
 }
 
 

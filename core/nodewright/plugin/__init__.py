@@ -47,6 +47,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
     Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
@@ -83,6 +84,7 @@ __all__ = [
     "ProviderError",
     "ProviderInfo",
     "ProviderPlugin",
+    "RepairPolicy",
     "Reservation",
     "TemporaryProviderError",
     "UnknownNodeClassError",

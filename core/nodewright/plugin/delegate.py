@@ -2,8 +2,9 @@
 
 Every hook of the contract calls the provider method of the same name without the
 ``nodewright_`` prefix (``nodewright_list`` calls ``list_instances``). ``node_labels``,
-``is_drifted``, ``reconcile``, ``configuration_problem`` and ``report_notes`` are optional:
-a provider without them leaves those hooks unanswered. A provider package's plugin module is then::
+``is_drifted``, ``repair_policies``, ``reconcile``, ``configuration_problem`` and
+``report_notes`` are optional: a provider without them leaves those hooks unanswered. A
+provider package's plugin module is then::
 
     provider = ToyProvider()
     plugin = ProviderPlugin(provider, provider_info)
@@ -28,6 +29,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
 )
 from nodewright.plugin.names import NAME
 
@@ -132,6 +134,11 @@ class ProviderPlugin(Generic[P]):
     @_hookimpl
     def nodewright_is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         result: str | None = self._optional("is_drifted", node_claim, node_class)
+        return result
+
+    @_hookimpl
+    def nodewright_repair_policies(self) -> Sequence[RepairPolicy] | None:
+        result: Sequence[RepairPolicy] | None = self._optional("repair_policies")
         return result
 
     @_hookimpl

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         Offering,
         ProviderContext,
         ProviderInfo,
+        RepairPolicy,
     )
 
 hookspec = pluggy.HookspecMarker(NAME)
@@ -282,6 +283,34 @@ def nodewright_is_drifted(node_claim: NodeClaim, node_class: NodeClass) -> str |
     **Called** on the owner periodically for every launched NodeClaim.
 
     **Returns** a drift reason (a short CamelCase word, e.g. ``AMIDrift``) or ``None``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Node health
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def nodewright_repair_policies() -> Sequence[RepairPolicy] | None:
+    """Say which node conditions mean a node is broken and must be replaced (node repair).
+
+    **Called** on a provider by the node health controller, only when the ``NodeRepair``
+    feature gate is on, for the Nodes whose NodeClaim's NodeClass that provider owns; the
+    core asks once per provider and keeps the answer for the life of the process.
+
+    **Returns** :class:`~nodewright.plugin.model.RepairPolicy` items: a Node whose condition
+    of that type has had that status for longer than the toleration is replaced (its NodeClaim
+    is deleted with the termination deadline set to now, so pods are not waited for), unless
+    more than 20 % of its NodePool's Nodes (of the cluster's, for a NodeClaim without a
+    NodePool), rounded up, match a policy, in which case nothing is repaired and a
+    ``NodeRepairBlocked`` event says why. Declare the conditions the machine's own agents
+    report (the kubelet's ``Ready``, a node monitoring agent's). ``None`` or an empty
+    sequence: the provider's nodes are never repaired. Optional.
+
+    **Idempotent: required.** Must return the same policies on every call and do no I/O.
+    **Raises** nothing; a provider that raises or returns something else is reported with its
+    name and its nodes are not repaired.
     """
 
 

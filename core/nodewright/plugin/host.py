@@ -60,6 +60,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
     Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
@@ -155,6 +156,8 @@ class PluginHost:
         self._callers: dict[tuple[str, str], pluggy.HookCaller] = {}
         self._reconcile_due: dict[str, datetime] = {}
         self._recent_errors: deque[PluginError] = deque(maxlen=RECENT_ERRORS)
+        #: Each provider's repair policies, asked once (the hook must not change its answer).
+        self._repair_policies: dict[str, tuple[RepairPolicy, ...]] = {}
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -634,6 +637,22 @@ class PluginHost:
             )
         return result
 
+    def repair_policies(self, provider: str) -> tuple[RepairPolicy, ...]:
+        """The node conditions that mark ``provider``'s nodes for repair (none when it does
+        not answer the hook); asked once, then remembered."""
+        known = self._repair_policies.get(provider)
+        if known is not None:
+            return known
+        owner = self.provider(provider)
+        hook = "nodewright_repair_policies"
+        if self._impl(hook, owner.key) is None:
+            policies: tuple[RepairPolicy, ...] = ()
+        else:
+            result = self._call_owner(owner, hook)
+            policies = () if result is None else tuple(_check_repair_policies(owner, hook, result))
+        self._repair_policies[provider] = policies
+        return policies
+
     # -- contributing hooks ----------------------------------------------------------------
 
     def _contributors(self, hook: str) -> list[tuple[LoadedProvider, pluggy.HookImpl]]:
@@ -823,6 +842,34 @@ def _check_sequence(owner: LoadedProvider, hook: str, result: object, kind: type
         if not isinstance(item, kind):
             raise _contract(owner, hook, f"returned an item {_shown(item)}, not {kind.__name__}")
     return list(result)
+
+
+#: The statuses a Node condition can have.
+CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+def _check_repair_policies(owner: LoadedProvider, hook: str, result: object) -> list[RepairPolicy]:
+    policies = _check_sequence(owner, hook, result, RepairPolicy)
+    for policy in policies:
+        declared: Any = policy  # plugins are untyped at run time
+        if not isinstance(declared.condition_type, str) or not declared.condition_type:
+            raise _contract(owner, hook, f"returned a policy without a condition type: {policy}")
+        if declared.condition_status not in CONDITION_STATUSES:
+            raise _contract(
+                owner,
+                hook,
+                f"returned a policy for {declared.condition_type!r} with status "
+                f"{declared.condition_status!r}, not one of {', '.join(CONDITION_STATUSES)}",
+            )
+        toleration = declared.toleration
+        if not isinstance(toleration, timedelta) or toleration < timedelta(0):
+            raise _contract(
+                owner,
+                hook,
+                f"returned a policy for {declared.condition_type!r} with toleration "
+                f"{_shown(toleration)}, not a timedelta >= 0",
+            )
+    return policies
 
 
 def _offering_problem(offering: Offering) -> str | None:

@@ -135,6 +135,24 @@ class LaunchResult:
 
 
 @dataclass(frozen=True)
+class RepairPolicy:
+    """A node condition that marks a node unhealthy, and how long it is tolerated.
+
+    With the ``NodeRepair`` feature gate on, a Node whose condition ``condition_type`` has
+    had ``condition_status`` for longer than ``toleration`` (counted from the condition's
+    ``lastTransitionTime``) is replaced: its NodeClaim is deleted and drained at once.
+    """
+
+    #: The Node condition's ``type`` (``Ready``, or one an agent posts, such as
+    #: ``AcceleratedHardwareReady``).
+    condition_type: str
+    #: The status that means unhealthy: ``True``, ``False`` or ``Unknown``.
+    condition_status: str
+    #: How long the condition may hold before the node is replaced (zero: at once).
+    toleration: timedelta
+
+
+@dataclass(frozen=True)
 class NodeClassReadiness:
     """Whether a NodeClass can be used to launch nodes, and why not."""
 
@@ -213,5 +231,6 @@ __all__ = [
     "ProviderCluster",
     "ProviderContext",
     "ProviderInfo",
+    "RepairPolicy",
     "Reservation",
 ]

@@ -84,6 +84,7 @@ def options_from(settings: RunSettings) -> Options:
         cluster_name=settings.cluster_name,
         spot_to_spot_consolidation=settings.gates.get("SpotToSpotConsolidation", False),
         default_spread=settings.default_spread,
+        node_repair=settings.gates.get("NodeRepair", False),
     )
 
 

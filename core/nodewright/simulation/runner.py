@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import cast
 
-from nodewright.api.core import Event, Node, Pod
+from nodewright.api.core import Event, Node, NodeCondition, Pod
 from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, NodeClaim
+from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION
 from nodewright.api.meta import Condition, KubeObject, find_condition
 from nodewright.clock import SimulatedClock
 from nodewright.cluster import AlreadyExistsError
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
@@ -96,6 +98,35 @@ class Simulation:
                 replacement = obj.model_copy(deep=True)
                 replacement.metadata = current.metadata
                 self.cluster.update(replacement)
+
+    def set_node_condition(
+        self, node_name: str, condition_type: str, status: str, reason: str = "", message: str = ""
+    ) -> Node:
+        """Report a condition on a Node as its kubelet or a node agent would (``Ready=False``
+        for a broken machine); the transition time is now when the status changes. The Node
+        is annotated so emulated kubelets keep the condition as written."""
+        node = self.cluster.get(Node, node_name)
+        if node is None:
+            raise KeyError(node_name)
+        node = mutable(node)
+        annotations = node.metadata.annotations
+        pinned = [t for t in annotations.get(SIMULATED_CONDITIONS_ANNOTATION, "").split(",") if t]
+        if condition_type not in pinned:
+            annotations[SIMULATED_CONDITIONS_ANNOTATION] = ",".join([*pinned, condition_type])
+            node = self.cluster.update(node)
+        now = self.clock.now()
+        current = next((c for c in node.status.conditions if c.type == condition_type), None)
+        if current is None:
+            current = NodeCondition(type=condition_type, status=status, last_transition_time=now)
+            node.status.conditions.append(current)
+        elif current.status != status:
+            current.status = status
+            current.last_transition_time = now
+        current.reason = reason or None
+        current.message = message or None
+        current.last_heartbeat_time = now
+        log.info("Set condition %s=%s on node %s", condition_type, status, node_name)
+        return self.cluster.update_status(node)
 
     # -- moving time ------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from nodewright.plugin.model import (
     Offering,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
     Reservation,
 )
 from nodewright.scheduling.requirements import Requirement, Requirements
@@ -134,6 +135,19 @@ def parse_provider_id(provider_id: str) -> str:
     if not instance_id.startswith("i-"):
         raise InstanceNotFoundError(f"{provider_id!r} names no EC2 instance")
     return instance_id
+
+
+#: Karpenter AWS's repair policies: the kubelet's Ready, and the conditions the EKS node
+#: monitoring agent posts.
+REPAIR_POLICIES = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
+    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
+    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
+    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
+    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
+)
 
 
 @dataclass
@@ -915,6 +929,9 @@ class AWSProvider:
                 if error_code(error) == "InvalidInstanceID.NotFound":
                     raise InstanceNotFoundError(provider_id) from None
                 raise
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
 
     # -- drift ----------------------------------------------------------------------------
 

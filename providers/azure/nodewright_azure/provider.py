@@ -57,6 +57,7 @@ from nodewright.plugin.model import (
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
 )
 from nodewright_azure import auth, bootstrap, images, skus
 from nodewright_azure import labels as L
@@ -134,6 +135,16 @@ def provider_id_of(vm_id: str) -> str:
         if part.lower() == "resourcegroups":
             parts[i + 1] = parts[i + 1].lower()
     return L.PROVIDER_ID_PREFIX + "/".join(parts)
+
+
+#: Karpenter Azure's repair policies: the kubelet's Ready, AKS's node health agent, and a
+#: Spot VM told it is about to be evicted (replaced at once, not after Ready's 10 minutes).
+REPAIR_POLICIES = (
+    RepairPolicy("Ready", "False", timedelta(minutes=10)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+    RepairPolicy("kubernetes.azure.com/NodeHealthy", "False", timedelta(0)),
+    RepairPolicy("PreemptionScheduled", "True", timedelta(0)),
+)
 
 
 @dataclass(frozen=True)
@@ -938,6 +949,9 @@ class AzureProvider:
             for k, v in instance.labels.items()
             if k.startswith((L.AKS_GROUP + "/", L.GROUP + "/"))
         }
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         """Karpenter Azure's drift checks: the NodeClass spec changed since launch (the hash

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from nodewright.api.core import Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, Taint
-from nodewright.api.labels import UNREGISTERED_TAINT_KEY
+from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION, UNREGISTERED_TAINT_KEY
 from nodewright.api.meta import ObjectMeta
 from nodewright.scheduling.resources import format_resources
 from nodewright_kwok.labels import KWOK_NODE_KEY, KWOK_NODE_VALUE, LAUNCH_KEY_ANNOTATION
@@ -55,7 +55,14 @@ def build_node(
 
 def node_needs_ready(node: Node) -> bool:
     """True when :func:`mark_node_ready` would change the node (a read-only check)."""
-    return node.status.phase != "Running" or not node.ready
+    return node.status.phase != "Running" or not (node.ready or ready_is_simulated(node))
+
+
+def ready_is_simulated(node: Node) -> bool:
+    """True when a simulation scenario set the Node's Ready condition: the kubelet keeps
+    reporting what the scenario wrote (a broken machine), instead of making the node Ready."""
+    pinned = node.metadata.annotations.get(SIMULATED_CONDITIONS_ANNOTATION, "")
+    return "Ready" in (kind.strip() for kind in pinned.split(","))
 
 
 def pod_needs_start(pod: Pod) -> bool:
@@ -86,11 +93,14 @@ def post_heartbeat(node: Node, now: datetime) -> None:
 
 
 def mark_node_ready(node: Node, now: datetime) -> bool:
-    """Report the node Ready and Running, as the KWOK controller does."""
+    """Report the node Ready and Running, as the KWOK controller does (a Ready condition a
+    simulation scenario set is left as it is)."""
     changed = False
     if node.status.phase != "Running":
         node.status.phase = "Running"
         changed = True
+    if ready_is_simulated(node):
+        return changed
     for condition in node.status.conditions:
         if condition.type == "Ready":
             if condition.status == "True":

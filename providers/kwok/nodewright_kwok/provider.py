@@ -44,6 +44,7 @@ from nodewright.plugin.model import (
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
+    RepairPolicy,
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright_kwok import heartbeat, kubelet
@@ -98,6 +99,13 @@ def provider_info() -> ProviderInfo:
 
 def provider_id(node_name: str) -> str:
     return f"{PROVIDER_ID_PREFIX}{node_name}"
+
+
+#: Karpenter's KWOK provider: a Node not Ready (False or Unknown) for 10 minutes is replaced.
+REPAIR_POLICIES = (
+    RepairPolicy("Ready", "False", timedelta(minutes=10)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+)
 
 
 class KWOKProvider:
@@ -422,6 +430,9 @@ class KWOKProvider:
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         return None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
 
     # -- background work ----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from nodewright.api.labels import (
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
+    SIMULATED_CONDITIONS_ANNOTATION,
     ZONE_LABEL,
 )
 from nodewright.api.meta import Condition, ObjectMeta
@@ -249,6 +250,25 @@ def test_its_nodes_are_kept_ready(
     node = _node(cluster, "n1")
     assert node is not None
     assert node.ready
+
+
+def test_a_ready_condition_a_simulation_set_is_kept(
+    provider: KWOKProvider, cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    _registered(provider, clock)
+    stored = _node(cluster, "n1")
+    assert stored is not None
+    node = stored.clone()
+    node.metadata.annotations[SIMULATED_CONDITIONS_ANNOTATION] = "Ready"
+    node = cluster.update(node)
+    node.status.conditions[0].status = "False"
+    cluster.update_status(node)
+    clock.advance(timedelta(minutes=10))
+    provider.reconcile(clock.now())
+    node = _node(cluster, "n1")
+    assert node is not None
+    assert not node.ready, "a broken machine's kubelet keeps reporting it"
+    assert node.status.phase == "Running"
 
 
 def test_without_manage_nodes_nodes_wait_for_a_kwok_controller(
