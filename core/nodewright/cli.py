@@ -348,6 +348,19 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
             "Scaled %s %s to %d replica(s)", step.kind.lower(), step.name, step.replicas
         )
         simulation.settle()
+    elif step.action == "setNodeCondition":
+        change = step.condition
+        assert change is not None
+        try:
+            names = simulation.select_nodes(change.node, change.selector, change.count)
+        except LookupError as error:
+            field = "node" if change.node else "selector"
+            raise InputError([f"{step.where}.setNodeCondition.{field}: {error}"]) from None
+        for name in names:
+            simulation.set_node_condition(
+                name, change.type, change.status, change.reason, change.message
+            )
+        simulation.settle()
     elif step.action == "delete":
         registry = _registry(host)
         versions = registry.versions(step.kind)
@@ -410,6 +423,7 @@ DISRUPTION_EVENTS = frozenset(
         "DisruptionLaunching",
         "DisruptionWaitingReadiness",
         "DisruptionTerminating",
+        "NodeRepairBlocked",
     }
 )
 

@@ -6,18 +6,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from nodewright import metrics
-from nodewright.api.core import Node
+from nodewright.api.core import Node, NodeCondition, NodeStatus
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.health import allowed_unhealthy, snake_case
+from nodewright.controllers.health import allowed_unhealthy, snake_case, unhealthy_condition
 from nodewright.controllers.lifecycle import format_timestamp
 from nodewright.controllers.options import Options
+from nodewright.plugin.model import RepairPolicy
 from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
 
 TOLERATION = timedelta(minutes=10)  # the KWOK provider's, for Ready False and Unknown
@@ -62,6 +63,30 @@ def _deleting(world: KWOKWorld, node: Node) -> bool:
 
 def test_allowed_unhealthy_is_twenty_percent_rounded_up() -> None:
     assert [allowed_unhealthy(n) for n in (0, 1, 3, 5, 6, 10, 11)] == [0, 1, 1, 1, 2, 2, 3]
+
+
+def test_of_several_matching_conditions_the_one_due_first_decides() -> None:
+    """Karpenter: 'should return the requeue interval for the condition closest to its
+    terminationDuration'."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    node = Node(
+        status=NodeStatus(
+            conditions=[
+                NodeCondition(type="BadNode", status="False", last_transition_time=start),
+                NodeCondition(type="Slow", status="False", last_transition_time=start),
+                NodeCondition(type="Ready", status="True", last_transition_time=start),
+            ]
+        )
+    )
+    policies = (
+        RepairPolicy("BadNode", "False", timedelta(minutes=60)),
+        RepairPolicy("Slow", "False", timedelta(minutes=30)),
+        RepairPolicy("Ready", "False", timedelta(minutes=1)),
+    )
+    found = unhealthy_condition(node, policies)
+    assert found is not None
+    assert (found.condition.type, found.repair_at) == ("Slow", start + timedelta(minutes=30))
+    assert unhealthy_condition(node, policies[2:]) is None
 
 
 def test_condition_types_become_the_metrics_snake_case() -> None:

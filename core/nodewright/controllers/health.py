@@ -235,7 +235,7 @@ class NodeHealth:
             return
         condition = unhealthy.condition
         self._history.mark_disrupted(
-            claim.name, REASON_UNHEALTHY, f"Repair/Delete ({condition.type}={condition.status})"
+            claim.name, REASON_UNHEALTHY, f"Repair/Delete: {condition.type}={condition.status}"
         )
         self._cluster.delete(NodeClaim, claim.name)
         log.info(

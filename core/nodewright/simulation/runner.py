@@ -99,6 +99,34 @@ class Simulation:
                 replacement.metadata = current.metadata
                 self.cluster.update(replacement)
 
+    def select_nodes(
+        self, name: str = "", selector: Iterable[tuple[str, str]] = (), count: int | None = None
+    ) -> list[str]:
+        """Names of the Node called ``name``, or of the first ``count`` (None: all) Nodes by
+        name carrying every label of ``selector`` and not being deleted; raises LookupError
+        saying what is missing."""
+        state = self.cluster.state
+        if name:
+            if state.get(Node, ("", name)) is None:
+                present = ", ".join(key[1] for key in sorted(state.objects(Node))[:10])
+                raise LookupError(f"Node {name!r} does not exist (nodes: {present or 'none'})")
+            return [name]
+        wanted = dict(selector)
+        matching = [
+            node.name
+            for node in state.sorted(Node)
+            if not node.deleting
+            and all(node.metadata.labels.get(k) == v for k, v in wanted.items())
+        ]
+        shown = ",".join(f"{k}={v}" for k, v in wanted.items())
+        if not matching:
+            raise LookupError(f"no Node carries the labels {shown}")
+        if count is not None and len(matching) < count:
+            raise LookupError(
+                f"{len(matching)} Node(s) carry the labels {shown}, fewer than count {count}"
+            )
+        return matching if count is None else matching[:count]
+
     def set_node_condition(
         self, node_name: str, condition_type: str, status: str, reason: str = "", message: str = ""
     ) -> Node:

@@ -13,6 +13,11 @@ mapping with exactly one key:
     Let simulated time pass.
 ``settle: 30m`` (or ``settle: {}``)
     Run until the cluster is quiet (at most the given time, default two hours).
+``setNodeCondition: {node: NAME, type: Ready, status: "False"}``
+    Report a condition on Nodes as their kubelet or a node agent would (a broken machine):
+    ``node`` names one Node, or ``selector`` (labels, as ``matchLabels``) picks the Nodes
+    carrying them, the first ``count`` by name (default: all); ``reason`` and ``message``
+    are optional. The simulated kubelets keep the condition as written.
 
 Every step but ``advance`` and ``settle`` is followed by an implicit ``settle``.
 """
@@ -28,7 +33,9 @@ from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
 from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
 
-STEP_KINDS = ("apply", "scale", "delete", "advance", "settle")
+STEP_KINDS = ("apply", "scale", "delete", "advance", "settle", "setNodeCondition")
+#: The statuses a Node condition can have.
+CONDITION_STATUSES = ("True", "False", "Unknown")
 #: The longest one ``advance`` or ``settle`` step may run: 30 days (Karpenter's default
 #: ``expireAfter``), a bound on a run's time however large the number written.
 MAX_STEP_DURATION = timedelta(hours=720)
@@ -36,6 +43,22 @@ MAX_STEP_DURATION = timedelta(hours=720)
 
 class ScenarioError(ValueError):
     """A scenario file that cannot be run; the message names the file and the step."""
+
+
+@dataclass(frozen=True)
+class NodeConditionChange:
+    """What a ``setNodeCondition`` step sets, and on which Nodes."""
+
+    type: str
+    status: str
+    #: One Node by name ...
+    node: str = ""
+    #: ... or the Nodes carrying all these labels.
+    selector: tuple[tuple[str, str], ...] = ()
+    #: With ``selector``: how many of the matching Nodes, first by name (None: all).
+    count: int | None = None
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +71,8 @@ class Step:
     namespace: str = ""
     replicas: int = 0
     duration: timedelta | None = None
+    #: For ``setNodeCondition``.
+    condition: NodeConditionChange | None = None
     #: Where the step was written, for messages (``scenario.yaml: steps[2]``).
     where: str = ""
 
@@ -114,6 +139,8 @@ def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
         if duration > MAX_STEP_DURATION:
             raise ScenarioError(f"{where}.{action}: at most 720h per step, got {excerpt(value)}")
         return Step(action, duration=duration, where=where)
+    if action == "setNodeCondition":
+        return Step(action, condition=_node_condition(value, f"{where}.{action}"), where=where)
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}.{action}: expected a mapping with kind and name")
     allowed = {"kind", "name", "namespace"} | ({"replicas"} if action == "scale" else set())
@@ -134,3 +161,71 @@ def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
             raise ScenarioError(f"{where}.scale.replicas: expected a whole number >= 0")
         replicas = given
     return Step(action, kind=kind, name=name, namespace=namespace, replicas=replicas, where=where)
+
+
+_CONDITION_FIELDS = ("node", "selector", "count", "type", "status", "reason", "message")
+
+
+def _node_condition(value: object, where: str) -> NodeConditionChange:
+    if not isinstance(value, Mapping):
+        raise ScenarioError(
+            f'{where}: expected a mapping such as {{node: NAME, type: Ready, status: "False"}}'
+        )
+    unknown = set(value) - set(_CONDITION_FIELDS)
+    if unknown:
+        shown = ", ".join(sorted(excerpt(key) for key in unknown))
+        raise ScenarioError(
+            f"{where}: unknown field(s) {shown}; expected {', '.join(_CONDITION_FIELDS)}"
+        )
+    condition_type = value.get("type")
+    if not isinstance(condition_type, str) or not condition_type.strip():
+        got = "missing" if condition_type is None else f"got {excerpt(condition_type)}"
+        raise ScenarioError(f"{where}.type: expected a condition type such as Ready, {got}")
+    status = value.get("status")
+    if isinstance(status, bool):
+        raise ScenarioError(
+            f'{where}.status: {status} is a YAML boolean; quote it: status: "{status}"'
+        )
+    if status not in CONDITION_STATUSES:
+        raise ScenarioError(
+            f"{where}.status: expected one of {', '.join(CONDITION_STATUSES)}, "
+            f"got {excerpt(status)}"
+        )
+    texts = {}
+    for name in ("node", "reason", "message"):
+        text = value.get(name, "")
+        if not isinstance(text, str):
+            raise ScenarioError(f"{where}.{name}: expected a string, got {excerpt(text)}")
+        texts[name] = text
+    raw_selector = value.get("selector")
+    if (raw_selector is None) == (not texts["node"]):
+        raise ScenarioError(f"{where}: give either node (a Node's name) or selector (labels)")
+    selector: tuple[tuple[str, str], ...] = ()
+    if raw_selector is not None:
+        if (
+            not isinstance(raw_selector, Mapping)
+            or not raw_selector
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw_selector.items())
+        ):
+            raise ScenarioError(
+                f"{where}.selector: expected labels as a mapping of strings, such as "
+                "{karpenter.sh/nodepool: default}"
+            )
+        selector = tuple(sorted(raw_selector.items()))
+    count = value.get("count")
+    if count is not None:
+        if raw_selector is None:
+            raise ScenarioError(f"{where}.count: only with selector")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScenarioError(
+                f"{where}.count: expected a whole number >= 1, got {excerpt(count)}"
+            )
+    return NodeConditionChange(
+        type=condition_type,
+        status=status,
+        node=texts["node"],
+        selector=selector,
+        count=count,
+        reason=texts["reason"],
+        message=texts["message"],
+    )
