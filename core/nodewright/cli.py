@@ -595,11 +595,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"error: {printable(cut(line))}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     report = build_report(simulation)
-    _print_tables(report)
     what_if = None
     if snapshot is not None and current is not None:
         what_if = build_what_if(simulation, snapshot.source, current, report)
         report.notes.extend(snapshot.notes)
+    _print_tables(report)
+    if what_if is not None:
         _print_what_if(what_if)
     if args.json:
         data = report.to_dict()

@@ -44,6 +44,7 @@ from nodewright.api.core import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    Service,
 )
 from nodewright.api.excerpt import cut, excerpt
 from nodewright.api.karpenter import (
@@ -115,6 +116,7 @@ LOAD_ORDER: tuple[type[KubeObject], ...] = (
     NodeClaim,
     Node,
     PersistentVolumeClaim,
+    Service,
     PodDisruptionBudget,
     Deployment,
     StatefulSet,

@@ -30,6 +30,23 @@ from nodewright.plugin.errors import (
 from nodewright.simulation.report import PodRow, Report
 from nodewright.simulation.runner import Simulation
 
+#: Capacity-type labels of node groups Karpenter did not launch, and what their values mean;
+#: a node with none of these (nor ``karpenter.sh/capacity-type``) is priced on demand.
+CAPACITY_TYPE_LABELS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("eks.amazonaws.com/capacityType", {"ON_DEMAND": "on-demand", "SPOT": "spot"}),
+    ("kubernetes.azure.com/scalesetpriority", {"regular": "on-demand", "spot": "spot"}),
+)
+
+
+def capacity_type_of(labels: dict[str, str]) -> str:
+    """The node's capacity type: Karpenter's label, a managed node group's, or on-demand."""
+    if labels.get(CAPACITY_TYPE_LABEL):
+        return labels[CAPACITY_TYPE_LABEL]
+    for key, meaning in CAPACITY_TYPE_LABELS:
+        if labels.get(key) in meaning:
+            return meaning[labels[key]]
+    return "on-demand"
+
 
 @dataclass
 class PricedNode:
@@ -152,7 +169,7 @@ def _priced(simulation: Simulation, node: Node, node_classes: list[NodeClass]) -
         node_pool=labels.get(NODEPOOL_LABEL),
         instance_type=labels.get(INSTANCE_TYPE_LABEL),
         zone=labels.get(ZONE_LABEL),
-        capacity_type=labels.get(CAPACITY_TYPE_LABEL),
+        capacity_type=capacity_type_of(labels),
         price_per_hour=_catalog_price(simulation, node, candidates),
         managed=claim is not None,
     )
@@ -163,7 +180,7 @@ def _catalog_price(
 ) -> float | None:
     labels = node.metadata.labels
     name = labels.get(INSTANCE_TYPE_LABEL)
-    zone, capacity_type = labels.get(ZONE_LABEL), labels.get(CAPACITY_TYPE_LABEL)
+    zone, capacity_type = labels.get(ZONE_LABEL), capacity_type_of(labels)
     if not name:
         return None
     for node_class in node_classes:
@@ -183,7 +200,8 @@ def _catalog_price(
 def build_what_if(
     simulation: Simulation, source: str, current: list[PricedNode], report: Report
 ) -> WhatIf:
-    """Compare the nodes at the start (``current``) with those at the end of the run."""
+    """Compare the nodes at the start (``current``) with those at the end of the run; the
+    report's nodes that their provider could not price get their catalog price."""
     projected = price_nodes(simulation)
     names_now = {n.name for n in projected}
     names_before = {n.name for n in current}
@@ -203,6 +221,12 @@ def build_what_if(
                 disruption=disruption,
             )
         )
+    # A node of the snapshot is not the provider's instance: the node table gets its price
+    # from the catalog, as the what-if does.
+    prices = {n.name: n.price_per_hour for n in projected}
+    for row in report.nodes:
+        if row.price_per_hour is None:
+            row.price_per_hour = prices.get(row.name)
     return WhatIf(
         source=source,
         current=current,
