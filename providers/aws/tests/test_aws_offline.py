@@ -40,7 +40,7 @@ spec:
       requirements:
         - {key: karpenter.sh/capacity-type, operator: In, values: [CAPACITY]}
         - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-"""
+EXTRA"""
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -59,11 +59,14 @@ spec:
 """
 
 
-def simulate(tmp_path: Path, capacity: str, *options: str) -> tuple[int, dict[str, Any]]:
+def simulate(
+    tmp_path: Path, capacity: str, *options: str, extra: str = "", node_class: str = NODE_CLASS
+) -> tuple[int, dict[str, Any]]:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    (manifests / "class.yaml").write_text(NODE_CLASS)
-    (manifests / "pool.yaml").write_text(NODE_POOL.replace("CAPACITY", capacity))
+    (manifests / "class.yaml").write_text(node_class)
+    pool = NODE_POOL.replace("CAPACITY", capacity).replace("EXTRA", extra)
+    (manifests / "pool.yaml").write_text(pool)
     (manifests / "app.yaml").write_text(DEPLOYMENT)
     report = tmp_path / "report.json"
     code = main(["simulate", str(manifests), "--json", str(report), *options])
@@ -104,6 +107,39 @@ def test_spot_launches_in_the_cheapest_zone_below_on_demand(tmp_path: Path) -> N
     assert node["zone"] == min(zones, key=lambda z: (spot[z], z))
     assert node["pricePerHour"] == pytest.approx(spot[node["zone"]])
     assert 0.096 * SPOT_SHARE_LOW <= node["pricePerHour"] < 0.096 * SPOT_SHARE_HIGH
+
+
+def test_a_zone_requirement_is_honoured_even_when_dearer(tmp_path: Path) -> None:
+    catalog = load_catalog()
+    zones = catalog.offerings("eu-west-1")["m5.large"]
+    dearest = max(zones, key=lambda z: catalog.spot_price("m5.large", z) or 0.0)
+    zone = f"        - {{key: topology.kubernetes.io/zone, operator: In, values: [{dearest}]}}\n"
+    code, report = simulate(
+        tmp_path, "spot", "--provider-option", "aws.offline=eu-west-1", extra=zone
+    )
+    assert code == 0
+    (node,) = launched(report)
+    assert node["zone"] == dearest
+    assert node["pricePerHour"] == pytest.approx(catalog.spot_price("m5.large", dearest))
+
+
+def test_amazon_linux_2_is_not_published_for_1_33_offline(tmp_path: Path) -> None:
+    """As on AWS: the AL2 alias resolves no AMI for Kubernetes 1.33, so nothing launches and
+    the pod stays pending."""
+    al2 = NODE_CLASS.replace("al2023@latest", "al2@latest")
+    code, report = simulate(
+        tmp_path,
+        "on-demand",
+        "--provider-option",
+        "aws.offline=us-west-2",
+        "--provider-option",
+        "aws.kubernetes-version=1.33",
+        node_class=al2,
+    )
+    assert code == 0
+    assert launched(report) == []
+    (pending,) = [p for p in report["pods"] if p["node"] is None]
+    assert "not ready" in pending["reason"]
 
 
 def test_the_seed_example_runs_offline_and_leaves_no_instance(tmp_path: Path) -> None:

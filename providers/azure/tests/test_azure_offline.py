@@ -40,7 +40,7 @@ spec:
         - key: node.kubernetes.io/instance-type
           operator: In
           values: [Standard_D2s_v5, Standard_D4s_v5, Standard_E4s_v5]
-"""
+EXTRA"""
 
 POD = """\
 apiVersion: v1
@@ -54,11 +54,14 @@ spec:
 """
 
 
-def simulate(tmp_path: Path, capacity: str, *options: str) -> tuple[int, dict[str, Any]]:
+def simulate(
+    tmp_path: Path, capacity: str, *options: str, extra: str = ""
+) -> tuple[int, dict[str, Any]]:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     (manifests / "class.yaml").write_text(NODE_CLASS)
-    (manifests / "pool.yaml").write_text(NODE_POOL.replace("CAPACITY", capacity))
+    pool = NODE_POOL.replace("CAPACITY", capacity).replace("EXTRA", extra)
+    (manifests / "pool.yaml").write_text(pool)
     (manifests / "pod.yaml").write_text(POD)
     report = tmp_path / "report.json"
     code = main(["simulate", str(manifests), "--json", str(report), *options])
@@ -91,6 +94,24 @@ def test_spot_is_priced_below_on_demand(tmp_path: Path) -> None:
     assert node["pricePerHour"] == pytest.approx(catalog.spot_price("japaneast", "Standard_D2s_v5"))
     on_demand = 0.124  # static_prices.json, japaneast
     assert on_demand * SPOT_SHARE_LOW <= node["pricePerHour"] < on_demand * SPOT_SHARE_HIGH
+
+
+def test_a_zone_requirement_is_honoured(tmp_path: Path) -> None:
+    code, report = simulate(
+        tmp_path,
+        "on-demand",
+        "--provider-option",
+        "azure.offline=eastus",
+        extra="        - {key: topology.kubernetes.io/zone, operator: In, values: [eastus-3]}\n",
+    )
+    assert code == 0
+    (node,) = report["nodes"]
+    assert node["zone"] == "eastus-3"
+    cloud = azure_plugin.provider.offline
+    assert cloud is not None
+    (vm,) = cloud.vms.values()
+    assert vm["zones"] == ["3"]
+    assert vm["properties"]["hardwareProfile"]["vmSize"] == node["instanceType"]
 
 
 def test_seed_002_runs_offline_and_leaves_no_vm(tmp_path: Path) -> None:
