@@ -48,7 +48,7 @@ def pod(name: str, labels: dict[str, str] | None = None, **meta: object) -> Pod:
 
 
 def running(cluster: MemoryCluster, name: str, labels: dict[str, str], **meta: object) -> Pod:
-    created = cluster.create(pod(name, labels, **meta))
+    created = mutable(cluster.create(pod(name, labels, **meta)))
     created.status = PodStatus(phase="Running")
     return cluster.update_status(created)
 
@@ -117,15 +117,32 @@ def test_create_rejects_duplicates_and_nameless_objects(cluster: MemoryCluster) 
         cluster.create(Pod())
 
 
-def test_writes_keep_private_copies_and_reads_share_one_object(cluster: MemoryCluster) -> None:
+def test_writes_keep_private_copies_and_reads_share_one_object(clock: SimulatedClock) -> None:
+    cluster = MemoryCluster(clock, check_read_only=True)
     original = pod("web", {"app": "web"})
     created = cluster.create(original)
     original.metadata.labels["app"] = "changed"  # the caller's objects stay the caller's
-    created.metadata.labels["app"] = "changed"
     fetched = cluster.get(Pod, "web")
     assert fetched is not None
     assert fetched.metadata.labels == {"app": "web"}
+    assert created is fetched  # a write answers with the stored object, like a read
     assert cluster.list(Pod)[0] is fetched  # reads share the stored object, no copy
+    created.metadata.labels["app"] = "changed"  # so changing what a write returned is caught
+    with pytest.raises(ReadOnlyViolation, match="Pod default/web was changed in place"):
+        cluster.verify_read_only()
+
+
+def test_adopt_stores_the_object_handed_over_and_stamps_it(clock: SimulatedClock) -> None:
+    cluster = MemoryCluster(clock, check_read_only=True)
+    handed_over = pod("", generate_name="web-")
+    adopted = cluster.adopt(handed_over)
+    assert adopted is handed_over  # no copy: the caller gave it away
+    assert adopted.name.startswith("web-") and adopted.metadata.uid
+    assert adopted.status.phase == "Pending"
+    assert cluster.get(Pod, adopted.name) is adopted
+    handed_over.metadata.labels["app"] = "changed"  # touching it afterwards is caught
+    with pytest.raises(ReadOnlyViolation):
+        cluster.verify_read_only()
 
 
 def test_a_reader_changing_a_shared_object_is_caught(clock: SimulatedClock) -> None:
@@ -156,9 +173,10 @@ def test_writing_back_the_shared_object_itself_is_refused(cluster: MemoryCluster
 
 
 def test_update_with_stale_resource_version_conflicts(cluster: MemoryCluster) -> None:
-    first = cluster.create(pod("web"))
-    second = cluster.get(Pod, "web")
-    assert second is not None
+    first = mutable(cluster.create(pod("web")))
+    stored = cluster.get(Pod, "web")
+    assert stored is not None
+    second = mutable(stored)
     first.metadata.labels["a"] = "1"
     cluster.update(first)
     second.metadata.labels["b"] = "2"
@@ -174,9 +192,9 @@ def test_update_of_missing_object_is_not_found(cluster: MemoryCluster) -> None:
 
 
 def test_update_keeps_status_and_bumps_generation_on_spec_change(cluster: MemoryCluster) -> None:
-    created = cluster.create(Deployment(metadata=ObjectMeta(name="web")))
+    created = mutable(cluster.create(Deployment(metadata=ObjectMeta(name="web"))))
     created.status.replicas = 5
-    updated = cluster.update(created)
+    updated = mutable(cluster.update(created))
     assert updated.status.replicas == 0
     assert updated.metadata.generation == 1  # metadata-only changes keep the generation
     updated.metadata.labels["team"] = "a"
@@ -189,14 +207,14 @@ def test_update_keeps_status_and_bumps_generation_on_spec_change(cluster: Memory
 
 
 def test_noop_update_does_not_bump_resource_version(cluster: MemoryCluster) -> None:
-    created = cluster.create(pod("web"))
+    created = mutable(cluster.create(pod("web")))
     before = cluster.resource_version()
     assert cluster.update(created).metadata.resource_version == created.metadata.resource_version
     assert cluster.resource_version() == before
 
 
 def test_update_status_replaces_status_only(cluster: MemoryCluster) -> None:
-    created = cluster.create(pod("web", {"app": "web"}))
+    created = mutable(cluster.create(pod("web", {"app": "web"})))
     created.metadata.labels = {}
     created.spec.node_name = "n1"
     created.status.phase = "Running"
@@ -331,7 +349,7 @@ def test_select_uses_full_label_selector_semantics(cluster: MemoryCluster) -> No
 
 def test_watch_reports_changes_in_order(cluster: MemoryCluster) -> None:
     start = cluster.resource_version()
-    created = cluster.create(pod("web"))
+    created = mutable(cluster.create(pod("web")))
     created.metadata.labels["a"] = "1"
     cluster.update(created)
     cluster.delete(Pod, "web")
@@ -441,7 +459,7 @@ def test_evict_honours_pod_disruption_budgets(
         ReplicaSet.model_validate({"metadata": {"name": "web"}, "spec": {"replicas": 3}})
     )
     for i in range(3):
-        created = cluster.create(owned_by(rs, f"web-{i}", labels={"app": "web"}))
+        created = mutable(cluster.create(owned_by(rs, f"web-{i}", labels={"app": "web"})))
         created.status = PodStatus(phase="Running")
         cluster.update_status(created)
     running(cluster, "other", {"app": "other"})
@@ -473,7 +491,7 @@ def test_budget_counts_missing_replicas_of_the_controller(cluster: MemoryCluster
         ReplicaSet.model_validate({"metadata": {"name": "web"}, "spec": {"replicas": 3}})
     )
     for i in range(2):  # the third replica is still being created
-        created = cluster.create(owned_by(rs, f"web-{i}", labels={"app": "web"}))
+        created = mutable(cluster.create(owned_by(rs, f"web-{i}", labels={"app": "web"})))
         created.status = PodStatus(phase="Running")
         cluster.update_status(created)
     cluster.create(pdb("web", maxUnavailable=1))

@@ -58,7 +58,7 @@ def test_nodes_and_claims_join_by_provider_id(cluster: MemoryCluster) -> None:
         Node(metadata=ObjectMeta(name="n1"), spec=NodeSpec(provider_id="kwok://a"))
     )
     claim = NodeClaim(metadata=ObjectMeta(name="c1", labels={"karpenter.sh/nodepool": "default"}))
-    claim = cluster.create(claim)
+    claim = mutable(cluster.create(claim))
     state = cluster.state
     assert state.claim_for(node) is None
     claim.status.provider_id = "kwok://a"

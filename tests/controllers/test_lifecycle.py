@@ -102,14 +102,14 @@ def test_initialization_waits_for_readiness_startup_taints_and_extended_resource
     node.spec.taints.append(
         Taint(key="node.cloudprovider.kubernetes.io/uninitialized", effect="NoSchedule")
     )
-    node = world.cluster.update(node)
+    node = mutable(world.cluster.update(node))
     node.status.conditions = [NodeCondition(type="Ready", status="True")]
-    node = world.cluster.update_status(node)
+    node = mutable(world.cluster.update_status(node))
     world.sim.advance(timedelta(seconds=1))
     assert world.condition(claim, "Initialized") == ("Unknown", "KnownEphemeralTaintsExist")
 
     node.spec.taints = [t for t in node.spec.taints if not t.key.startswith("node.cloudprovider")]
-    node = world.cluster.update(node)
+    node = mutable(world.cluster.update(node))
     world.sim.advance(timedelta(seconds=1))
     assert world.condition(claim, "Initialized") == ("Unknown", "ResourceNotRegistered")
 

@@ -94,11 +94,11 @@ def test_stale_update_is_a_conflict(cluster: Cluster) -> None:
 
 
 def test_update_ignores_status_and_bumps_generation_on_spec(cluster: Cluster) -> None:
-    pool = cluster.create(NodePool(metadata=ObjectMeta(name="default")))
+    pool = mutable(cluster.create(NodePool(metadata=ObjectMeta(name="default"))))
     assert pool.metadata.generation == 1
     pool.spec.weight = 10
     pool.status.nodes = 5
-    updated = cluster.update(pool)
+    updated = mutable(cluster.update(pool))
     assert updated.metadata.generation == 2
     assert updated.status.nodes == 0
     updated.status.nodes = 3
@@ -128,7 +128,7 @@ def test_create_keeps_a_given_status(cluster: Cluster) -> None:
 
 def test_no_op_update_keeps_the_resource_version(cluster: Cluster) -> None:
     node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
-    again = cluster.update(node)
+    again = cluster.update(mutable(node))
     assert again.metadata.resource_version == node.metadata.resource_version
 
 
@@ -180,7 +180,7 @@ def test_bind_assigns_once(cluster: Cluster) -> None:
 
 
 def _running(cluster: Cluster, name: str) -> None:
-    pod = cluster.create(_pod(name, {"app": "web"}))
+    pod = mutable(cluster.create(_pod(name, {"app": "web"})))
     pod.status = PodStatus(phase="Running")
     cluster.update_status(pod)
 

@@ -213,6 +213,15 @@ class KubeObject(Model):
         """A deep copy (of a shared object read from the cluster, to change and write)."""
         return copy_model(self)
 
+    def status_copy(self) -> Self:
+        """A copy whose status is private and everything else shared with this object: what a
+        status writer changes and passes to ``update_status``, without copying the spec."""
+        if "status" not in type(self).model_fields:
+            raise TypeError(f"{self.KIND} has no status")
+        copy = shallow_copy(self)
+        copy.__dict__["status"] = copy_model(self.__dict__["status"])
+        return copy
+
 
 class StrictKubeObject(KubeObject):
     """A Karpenter kind: the top-level object and its spec reject unknown fields."""

@@ -90,15 +90,18 @@ class Cluster(Protocol):
         ...
 
     def create(self, obj: T) -> T:
-        """Store a new object; returns it as stored."""
+        """Store a new object; returns it as stored (shared and read-only, like a read: take a
+        mutable() copy to change it further)."""
         ...
 
     def update(self, obj: T) -> T:
-        """Replace metadata and spec (status is ignored); raises ConflictError when stale."""
+        """Replace metadata and spec (status is ignored); raises ConflictError when stale.
+        Returns the object as stored (shared and read-only)."""
         ...
 
     def update_status(self, obj: T) -> T:
-        """Replace status only; raises ConflictError when stale."""
+        """Replace status only; raises ConflictError when stale. Returns the object as stored
+        (shared and read-only)."""
         ...
 
     def delete(self, kind: type[T], name: str, namespace: str = "") -> None:

@@ -264,8 +264,20 @@ class MemoryCluster:
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, obj: T) -> T:
-        kind = type(obj)
-        new = mutable(obj)
+        return self._create(mutable(obj))
+
+    def adopt(self, obj: T) -> T:
+        """Store ``obj`` itself as a new object, without the private copy :meth:`create` makes.
+
+        The caller hands it over and never touches it again. Its metadata and status must be
+        its own (the store stamps them); the rest may be shared, read-only, with stored objects:
+        the embedded ReplicaSet controller makes replicas this way, so the pods of one template
+        share one spec instead of holding 100,000 copies of it.
+        """
+        return self._create(obj)
+
+    def _create(self, new: T) -> T:
+        kind = type(new)
         meta = new.metadata
         if kind.NAMESPACED:
             meta.namespace = meta.namespace or DEFAULT_NAMESPACE
@@ -291,7 +303,7 @@ class MemoryCluster:
         self._store(kind, key, new, None, "ADDED")
         if self._fault_points:
             self._fault("create", kind, False, None, new)
-        return mutable(new)
+        return new
 
     def update(self, obj: T) -> T:
         kind = type(obj)
@@ -316,7 +328,7 @@ class MemoryCluster:
         if _spec_of(new) != _spec_of(current):
             meta.generation = (old_meta.generation or 0) + 1
         if new == current:
-            return mutable(current)
+            return current
         if self._fault_points:
             self._fault("update", kind, True, current, new)
         if meta.deletion_timestamp is not None and not meta.finalizers:
@@ -325,7 +337,7 @@ class MemoryCluster:
             self._store(kind, key, new, current, "MODIFIED")
         if self._fault_points:
             self._fault("update", kind, False, current, new)
-        return mutable(new)
+        return new
 
     def update_status(self, obj: T) -> T:
         kind = type(obj)
@@ -334,13 +346,13 @@ class MemoryCluster:
         key, current = self._current(obj)
         new = _with_status(current, mutable(getattr(obj, "status")))  # noqa: B009
         if new == current:
-            return mutable(current)
+            return current
         if self._fault_points:
             self._fault("update_status", kind, True, current, new)
         self._store(kind, key, new, current, "MODIFIED")
         if self._fault_points:
             self._fault("update_status", kind, False, current, new)
-        return mutable(new)
+        return new
 
     def delete(self, kind: type[T], name: str, namespace: str = "") -> None:
         key = self._key(kind, name, namespace)

@@ -152,7 +152,7 @@ class NodeClaimLifecycle:
             return self._finalize(claim, found)
         if TERMINATION_FINALIZER not in claim.metadata.finalizers:
             claim.metadata.finalizers.append(TERMINATION_FINALIZER)
-            claim = self._cluster.update(claim)
+            claim = mutable(self._cluster.update(claim))
         claim = self._initialize_conditions(claim)
         timeout = self._liveness(claim)
         if timeout is None:
@@ -192,7 +192,7 @@ class NodeClaimLifecycle:
                 reason="AwaitingReconciliation",
                 message="object is awaiting reconciliation",
             )
-        return self._cluster.update_status(claim)
+        return mutable(self._cluster.update_status(claim))
 
     # -- liveness -----------------------------------------------------------------------------
 
@@ -285,7 +285,7 @@ class NodeClaimLifecycle:
         if labels != claim.metadata.labels or annotations != claim.metadata.annotations:
             claim.metadata.labels = labels
             claim.metadata.annotations = annotations
-            claim = self._cluster.update(claim)
+            claim = mutable(self._cluster.update(claim))
         claim.status.provider_id = instance.provider_id
         claim.status.image_id = instance.image_id or None
         claim.status.capacity = format_resources(instance.capacity)
@@ -547,7 +547,7 @@ class NodeClaimLifecycle:
             return claim
         stamp = format_timestamp(deadline)
         annotations[TERMINATION_TIMESTAMP_ANNOTATION] = stamp
-        claim = self._cluster.update(claim)
+        claim = mutable(self._cluster.update(claim))
         log.info(
             "annotated nodeclaim",
             extra=fields({"NodeClaim": ref(claim.name), TERMINATION_TIMESTAMP_ANNOTATION: stamp}),

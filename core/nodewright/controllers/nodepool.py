@@ -109,7 +109,7 @@ class NodePoolStatusController:
         ):
             annotations[NODEPOOL_HASH_ANNOTATION] = digest
             annotations[NODEPOOL_HASH_VERSION_ANNOTATION] = NODEPOOL_HASH_VERSION
-            pool = self._cluster.update(pool)
+            pool = mutable(self._cluster.update(pool))
 
         conditions = pool.status.conditions
         generation = pool.metadata.generation

@@ -78,7 +78,7 @@ class PodMetrics:
         old = self._series.get(key)
         if pod is None:
             if old is not None:
-                metrics.pods_state.remove(*old)
+                metrics.pods_state.remove(key)
                 del self._series[key]
                 self._unplace(key, old)
             self._started.pop(key, None)
@@ -87,9 +87,8 @@ class PodMetrics:
         labels = _pod_labels(pod, node.metadata.labels if node is not None else {})
         if old != labels:
             if old is not None:
-                metrics.pods_state.remove(*old)
                 self._unplace(key, old)
-            metrics.pods_state.labels(*labels).set(1)
+            metrics.pods_state.set(key, labels)
             self._series[key] = labels
             self._on_node.setdefault(labels[3], set()).add(key)
         identity = pod.metadata.uid or f"{key[0]}/{key[1]}"

@@ -216,7 +216,7 @@ class NodeTermination:
             node.spec.taints = [t for t in taints if t.key != DISRUPTED_TAINT_KEY]
             node.spec.taints.append(Taint(key=DISRUPTED_TAINT_KEY, effect="NoSchedule"))
         node.metadata.labels[EXCLUDE_FROM_LB_LABEL] = "karpenter"
-        node = self._cluster.update(node)
+        node = mutable(self._cluster.update(node))
         log.info(
             "tainted node",
             extra=fields(

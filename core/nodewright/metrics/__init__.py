@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
 from nodewright.metrics.nodes import NodeSample, NodeSeries
+from nodewright.metrics.pods import PodStates
 from nodewright.metrics.summary import QuantileSummary
 
 NAMESPACE = "karpenter"
@@ -103,13 +104,12 @@ POD_STATE_LABELS = (
     "instance_type",
     "phase",
 )
-pods_state = Gauge(
-    "pods_state",
+pods_state = PodStates(
+    f"{NAMESPACE}_pods_state",
     "Pod state is the current state of pods. This metric can be used several ways as it is "
     "labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, "
     "capacity type, instance type and pod phase.",
-    list(POD_STATE_LABELS),
-    namespace=NAMESPACE,
+    POD_STATE_LABELS,
 )
 pods_startup_duration = QuantileSummary(
     f"{NAMESPACE}_pods_startup_duration_seconds",

@@ -23,6 +23,7 @@ from nodewright.api.labels import INSTANCE_TYPE_LABEL
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.testing import make_node_claim
 from nodewright_aws.interruption import (
     REBALANCE,
@@ -299,7 +300,7 @@ def test_nodeclaims_stamped_under_another_hash_version_are_restamped_then_drift(
         "karpenter.k8s.aws/ec2nodeclass-hash": "1234567890",
         "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6",
     }
-    claim = cluster.create(claim)
+    claim = mutable(cluster.create(claim))
     claim.status.provider_id = launched.status.provider_id
     claim = cluster.update_status(claim)
     unlaunched = cluster.create(make_node_claim("claim-pending", nc))

@@ -15,6 +15,7 @@ from nodewright.api.core import Node
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.plugin.model import ProviderContext
 from nodewright.testing import make_node_claim
 from nodewright_azure.images import HYPERV_GENERATION
@@ -273,7 +274,7 @@ def test_claims_hashed_by_karpenter_azure_are_restamped_and_then_drift(
         nc, {HASH_ANNOTATION: "12393960163388511505", HASH_VERSION_ANNOTATION: "v3"}
     )
     karpenter.status.provider_id = "azure:///subscriptions/s/resourceGroups/g/providers/x/vm-1"
-    created = cluster.create(karpenter)
+    created = mutable(cluster.create(karpenter))
     created.status.provider_id = karpenter.status.provider_id
     cluster.update_status(created)
     cluster.create(make_node_claim("not-launched", nc, []))

@@ -517,7 +517,7 @@ class KWOKProvider:
             else:
                 due = False
             if kubelet.node_needs_ready(node) or due:
-                ready = node.clone()
+                ready = node.status_copy()
                 kubelet.post_heartbeat(ready, now)
                 self._write_status(ready)
         if self._keep_leases:
@@ -532,7 +532,7 @@ class KWOKProvider:
         for key in sorted(pods):
             pod = pods[key]
             if kubelet.pod_needs_start(pod):
-                started = pod.clone()
+                started = pod.status_copy()
                 kubelet.mark_pod_running(started, now)
                 self._write_status(started)
 

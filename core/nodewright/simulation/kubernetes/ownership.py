@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodewright.api.core import Pod, PodTemplateSpec
-from nodewright.api.meta import KubeObject, ObjectMeta, OwnerReference
+from nodewright.api.core import Pod, PodStatus, PodTemplateSpec
+from nodewright.api.meta import KubeObject, ObjectMeta, OwnerReference, shallow_copy
 from nodewright.cluster import AlreadyExistsError
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
@@ -70,3 +70,13 @@ def create_unless_taken(cluster: MemoryCluster, obj: KubeObject) -> bool:
     except AlreadyExistsError:
         return False
     return True
+
+
+def replica_of(prototype: Pod) -> Pod:
+    """A new pod like ``prototype`` (a pod from a template, never stored itself) for
+    :meth:`~nodewright.cluster.memory.MemoryCluster.adopt`: its own metadata and status, and the
+    prototype's spec, labels, annotations and owner references, shared and read-only."""
+    replica = shallow_copy(prototype)
+    replica.__dict__["metadata"] = shallow_copy(prototype.metadata)
+    replica.__dict__["status"] = PodStatus()
+    return replica

@@ -6,7 +6,7 @@ from nodewright.api.apps import ReplicaSet
 from nodewright.api.core import Pod
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.simulation.kubernetes.ownerchanges import OwnerChanges
-from nodewright.simulation.kubernetes.ownership import pod_from_template
+from nodewright.simulation.kubernetes.ownership import pod_from_template, replica_of
 from nodewright.simulation.kubernetes.podcounts import OwnedPodCounts
 from nodewright.simulation.kubernetes.pods import is_active
 
@@ -35,10 +35,10 @@ class ReplicaSetController:
                 continue
             uid = rs.metadata.uid or ""
             missing = rs.spec.replicas - self.pod_counts.of(uid).active
-            for _ in range(missing):
-                self.cluster.create(
-                    pod_from_template(rs.spec.template, rs, generate_name=f"{rs.name}-")
-                )
+            if missing > 0:
+                prototype = pod_from_template(rs.spec.template, rs, generate_name=f"{rs.name}-")
+                for _ in range(missing):
+                    self.cluster.adopt(replica_of(prototype))
             if missing > 0:
                 self._changes.requeue(key)
             if missing < 0:

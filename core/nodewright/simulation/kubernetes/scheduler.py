@@ -32,7 +32,6 @@ from nodewright.api.core import (
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
 from nodewright.cluster.memory import MemoryCluster
-from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, Key, is_terminal
 from nodewright.controllers.defaultspread import SELECTOR_SOURCES, DefaultSpread
 from nodewright.scheduling.model import PodRequest
@@ -370,8 +369,7 @@ class KubeScheduler:
             message,
         ):
             return  # what set_pod_condition would find: nothing to write
-        # Only the status is written: a private copy of it on a shallow copy of the pod.
-        updated = pod.model_copy(update={"status": mutable(pod.status)})
+        updated = pod.status_copy()  # only the status is written
         if set_pod_condition(
             updated, "PodScheduled", "False", self.clock, reason="Unschedulable", message=message
         ):
