@@ -137,7 +137,8 @@ def test_adopt_stores_the_object_handed_over_and_stamps_it(clock: SimulatedClock
     handed_over = pod("", generate_name="web-")
     adopted = cluster.adopt(handed_over)
     assert adopted is handed_over  # no copy: the caller gave it away
-    assert adopted.name.startswith("web-") and adopted.metadata.uid
+    assert adopted.name.startswith("web-")
+    assert adopted.metadata.uid
     assert adopted.status.phase == "Pending"
     assert cluster.get(Pod, adopted.name) is adopted
     handed_over.metadata.labels["app"] = "changed"  # touching it afterwards is caught
