@@ -141,7 +141,7 @@ class Simulation:
         pinned = [t for t in annotations.get(SIMULATED_CONDITIONS_ANNOTATION, "").split(",") if t]
         if condition_type not in pinned:
             annotations[SIMULATED_CONDITIONS_ANNOTATION] = ",".join([*pinned, condition_type])
-            node = self.cluster.update(node)
+            node = self.cluster.update(node).status_copy()
         now = self.clock.now()
         current = next((c for c in node.status.conditions if c.type == condition_type), None)
         if current is None:

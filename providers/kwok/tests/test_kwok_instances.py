@@ -260,7 +260,7 @@ def test_a_ready_condition_a_simulation_set_is_kept(
     assert stored is not None
     node = stored.clone()
     node.metadata.annotations[SIMULATED_CONDITIONS_ANNOTATION] = "Ready"
-    node = cluster.update(node)
+    node = cluster.update(node).status_copy()
     node.status.conditions[0].status = "False"
     cluster.update_status(node)
     clock.advance(timedelta(minutes=10))
