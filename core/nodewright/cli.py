@@ -17,6 +17,7 @@ from pathlib import Path
 
 from nodewright import __version__
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
+from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buffer
 from nodewright.api.core import Pod, TopologySpreadConstraint
 from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import cut, printable
@@ -174,6 +175,8 @@ def _karpenter_rules(host: PluginHost) -> ExtraRules:
             return validate_node_claim(
                 obj, restricted_domains=domains, well_known_labels=well_known
             )
+        if isinstance(obj, CapacityBuffer):
+            return validate_capacity_buffer(obj)
         if isinstance(obj, NodeOverlay):
             return validate_node_overlay(
                 obj, restricted_domains=domains, well_known_labels=well_known
@@ -541,16 +544,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         provider_options = _parse_provider_options(args.provider_option)
         if not args.ignore_dra_requests:
             raise InputError([f"--no-ignore-dra-requests: {DRA_FALSE_REFUSED}"])
+        gates = _feature_gates(args.feature_gates)
         options = Options(
             batch_idle_duration=_duration_option("--batch-idle-duration", args.batch_idle_duration),
             batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
             preference_policy=args.preference_policy,
             min_values_policy=args.min_values_policy,
-            spot_to_spot_consolidation=_feature_gates(args.feature_gates).get(
-                "SpotToSpotConsolidation", False
-            ),
+            spot_to_spot_consolidation=gates.get("SpotToSpotConsolidation", False),
             default_spread=_default_spread(args.scheduler_config),
-            node_repair=_feature_gates(args.feature_gates).get("NodeRepair", False),
+            node_repair=gates.get("NodeRepair", False),
+            capacity_buffer=gates.get("CapacityBuffer", False),
         )
         snapshot = _read_snapshot(args, host)
         existing = snapshot.objects if snapshot is not None else []

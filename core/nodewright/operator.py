@@ -14,6 +14,7 @@ from nodewright import metrics
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ReadOnlyViolation
 from nodewright.controllers import Controller
+from nodewright.controllers.capacitybuffers import CapacityBuffers
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.events import EventRecorder
@@ -46,11 +47,24 @@ class Operator:
         self.options = options or Options()
         self.events = EventRecorder(cluster, clock)
         self.catalog = Catalog(cluster, host, clock)
+        self.buffers = CapacityBuffers(cluster, clock, enabled=self.options.capacity_buffer)
         self.provisioner = Provisioner(
-            cluster, host, self.catalog, clock, self.events, options=self.options
+            cluster,
+            host,
+            self.catalog,
+            clock,
+            self.events,
+            options=self.options,
+            buffers=self.buffers,
         )
         self.disruption = DisruptionController(
-            cluster, host, self.catalog, clock, self.events, options=self.options
+            cluster,
+            host,
+            self.catalog,
+            clock,
+            self.events,
+            options=self.options,
+            buffers=self.buffers,
         )
         #: In the order one pass runs them: provider work first (nodes register), status
         #: next (NodePools become ready), then provisioning and the lifecycle it feeds.
@@ -58,6 +72,7 @@ class Operator:
             ProviderBackgroundWork(host, clock),
             NodeClassStatusController(cluster, host, clock, self.events),
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
+            *([self.buffers] if self.options.capacity_buffer else []),
             self.provisioner,
             NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
             self.disruption.conditions,

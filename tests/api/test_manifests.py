@@ -69,6 +69,7 @@ def test_registry_serves_the_core_kinds() -> None:
         "Namespace", "Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "Deployment",
         "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "StorageClass",
         "CSINode", "NodePool", "NodeClaim", "NodeOverlay", "Service",
+        "PodTemplate", "CapacityBuffer",
     }  # fmt: skip
     assert registry.lookup("karpenter.sh/v1beta1", "NodePool") is None
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodewright.api.capacitybuffer import ACTIVE_CAPACITY as BUFFER_ACTIVE_CAPACITY
+from nodewright.api.capacitybuffer import API_VERSION as BUFFER_API_VERSION
 from nodewright.api.karpenter import API_VERSION, CONDITION_DRIFTED, CONDITION_READY
 from nodewright.api.nodeoverlay import API_VERSION as OVERLAY_API_VERSION
 from nodewright.api.nodeoverlay import (
@@ -262,8 +264,9 @@ def crd(
     short_names: Sequence[str] = (),
     categories: Sequence[str] = ("karpenter",),
     subresources: Mapping[str, Any] | None = None,
+    scope: str = "Cluster",
 ) -> dict[str, Any]:
-    """One cluster-scoped, single-version CustomResourceDefinition."""
+    """One single-version CustomResourceDefinition (cluster-scoped unless ``scope`` says)."""
     names: dict[str, Any] = {
         "kind": kind,
         "listKind": f"{kind}List",
@@ -281,7 +284,7 @@ def crd(
         "spec": {
             "group": group,
             "names": names,
-            "scope": "Cluster",
+            "scope": scope,
             "versions": [
                 {
                     "name": version,
@@ -621,5 +624,73 @@ def node_overlay_crd() -> dict[str, Any]:
     )
 
 
+def capacity_buffer_crd() -> dict[str, Any]:
+    """The ``capacitybuffers.autoscaling.x-k8s.io`` CRD (``v1beta1``, namespaced, feature gate
+    ``CapacityBuffer``), as SIG Autoscaling defines it and Karpenter ships it."""
+    name = string(minLength=1)
+    local_ref = obj({"name": name}, required=["name"])
+    count = {"type": "integer", "format": "int32", "minimum": 0}
+    spec = obj(
+        {
+            "provisioningStrategy": string(default=BUFFER_ACTIVE_CAPACITY),
+            "podTemplateRef": local_ref,
+            "scalableRef": obj(
+                {"apiGroup": string(), "kind": name, "name": name}, required=["kind", "name"]
+            ),
+            "replicas": count,
+            "percentage": count,
+            "limits": {"type": "object", "additionalProperties": quantity()},
+        },
+        (),
+        **{
+            "x-kubernetes-validations": [
+                rule(
+                    "!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
+                    "If podTemplateRef is set, replicas or limits must also be set",
+                ),
+                rule(
+                    "!(has(self.podTemplateRef) && has(self.scalableRef))",
+                    "You must define either PodTemplateRef or ScalableRef, but not both",
+                ),
+            ]
+        },
+    )
+    status = obj(
+        {
+            "podTemplateRef": local_ref,
+            "replicas": {"type": "integer", "format": "int32"},
+            "podTemplateGeneration": {"type": "integer", "format": "int64"},
+            "conditions": conditions(),
+            "provisioningStrategy": string(),
+        }
+    )
+    group, version = BUFFER_API_VERSION.split("/", 1)
+    return crd(
+        group=group,
+        kind="CapacityBuffer",
+        plural="capacitybuffers",
+        version=version,
+        schema=_root(
+            "CapacityBuffer is the configuration that an autoscaler can use to provision buffer "
+            "capacity within a cluster",
+            spec,
+            status,
+            required=["spec"],
+        ),
+        columns=[
+            _column("Strategy", ".spec.provisioningStrategy"),
+            _column("PodTemplate", ".status.podTemplateRef.name"),
+            _column("Replicas", ".status.replicas", "integer"),
+            _column("ConditionsType", ".status.conditions[*].type"),
+            _column("ConditionsStatus", ".status.conditions[*].status"),
+            _column("ConditionsReason", ".status.conditions[*].reason"),
+            _age_column(),
+        ],
+        short_names=["cb"],
+        categories=["autoscaling"],
+        scope="Namespaced",
+    )
+
+
 def core_crds() -> list[dict[str, Any]]:
-    return [node_pool_crd(), node_claim_crd(), node_overlay_crd()]
+    return [node_pool_crd(), node_claim_crd(), node_overlay_crd(), capacity_buffer_crd()]

@@ -44,6 +44,7 @@ from nodewright.api.apps import (
     StatefulSet,
     StorageClass,
 )
+from nodewright.api.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.api.convert import ConversionNote, convert_documents, needs_conversion, source_path
 from nodewright.api.core import (
     Namespace,
@@ -97,6 +98,8 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     PersistentVolumeClaim,
     PersistentVolume,
     Service,
+    PodTemplate,
+    CapacityBuffer,
     Deployment,
     ReplicaSet,
     StatefulSet,

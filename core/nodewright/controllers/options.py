@@ -29,6 +29,8 @@ class Options:
     #: Feature gate ``NodeRepair``: replace nodes whose conditions their provider's repair
     #: policies call unhealthy for too long.
     node_repair: bool = False
+    #: Feature gate ``CapacityBuffer``: CapacityBuffers keep headroom as virtual pods.
+    capacity_buffer: bool = False
 
 
 def solver_options(

@@ -27,6 +27,7 @@ from nodewright.api.labels import (
 from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
+from nodewright.controllers.capacitybuffers import CapacityBuffers, is_virtual
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.events import WARNING, EventRecorder
@@ -94,6 +95,7 @@ class Provisioner:
         events: EventRecorder,
         *,
         options: Options,
+        buffers: CapacityBuffers | None = None,
     ) -> None:
         self._cluster = cluster
         self._host = host
@@ -101,6 +103,8 @@ class Provisioner:
         self._clock = clock
         self._events = events
         self._options = options
+        #: CapacityBuffers whose virtual pods each pass places with the pending pods.
+        self._buffers = buffers
         self._batch_start: datetime | None = None
         self._last_arrival: datetime | None = None
         self._batch: set[str] = set()
@@ -112,6 +116,8 @@ class Provisioner:
 
     def reconcile(self) -> timedelta | None:
         pending = [p for p in self._cluster.state.unbound_pods().values() if is_provisionable(p)]
+        if self._buffers is not None:
+            pending += self._buffers.virtual_pods()
         now = self._clock.now()
         if not pending:
             self._batch_start = self._last_arrival = None
@@ -153,9 +159,13 @@ class Provisioner:
         facts = VolumeFacts.of(state)
         requests: list[PodRequest] = []
         by_key: dict[str, Pod] = {}
+        #: Keys of CapacityBuffer virtual pods: placed like the others, but never reported.
+        virtual: set[str] = set()
         spread = DefaultSpread(state, self._options.default_spread)
         for index, pending_pod in enumerate(ordered):
             pod = spread.apply(pending_pod)
+            if is_virtual(pod):
+                virtual.add(pod.key)
             problem = validate_pod(pod, domains, well_known)
             request: PodRequest | None = None
             if problem is None:
@@ -170,9 +180,10 @@ class Provisioner:
                         volumes=volumes.usage,
                     )
             if request is None:
-                self._events.publish(
-                    pod, "FailedScheduling", f"Failed to schedule pod, {problem}", WARNING
-                )
+                if pod.key not in virtual:
+                    self._events.publish(
+                        pod, "FailedScheduling", f"Failed to schedule pod, {problem}", WARNING
+                    )
                 continue
             requests.append(request)
             by_key[pod.key] = pod
@@ -199,6 +210,8 @@ class Provisioner:
             time.perf_counter() - solve_started
         )
         metrics.scheduler_queue_depth.labels("provisioner").set(0)
+        if self._buffers is not None:
+            self._buffers.record(result)
         pools = {t.name: t for t in templates}
         # Log a batch when it changes something or its outcome differs from the last one, so
         # pods waiting for their nodes to register do not repeat the same lines every second.
@@ -227,7 +240,11 @@ class Provisioner:
             if claim is None:
                 continue
             created.append(claim)
+            if self._buffers is not None:
+                self._buffers.hold(claim.name, sum(p.key in virtual for p in new.pods))
             for placed_pod in new.pods:
+                if placed_pod.key in virtual:
+                    continue
                 self._events.publish(
                     by_key[placed_pod.key],
                     "Nominated",
@@ -236,9 +253,10 @@ class Provisioner:
         for node_name, placed in result.existing_nodes.items():
             message = f"Pod should schedule on: {_target(view, node_name)}"
             for placed_pod in placed:
-                self._events.publish(by_key[placed_pod.key], "Nominated", message)
+                if placed_pod.key not in virtual:
+                    self._events.publish(by_key[placed_pod.key], "Nominated", message)
         for key, message in result.errors.items():
-            if key in result.awaiting_reservation:
+            if key in result.awaiting_reservation or key in virtual:
                 continue
             detail = message
             if pool_errors and message != DRA_IGNORED:
@@ -249,6 +267,8 @@ class Provisioner:
         if changed:
             for key, message in sorted(result.errors.items()):
                 namespace, _, name = key.rpartition("/")
+                if key in virtual:
+                    continue
                 if key in result.awaiting_reservation:
                     log.info(
                         "deferring scheduling decision for provisionable pod(s) to future "

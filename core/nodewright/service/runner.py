@@ -24,6 +24,7 @@ from nodewright.api.apps import (
     StorageClass,
     VolumeAttachment,
 )
+from nodewright.api.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.api.coordination import Lease
 from nodewright.api.core import (
     Event,
@@ -85,6 +86,7 @@ def options_from(settings: RunSettings) -> Options:
         spot_to_spot_consolidation=settings.gates.get("SpotToSpotConsolidation", False),
         default_spread=settings.default_spread,
         node_repair=settings.gates.get("NodeRepair", False),
+        capacity_buffer=settings.gates.get("CapacityBuffer", False),
     )
 
 
@@ -221,6 +223,8 @@ class RunService:
     def run(self) -> int:
         """Run until :meth:`request_stop`; returns the process exit code."""
         kinds = list(WATCHED_KINDS) + [k.model for k in self.host.node_class_kinds()]
+        if self.options.capacity_buffer:
+            kinds += [CapacityBuffer, PodTemplate]
         if self.options.default_spread:
             # Default spread selectors are deduced from Services and ReplicationControllers.
             kinds += [k for k in SELECTOR_SOURCES if k not in kinds]

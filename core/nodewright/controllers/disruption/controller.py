@@ -17,6 +17,7 @@ from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
+from nodewright.controllers.capacitybuffers import CapacityBuffers
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.candidates import (
@@ -71,8 +72,10 @@ class DisruptionController:
         events: EventRecorder,
         *,
         options: Options,
+        buffers: CapacityBuffers | None = None,
     ) -> None:
         self._cluster = cluster
+        self._buffers = buffers
         self._catalog = catalog
         self._clock = clock
         self._events = events
@@ -82,7 +85,7 @@ class DisruptionController:
         self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
         self.queue = OrchestrationQueue(cluster, clock, events, self.history)
         self.methods: list[Method] = [
-            Emptiness(),
+            Emptiness(buffers.holds_buffer if buffers is not None else None),
             Drift(),
             MultiNodeConsolidation(),
             SingleNodeConsolidation(),
@@ -267,6 +270,7 @@ class DisruptionController:
             solver_options(self._options, self._host, reserved_offering_mode="Fallback"),
             self._options.spot_to_spot_consolidation,
             requests=self._requests,
+            virtual=self._buffers.virtual_pods() if self._buffers is not None else (),
         )
 
 

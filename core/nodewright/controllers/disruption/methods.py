@@ -9,7 +9,7 @@ replaces with exactly one strictly cheaper NodeClaim.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -116,8 +116,11 @@ class Context:
         spot_to_spot: bool,
         *,
         requests: PodRequests | None = None,
+        virtual: Sequence[Pod] = (),
     ) -> None:
         self.snapshot = snapshot
+        #: CapacityBuffer virtual pods: pending pods every simulation must place too.
+        self.virtual = virtual
         self.events = events
         self.solver_options = solver_options
         self.spot_to_spot = spot_to_spot
@@ -138,7 +141,12 @@ class Context:
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
         return simulate(
-            self.snapshot, self.templates(), candidates, self.solver_options, self._requests
+            self.snapshot,
+            self.templates(),
+            candidates,
+            self.solver_options,
+            self._requests,
+            virtual=self.virtual,
         )
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:
@@ -249,8 +257,14 @@ class Emptiness:
     disruption_class = GRACEFUL
     validated = True
 
-    def __init__(self) -> None:
+    def __init__(self, holds_buffer: Callable[[str], bool] | None = None) -> None:
         self.memo = _Memo()
+        #: Whether a node holds CapacityBuffer virtual pods: such a node is not empty.
+        self.holds_buffer = holds_buffer
+
+    def _holds_buffer(self, candidate: Candidate) -> bool:
+        check = self.holds_buffer
+        return check is not None and (check(candidate.name) or check(candidate.claim.name))
 
     def word(self, candidate: Candidate | None) -> str:
         # Karpenter's WhenEmpty pools removed empty nodes through "emptiness"; pools that
@@ -280,7 +294,7 @@ class Emptiness:
         chosen: list[Candidate] = []
         constrained = False
         for candidate in sorted(candidates, key=lambda c: -c.savings_ratio()):
-            if not candidate.is_empty():
+            if not candidate.is_empty() or self._holds_buffer(candidate):
                 continue
             if budgets.get(candidate.pool.name, 0) <= 0:
                 constrained = True

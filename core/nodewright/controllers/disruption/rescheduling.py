@@ -150,6 +150,8 @@ def simulate(
     candidates: Sequence[Candidate],
     options: SolverOptions,
     cache: PodRequests | None = None,
+    *,
+    virtual: Sequence[Pod] = (),
 ) -> Rescheduling:
     """Place the candidates' pods elsewhere; report what that takes."""
     view = snapshot.view
@@ -176,6 +178,7 @@ def simulate(
         (p for p in view.state.unbound_pods().values() if is_provisionable(p)),
         key=lambda p: (p.metadata.namespace or "", p.metadata.name),
     )
+    pending += virtual  # CapacityBuffer headroom must still fit once the candidates are gone
     pods = sorted(
         [*pending, *moving, *from_deleting],
         key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
