@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import nodewright_aws.plugin as aws_plugin
 from nodewright.cli import main
 from nodewright_aws.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
 from nodewright_aws.options import parse_settings
@@ -121,6 +122,25 @@ def test_a_zone_requirement_is_honoured_even_when_dearer(tmp_path: Path) -> None
     (node,) = launched(report)
     assert node["zone"] == dearest
     assert node["pricePerHour"] == pytest.approx(catalog.spot_price("m5.large", dearest))
+
+
+def test_a_subnet_id_term_resolves_to_that_subnet_in_the_first_zone(tmp_path: Path) -> None:
+    by_id = NODE_CLASS.replace(
+        "subnetSelectorTerms: [{tags: {karpenter.sh/discovery: my-cluster}}]",
+        "subnetSelectorTerms: [{id: subnet-0123456789abcdef0}]",
+    )
+    code, report = simulate(
+        tmp_path, "on-demand", "--provider-option", "aws.offline=us-west-2", node_class=by_id
+    )
+    assert code == 0
+    (node,) = launched(report)
+    first_zone = load_catalog().zones("us-west-2")[0][0]
+    assert node["zone"] == first_zone
+    cloud = aws_plugin.provider.offline
+    assert cloud is not None
+    (instance,) = cloud.instances.values()
+    assert instance["SubnetId"] == "subnet-0123456789abcdef0"
+    assert instance["PrivateDnsName"] == node["name"]
 
 
 def test_amazon_linux_2_is_not_published_for_1_33_offline(tmp_path: Path) -> None:

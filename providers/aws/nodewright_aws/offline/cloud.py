@@ -114,7 +114,7 @@ class OfflineAWS:
         self.subnets: dict[str, dict[str, Any]] = {}
         for index, (zone, zone_id) in enumerate(self.zones):
             subnet_id = _hex_id("subnet", f"{region}/{zone}")
-            self.subnets[subnet_id] = self._subnet(subnet_id, zone, zone_id, index)
+            self.subnets[subnet_id] = self.subnet_record(subnet_id, zone, zone_id, index)
         self.images: dict[str, dict[str, Any]] = {}
         self.instance_profiles: dict[str, dict[str, Any]] = {}
         self.launch_templates: dict[str, dict[str, Any]] = {}
@@ -130,13 +130,14 @@ class OfflineAWS:
             "sqs": OfflineSQS(),
         }
 
-    def _subnet(self, subnet_id: str, zone: str, zone_id: str, index: int) -> dict[str, Any]:
+    def subnet_record(self, subnet_id: str, zone: str, zone_id: str, index: int) -> dict[str, Any]:
+        """A DescribeSubnets entry: the ``index``-th /20 of 172.31.0.0/16 (wrapping at 16)."""
         return {
             "SubnetId": subnet_id,
             "AvailabilityZone": zone,
             "AvailabilityZoneId": zone_id,
             "AvailableIpAddressCount": SUBNET_FREE_ADDRESSES,
-            "CidrBlock": f"172.31.{index * 16}.0/20",
+            "CidrBlock": f"172.31.{(index % 16) * 16}.0/20",
             "Tags": [],
         }
 
@@ -261,7 +262,7 @@ class OfflineEC2(_Service):
         for position, subnet_id in enumerate(ids):
             if subnet_id not in self.cloud.subnets:
                 zone, zone_id = zones[position % len(zones)]
-                self.cloud.subnets[subnet_id] = self.cloud._subnet(
+                self.cloud.subnets[subnet_id] = self.cloud.subnet_record(
                     subnet_id, zone, zone_id, len(self.cloud.subnets)
                 )
         return {"Subnets": [self.cloud.subnets[i] for i in ids]}
