@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from nodewright import metrics
 from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ steps:
 
 
 def _samples() -> Iterator[Sample]:
-    exposition = generate_latest(REGISTRY).decode()
+    exposition = metrics.exposition().decode()
     for family in text_string_to_metric_families(exposition):
         yield from family.samples
 

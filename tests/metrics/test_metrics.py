@@ -6,7 +6,9 @@ import time
 
 from prometheus_client import REGISTRY, generate_latest
 
+from nodewright import metrics
 from nodewright.metrics import sample
+from nodewright.metrics.text import PREFORMATTED
 from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
 
 
@@ -63,7 +65,7 @@ def test_provisioning_records_nodeclaims_nodes_pods_and_scheduler(simulate: Simu
         == launched
     )
     # One pods_state series per pod, labelled with its node's pool, zone and capacity type.
-    exposition = generate_latest(REGISTRY).decode()
+    exposition = metrics.exposition().decode()
     web_pods = [
         line
         for line in exposition.splitlines()
@@ -114,3 +116,19 @@ def test_many_runs_register_nothing_twice_and_stay_fast(simulate: Simulate) -> N
     assert time.perf_counter() - started < 15
     names = [m.name for m in REGISTRY.collect() if m.name.startswith("karpenter_nodeclaims")]
     assert len(names) == len(set(names))
+
+
+def test_series_formatted_when_they_change_read_as_prometheus_client_writes_them(
+    simulate: Simulate,
+) -> None:
+    """The per-node and per-pod lines kept formatted are what a scrape of the same series
+    through prometheus_client would write, escaping included."""
+    assert simulate(node_pool() + KWOK_CLASS + deployment("web", 3)).exit_code == 0
+    metrics.pods_state.set(("odd", "pod"), ("a\\b", 'say "hi"', "line\nbreak", *[""] * 7))
+    try:
+        exposition = metrics.exposition().decode()
+        assert exposition.endswith(generate_latest(PREFORMATTED).decode())
+        assert 'name="a\\\\b",namespace="say \\"hi\\""' in exposition
+        assert metrics.node_series.text().count("karpenter_nodes_allocatable{") >= 3
+    finally:
+        metrics.pods_state.remove(("odd", "pod"))

@@ -17,11 +17,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, generate_latest
 
 from nodewright.metrics.nodes import NodeSample, NodeSeries
 from nodewright.metrics.pods import PodStates
 from nodewright.metrics.summary import QuantileSummary
+from nodewright.metrics.text import PREFORMATTED
 
 NAMESPACE = "karpenter"
 
@@ -290,9 +291,17 @@ def record_pool_resources(
 
 
 def sample(name: str, labels: Mapping[str, str] | None = None) -> float:
-    """The current value of one sample in the default registry (0 when absent)."""
-    value = REGISTRY.get_sample_value(name, dict(labels or {}))
-    return 0.0 if value is None else value
+    """The current value of one sample (0 when absent)."""
+    for registry in (REGISTRY, PREFORMATTED):
+        value = registry.get_sample_value(name, dict(labels or {}))
+        if value is not None:
+            return value
+    return 0.0
+
+
+def exposition() -> bytes:
+    """Every metric in the Prometheus text format: what ``/metrics`` serves."""
+    return generate_latest(REGISTRY) + (node_series.text() + pods_state.text()).encode()
 
 
 __all__ = [

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.registry import REGISTRY, Collector
+from prometheus_client.registry import Collector
 
 from nodewright.clock import Clock
+from nodewright.metrics.text import PREFORMATTED, header, label_text, sample_line
 
 #: The gauges with a ``resource_type`` label, by name after ``karpenter_nodes_``.
 RESOURCE_GAUGES: dict[str, str] = {
@@ -34,6 +35,13 @@ RESOURCE_GAUGES: dict[str, str] = {
     "system_overhead": "Node system daemon overhead are the resources reserved for system "
     "overhead, the difference between the node's capacity and allocatable values.",
 }
+
+
+LIFETIME_HELP = "Node age in seconds"
+UTILIZATION = "karpenter_cluster_utilization_percent"
+UTILIZATION_HELP = "Utilization of allocatable resources by pod requests"
+NODE_COUNT = "karpenter_cluster_state_node_count"
+NODE_COUNT_HELP = "Current count of nodes in cluster state"
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,9 @@ class NodeSeries(Collector):
         self._label_names: tuple[str, ...] = ()
         self._clock: Clock | None = None
         self._nodes: dict[str, NodeSample] = {}
-        REGISTRY.register(self)
+        #: node -> its label text and its formatted resource lines, by gauge
+        self._text: dict[str, tuple[str, dict[str, str]]] = {}
+        PREFORMATTED.register(self)
 
     def reset(self, label_names: Sequence[str], clock: Clock) -> None:
         """Start over with these label names (a new operator: its providers may differ)."""
@@ -61,14 +71,55 @@ class NodeSeries(Collector):
             self._label_names = tuple(label_names)
             self._clock = clock
             self._nodes.clear()
+            self._text.clear()
 
     def set(self, node: str, sample: NodeSample) -> None:
         with self._lock:
+            names = self._label_names
+        pairs = list(zip(names, sample.labels, strict=True))
+        lines = {
+            gauge: "".join(
+                sample_line(
+                    f"karpenter_nodes_{gauge}",
+                    label_text([*pairs, ("resource_type", resource)]),
+                    value,
+                )
+                for resource, value in sorted(sample.values.get(gauge, {}).items())
+            )
+            for gauge in RESOURCE_GAUGES
+        }
+        with self._lock:
             self._nodes[node] = sample
+            self._text[node] = (label_text(pairs), lines)
 
     def remove(self, node: str) -> None:
         with self._lock:
             self._nodes.pop(node, None)
+            self._text.pop(node, None)
+
+    def text(self) -> str:
+        """The families as the Prometheus text format writes them (what :meth:`collect`
+        yields), from lines formatted when each node was set."""
+        with self._lock:
+            clock, nodes, texts = self._clock, list(self._nodes.values()), list(self._text.values())
+        out = []
+        for gauge, documentation in RESOURCE_GAUGES.items():
+            out.append(header(f"karpenter_nodes_{gauge}", documentation))
+            out.extend(lines[gauge] for _, lines in texts)
+        name = "karpenter_nodes_current_lifetime_seconds"
+        out.append(header(name, LIFETIME_HELP))
+        if clock is not None:
+            now = clock.now()
+            for sample, (labels, _) in zip(nodes, texts, strict=True):
+                if sample.created is not None:
+                    seconds = (now - sample.created).total_seconds()
+                    out.append(sample_line(name, labels, seconds))
+        out.append(header(UTILIZATION, UTILIZATION_HELP))
+        for resource, percent in _utilization(nodes):
+            out.append(sample_line(UTILIZATION, label_text([("resource_type", resource)]), percent))
+        out.append(header(NODE_COUNT, NODE_COUNT_HELP))
+        out.append(sample_line(NODE_COUNT, "", float(len(nodes))))
+        return "".join(out)
 
     def samples(self) -> dict[str, NodeSample]:
         """Each node's series as set now, by node name."""
@@ -82,7 +133,6 @@ class NodeSeries(Collector):
         with self._lock:
             names, clock, nodes = self._label_names, self._clock, list(self._nodes.values())
         with_resource = [*names, "resource_type"]
-        totals: dict[str, dict[str, float]] = {"allocatable": {}, "total_pod_requests": {}}
         for gauge, documentation in RESOURCE_GAUGES.items():
             family = GaugeMetricFamily(
                 f"karpenter_nodes_{gauge}", documentation, labels=with_resource
@@ -90,11 +140,9 @@ class NodeSeries(Collector):
             for sample in nodes:
                 for resource, value in sorted(sample.values.get(gauge, {}).items()):
                     family.add_metric([*sample.labels, resource], value)
-                    if gauge in totals:
-                        totals[gauge][resource] = totals[gauge].get(resource, 0.0) + value
             yield family
         lifetime = GaugeMetricFamily(
-            "karpenter_nodes_current_lifetime_seconds", "Node age in seconds", labels=names
+            "karpenter_nodes_current_lifetime_seconds", LIFETIME_HELP, labels=names
         )
         if clock is not None:
             now = clock.now()
@@ -102,18 +150,26 @@ class NodeSeries(Collector):
                 if sample.created is not None:
                     lifetime.add_metric(sample.labels, (now - sample.created).total_seconds())
         yield lifetime
-        utilization = GaugeMetricFamily(
-            "karpenter_cluster_utilization_percent",
-            "Utilization of allocatable resources by pod requests",
-            labels=["resource_type"],
-        )
-        for resource, allocatable in sorted(totals["allocatable"].items()):
-            if allocatable:
-                used = totals["total_pod_requests"].get(resource, 0.0)
-                utilization.add_metric([resource], 100 * used / allocatable)
+        utilization = GaugeMetricFamily(UTILIZATION, UTILIZATION_HELP, labels=["resource_type"])
+        for resource, percent in _utilization(nodes):
+            utilization.add_metric([resource], percent)
         yield utilization
-        count = GaugeMetricFamily(
-            "karpenter_cluster_state_node_count", "Current count of nodes in cluster state"
-        )
+        count = GaugeMetricFamily(NODE_COUNT, NODE_COUNT_HELP)
         count.add_metric([], float(len(nodes)))
         yield count
+
+
+def _utilization(nodes: Sequence[NodeSample]) -> list[tuple[str, float]]:
+    """Per resource, the percentage of allocatable that pod requests take, over all nodes."""
+    allocatable: dict[str, float] = {}
+    requested: dict[str, float] = {}
+    for sample in nodes:
+        for resource, value in sample.values.get("allocatable", {}).items():
+            allocatable[resource] = allocatable.get(resource, 0.0) + value
+        for resource, value in sample.values.get("total_pod_requests", {}).items():
+            requested[resource] = requested.get(resource, 0.0) + value
+    return [
+        (resource, 100 * requested.get(resource, 0.0) / total)
+        for resource, total in sorted(allocatable.items())
+        if total
+    ]

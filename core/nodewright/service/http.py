@@ -15,7 +15,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from nodewright.metrics import exposition as metrics_exposition
 
 Check = Callable[[], tuple[bool, str]]
 #: A handler: returns the status, the content type and the body.
@@ -104,4 +106,4 @@ def probe(check: Check) -> Route:
 
 
 def metrics() -> tuple[int, str, bytes]:
-    return 200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY)
+    return 200, CONTENT_TYPE_LATEST, metrics_exposition()
