@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nodewright.api.core import Pod
 from nodewright.cli import main
 from nodewright.cluster.kube.routing import plural_of
-from tests.kube.fake_apiserver import TOKEN, FakeApiServer
+from nodewright.cluster.kube.snapshot import PAGE_SIZE, list_all
+from nodewright.cluster.kube.transport import Answer
+from tests.kube.fake_apiserver import TOKEN, FakeApiServer, Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 DUMP = ROOT / "examples" / "what-if" / "cluster-dump.yaml"
@@ -125,3 +128,56 @@ def test_a_bad_kubeconfig_or_context_ends_the_run_with_one_line(
     assert "nope" in line
     assert TOKEN not in out + err
     assert apiserver.requests == []
+
+
+def test_a_list_the_server_refuses_ends_the_run_naming_the_kind(
+    apiserver: FakeApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seed(apiserver)
+    message = 'pods is forbidden: User "viewer" cannot list resource "pods" at the cluster scope'
+    apiserver.inject(
+        Fault(
+            "GET",
+            "/api/v1/pods",
+            status=403,
+            body={"kind": "Status", "status": "Failure", "reason": "Forbidden", "message": message},
+        )
+    )
+    code, out, err = _simulate(
+        ["--from-cluster", "--kubeconfig", str(apiserver.kubeconfig)], capsys
+    )
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line == (
+        f"error: --from-cluster {apiserver.kubeconfig}: listing pods: HTTP 403 {message}"
+    )
+    assert out == ""
+
+
+class _PagedServer:
+    """Answers a list in pages of two, as an API server does with ``limit``/``continue``."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.queries: list[dict[str, str]] = []
+
+    def call(self, method: str, path: str, query: dict[str, str]) -> Answer:
+        assert method == "GET"
+        self.queries.append(dict(query))
+        start = int(query.get("continue") or 0)
+        page = self.names[start : start + 2]
+        more = start + 2 < len(self.names)
+        body = {
+            "items": [{"metadata": {"name": name, "namespace": "default"}} for name in page],
+            "metadata": {"continue": str(start + 2) if more else ""},
+        }
+        return Answer(200, {}, body)
+
+
+def test_a_list_is_read_page_by_page() -> None:
+    server = _PagedServer(["a", "b", "c", "d", "e"])
+    items = list_all(server, Pod)  # type: ignore[arg-type]
+    assert [i["metadata"]["name"] for i in items] == ["a", "b", "c", "d", "e"]
+    assert all((i["apiVersion"], i["kind"]) == ("v1", "Pod") for i in items)
+    assert [q.get("continue") for q in server.queries] == [None, "2", "4"]
+    assert {q["limit"] for q in server.queries} == {str(PAGE_SIZE)}

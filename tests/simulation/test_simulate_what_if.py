@@ -111,6 +111,21 @@ def test_the_web_page_shows_the_what_if(run_dump: RunDump, tmp_path: Path) -> No
     assert "<td>removed</td><td>Empty (Emptiness/Delete)</td>" in html
 
 
+def test_a_json_dump_gives_the_same_what_if(run_dump: RunDump, tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(_example()))
+    run = run_dump(dump)
+    assert run.exit_code == 0, run.stderr
+    assert run.changes() == [("kwok-c", "removed", "Empty")]
+    assert run.what_if["projectedPricePerHour"] == pytest.approx(C4_ON_DEMAND * 2, abs=1e-4)
+
+    dump.write_text('{"apiVersion": "v1", "kind": "List", "items": [')
+    run = run_dump(dump)
+    assert run.exit_code == 2
+    (error,) = _errors(run.stderr)
+    assert error.startswith(f"error: {dump}: malformed JSON: ")
+
+
 def test_loading_rolls_no_workload_and_keeps_every_pod_where_it_ran(run_dump: RunDump) -> None:
     run = run_dump(DUMP)
     placed = {p["name"]: p["node"] for p in run.report["pods"]}

@@ -21,9 +21,10 @@ read-only listing of :mod:`nodewright.cluster.kube.snapshot` returns it. Loading
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -73,9 +74,11 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.api.manifests import (
+    LIMITS,
     ExtraRules,
     KindRegistry,
     ManifestError,
+    MiB,
     UnknownKindError,
     parse_documents,
     parse_object,
@@ -105,6 +108,9 @@ SERVER_METADATA = (
 STATUS_KEPT = frozenset(
     {"Pod", "Node", "NodeClaim", "PersistentVolumeClaim", "PersistentVolume", "Job"}
 )
+#: A dump holds a whole cluster in one file (10 MB of JSON for 5,000 pods): the manifests'
+#: limits but the file's size, which allows a cluster of the most pods a simulation runs.
+DUMP_LIMITS = replace(LIMITS, file_bytes=512 * MiB)
 #: The order objects are created in: owners first, then what they own.
 LOAD_ORDER: tuple[type[KubeObject], ...] = (
     Namespace,
@@ -166,10 +172,16 @@ class Snapshot:
 
 
 def read_dump(path: Path, registry: KindRegistry, rules: ExtraRules | None = None) -> Snapshot:
-    """A ``kubectl get ... -o yaml`` (or ``-o json``) dump: one ``v1`` List."""
+    """A ``kubectl get ... -o yaml`` (or ``-o json``, much faster to read) dump: one ``v1``
+    List."""
     source = str(path)
     try:
-        documents = parse_documents(read_manifest(path), source)
+        text = read_manifest(path, DUMP_LIMITS)
+        documents = (
+            _json_documents(text, source)
+            if _is_json(text)
+            else parse_documents(text, source, DUMP_LIMITS)
+        )
     except ManifestError as error:
         raise SnapshotError([str(error)]) from None
     if len(documents) != 1 or not _is_list(documents[0]):
@@ -184,6 +196,24 @@ def read_dump(path: Path, registry: KindRegistry, rules: ExtraRules | None = Non
     if not isinstance(items, list):
         raise SnapshotError([f"{source}: List: items: must be a list, got {excerpt(items)}"])
     return read_items(items, source, registry, rules)
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip()[:1] == "{"
+
+
+def _json_documents(text: str, source: str) -> list[dict[str, object]]:
+    """A ``kubectl get -o json`` dump: read by the JSON parser, hundreds of times faster than
+    the YAML loader (which marks every line) on a big cluster; no line numbers."""
+    try:
+        document = json.loads(text)
+    except RecursionError:
+        raise ManifestError(source, "refused: nested too deeply") from None
+    except ValueError as error:
+        raise ManifestError(source, f"malformed JSON: {cut(str(error), 200)}") from None
+    if not isinstance(document, dict):
+        raise ManifestError(source, f"expected a JSON object, got {excerpt(document)}")
+    return [document]
 
 
 def read_items(

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api.meta import KubeObject
+from nodewright.cluster import ClusterError
 from nodewright.cluster.kube.adapter import KubeCluster
 from nodewright.cluster.kube.routing import collection_path, plural_of
 from nodewright.cluster.kube.transport import (
     ClientSettings,
     ServerUnavailableError,
     Transport,
-    raise_for,
 )
 
 #: Objects asked for per list call (the API server's pages, as kubectl's ``--chunk-size``).
@@ -75,7 +75,10 @@ def list_all(api: Transport, kind: type[KubeObject]) -> list[dict[str, Any]] | N
         answer = api.call("GET", path, query)
         if answer.status == 404 and not items:
             return None
-        raise_for(answer, kind, f"(all {plural_of(kind.KIND)})", "")
+        if not 200 <= answer.status < 300:
+            raise ClusterError(
+                f"listing {plural_of(kind.KIND)}: HTTP {answer.status} {answer.message}"
+            )
         for item in answer.body.get("items") or []:
             if isinstance(item, dict):
                 item["apiVersion"] = kind.API_VERSION
