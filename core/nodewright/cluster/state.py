@@ -62,6 +62,26 @@ class Change(NamedTuple):
     new: KubeObject | None
 
 
+#: Builds a Change from a 4-tuple without NamedTuple's Python-level constructor: a write to a
+#: pod is recorded in a dozen feeds, hundreds of thousands of times in a large simulation.
+_change = tuple.__new__
+
+
+def _record(
+    pending: dict[tuple[type[KubeObject], Key], Change],
+    slot: tuple[type[KubeObject], Key],
+    change: Change,
+) -> None:
+    """Fold ``change`` into a feed's pending changes: one net change per object."""
+    earlier = pending.get(slot)
+    if earlier is None:
+        pending[slot] = change
+    elif earlier.old is None and change.new is None:
+        del pending[slot]  # created and deleted since the reader looked: nothing
+    else:
+        pending[slot] = _change(Change, (change.kind, change.key, earlier.old, change.new))
+
+
 class ChangeFeed:
     """Changes to some kinds, collected between drains, one net :class:`Change` per object.
 
@@ -71,30 +91,17 @@ class ChangeFeed:
 
     def __init__(self, kinds: frozenset[type[KubeObject]]) -> None:
         self.kinds = kinds
-        #: (kind, key) -> (old, new); a Change is built only when drained, once per object.
-        self._pending: dict[tuple[type[KubeObject], Key], tuple[KubeObject | None, ...]] = {}
+        #: (kind, key) -> the net change since the last drain
+        self._pending: dict[tuple[type[KubeObject], Key], Change] = {}
 
     def record(
         self, kind: type[KubeObject], key: Key, old: KubeObject | None, new: KubeObject | None
     ) -> None:
-        self._record((kind, key), old, new)
-
-    def _record(
-        self, slot: tuple[type[KubeObject], Key], old: KubeObject | None, new: KubeObject | None
-    ) -> None:
-        pending = self._pending
-        earlier = pending.get(slot)
-        if earlier is None:
-            pending[slot] = (old, new)
-        elif earlier[0] is None and new is None:
-            del pending[slot]  # created and deleted since the reader looked: nothing
-        else:
-            pending[slot] = (earlier[0], new)
+        _record(self._pending, (kind, key), _change(Change, (kind, key, old, new)))
 
     def drain(self) -> list[Change]:
         """Every net change since the last drain, in the order objects first changed."""
-        make = Change._make
-        changes = [make((kind, key, old, new)) for (kind, key), (old, new) in self._pending.items()]
+        changes = list(self._pending.values())
         self._pending.clear()
         return changes
 
@@ -151,8 +158,9 @@ class ClusterState:
         feeds = self._feeds.get(kind)
         if feeds:
             slot = (kind, key)
+            change = _change(Change, (kind, key, old, new))  # shared: a tuple, never changed
             for feed in feeds:
-                feed._record(slot, old, new)
+                _record(feed._pending, slot, change)
 
     def replace(self, kind: type[KubeObject], objects: Mapping[Key, KubeObject]) -> None:
         """Make ``kind``'s objects exactly ``objects`` (a relist), as a series of changes."""

@@ -10,8 +10,9 @@ node as nodes and their pods change, and exports them when scraped.
 
 from __future__ import annotations
 
+import bisect
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +20,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from nodewright.clock import Clock
-from nodewright.metrics.text import PREFORMATTED, header, label_text, sample_line
+from nodewright.metrics.text import PREFORMATTED, escape, header, label_text, sample_line
 
 #: The gauges with a ``resource_type`` label, by name after ``karpenter_nodes_``.
 RESOURCE_GAUGES: dict[str, str] = {
@@ -61,8 +62,8 @@ class NodeSeries(Collector):
         self._label_names: tuple[str, ...] = ()
         self._clock: Clock | None = None
         self._nodes: dict[str, NodeSample] = {}
-        #: node -> its label text and its formatted resource lines, by gauge
-        self._text: dict[str, tuple[str, dict[str, str]]] = {}
+        #: node -> its label values, their text, and its formatted resource lines by gauge
+        self._text: dict[str, tuple[tuple[str, ...], _NodeLabels, dict[str, str]]] = {}
         PREFORMATTED.register(self)
 
     def reset(self, label_names: Sequence[str], clock: Clock) -> None:
@@ -76,21 +77,21 @@ class NodeSeries(Collector):
     def set(self, node: str, sample: NodeSample) -> None:
         with self._lock:
             names = self._label_names
-        pairs = list(zip(names, sample.labels, strict=True))
+            known = self._text.get(node)
+        if known is not None and known[0] == sample.labels:
+            labels = known[1]  # a node's labels change far less often than its values
+        else:
+            labels = _NodeLabels.of(zip(names, sample.labels, strict=True))
         lines = {
             gauge: "".join(
-                sample_line(
-                    f"karpenter_nodes_{gauge}",
-                    label_text([*pairs, ("resource_type", resource)]),
-                    value,
-                )
+                sample_line(f"karpenter_nodes_{gauge}", labels.with_resource(resource), value)
                 for resource, value in sorted(sample.values.get(gauge, {}).items())
             )
             for gauge in RESOURCE_GAUGES
         }
         with self._lock:
             self._nodes[node] = sample
-            self._text[node] = (label_text(pairs), lines)
+            self._text[node] = (sample.labels, labels, lines)
 
     def remove(self, node: str) -> None:
         with self._lock:
@@ -105,15 +106,15 @@ class NodeSeries(Collector):
         out = []
         for gauge, documentation in RESOURCE_GAUGES.items():
             out.append(header(f"karpenter_nodes_{gauge}", documentation))
-            out.extend(lines[gauge] for _, lines in texts)
+            out.extend(lines[gauge] for _, _, lines in texts)
         name = "karpenter_nodes_current_lifetime_seconds"
         out.append(header(name, LIFETIME_HELP))
         if clock is not None:
             now = clock.now()
-            for sample, (labels, _) in zip(nodes, texts, strict=True):
+            for sample, (_, labels, _) in zip(nodes, texts, strict=True):
                 if sample.created is not None:
                     seconds = (now - sample.created).total_seconds()
-                    out.append(sample_line(name, labels, seconds))
+                    out.append(sample_line(name, labels.text, seconds))
         out.append(header(UTILIZATION, UTILIZATION_HELP))
         for resource, percent in _utilization(nodes):
             out.append(sample_line(UTILIZATION, label_text([("resource_type", resource)]), percent))
@@ -157,6 +158,29 @@ class NodeSeries(Collector):
         count = GaugeMetricFamily(NODE_COUNT, NODE_COUNT_HELP)
         count.add_metric([], float(len(nodes)))
         yield count
+
+
+@dataclass(frozen=True)
+class _NodeLabels:
+    """A node's label text, alone and with a ``resource_type`` label in its sorted place."""
+
+    text: str
+    before: str
+    after: str
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, str]]) -> _NodeLabels:
+        ordered = sorted(pairs)
+        cut = bisect.bisect_left([name for name, _ in ordered], "resource_type")
+        head, tail = label_text(ordered[:cut])[1:-1], label_text(ordered[cut:])[1:-1]
+        return cls(
+            text=label_text(ordered),
+            before=f"{{{head}," if head else "{",
+            after=f",{tail}}}" if tail else "}",
+        )
+
+    def with_resource(self, resource: str) -> str:
+        return f'{self.before}resource_type="{escape(resource)}"{self.after}'
 
 
 def _utilization(nodes: Sequence[NodeSample]) -> list[tuple[str, float]]:
