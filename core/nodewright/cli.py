@@ -302,6 +302,73 @@ def _load(
     return result.objects
 
 
+#: The NodePool CRD's rule against turning a pool static or dynamic once it exists.
+STATIC_SWITCH_MESSAGE = (
+    "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+    "provisioning modes"
+)
+
+
+def _static_switches(simulation: Simulation, objects: Sequence[KubeObject]) -> list[str]:
+    """NodePools an update would turn static or dynamic, which the API server refuses."""
+    problems = []
+    for obj in objects:
+        if not isinstance(obj, NodePool):
+            continue
+        current = simulation.cluster.get(NodePool, obj.name)
+        if current is not None and (current.spec.replicas is None) != (obj.spec.replicas is None):
+            problems.append(f'NodePool "{obj.name}": spec.replicas: {STATIC_SWITCH_MESSAGE}')
+    return problems
+
+
+def _warn_static_without_gate(objects: Sequence[KubeObject], options: Options) -> None:
+    """Say so when static NodePools will launch nothing because the gate is off."""
+    if options.static_capacity:
+        return
+    for obj in objects:
+        if isinstance(obj, NodePool) and obj.spec.replicas is not None:
+            print(
+                f'warning: NodePool "{obj.name}" is static (spec.replicas) but the '
+                "StaticCapacity feature gate is off, so it launches no nodes; "
+                "pass --feature-gates StaticCapacity=true",
+                file=sys.stderr,
+            )
+
+
+def _scale_node_pool(simulation: Simulation, step: Step) -> None:
+    """``kubectl scale nodepool``: set ``spec.replicas`` of a static NodePool."""
+    where = f"{step.where}.scale"
+    if step.namespace:
+        raise InputError([f"{where}.namespace: a NodePool is cluster-scoped; drop 'namespace'"])
+    pool = simulation.cluster.get(NodePool, step.name)
+    if pool is None:
+        raise InputError([f"{where}: NodePool {step.name!r} does not exist"])
+    if pool.spec.replicas is None:
+        raise InputError(
+            [
+                f"{where}: NodePool {step.name!r} is dynamic (no spec.replicas), so it cannot be "
+                f"scaled: {STATIC_SWITCH_MESSAGE}"
+            ]
+        )
+    others = sum(
+        p.spec.replicas or 0 for p in simulation.cluster.list(NodePool) if p.name != pool.name
+    )
+    if others + step.replicas > MAX_STATIC_NODES:
+        raise InputError(
+            [
+                f"{where}.replicas: static NodePools would ask for {others + step.replicas} "
+                f"nodes; a simulation runs at most {MAX_STATIC_NODES}"
+            ]
+        )
+    pool = mutable(pool)
+    pool.spec.replicas = step.replicas
+    simulation.cluster.update(pool)
+    logging.getLogger("nodewright.simulation").info(
+        "Scaled nodepool %s to %d replica(s)", step.name, step.replicas
+    )
+    simulation.settle()
+
+
 def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
     if step.action == "apply":
         applied = [
@@ -310,6 +377,10 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
             for node_class in simulation.cluster.list(kind.model)
         ]
         objects = _load(step.paths, host, applied)
+        switched = _static_switches(simulation, objects)
+        if switched:
+            raise InputError([f"{step.where}.apply: {line}" for line in switched])
+        _warn_static_without_gate(objects, simulation.operator.options)
         problems = unusable_providers(host, objects)
         if problems:
             raise InputError([f"{step.where}.apply: {line}" for line in problems])
@@ -323,6 +394,8 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
             simulation.settle()
         else:
             simulation.settle(step.duration)
+    elif step.action == "scale" and step.kind == "NodePool":
+        _scale_node_pool(simulation, step)
     elif step.action == "scale":
         kinds = {"Deployment": Deployment, "ReplicaSet": ReplicaSet, "StatefulSet": StatefulSet}
         kind = kinds.get(step.kind)
@@ -330,7 +403,7 @@ def _run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
             raise InputError(
                 [
                     f"{step.where}.scale.kind: cannot scale a {step.kind}; "
-                    f"expected one of {', '.join(kinds)}"
+                    f"expected one of {', '.join([*kinds, 'NodePool'])}"
                 ]
             )
         if step.replicas > MAX_SIMULATED_PODS:
@@ -551,6 +624,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             preference_policy=args.preference_policy,
             min_values_policy=args.min_values_policy,
             spot_to_spot_consolidation=gates.get("SpotToSpotConsolidation", False),
+            static_capacity=gates.get("StaticCapacity", False),
             default_spread=_default_spread(args.scheduler_config),
             node_repair=gates.get("NodeRepair", False),
             capacity_buffer=gates.get("CapacityBuffer", False),
@@ -562,6 +636,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 ["give manifests (PATH ...), --from-cluster or --from-dump FILE to simulate"]
             )
         objects = _load([Path(p) for p in args.paths], host, existing) if args.paths else []
+        _warn_static_without_gate([*existing, *objects], options)
         registration = _duration_option("--node-registration-delay", args.node_registration_delay)
         # Configuring providers may log their failures; they are reported below, once each.
         logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]

@@ -27,6 +27,7 @@ from nodewright.controllers.options import Options
 from nodewright.controllers.podmetrics import PodMetrics
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.static import StaticDeprovisioning, StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.logfields import duration, fields
 from nodewright.plugin.host import PluginHost
@@ -74,6 +75,12 @@ class Operator:
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
             *([self.buffers] if self.options.capacity_buffer else []),
             self.provisioner,
+            # Karpenter registers the static pools' controllers only with this gate on.
+            *(
+                [StaticProvisioning(cluster, clock), StaticDeprovisioning(cluster, clock)]
+                if self.options.static_capacity
+                else []
+            ),
             NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
             self.disruption.conditions,
             self.disruption,

@@ -223,6 +223,25 @@ def test_transition_rules_hold_on_update(crds: dict[str, dict[str, Any]]) -> Non
     assert any("between static" in m for m in messages), messages
 
 
+def test_a_static_pool_may_be_scaled_but_never_turned_dynamic(
+    crds: dict[str, dict[str, Any]],
+) -> None:
+    stored = _node_pool()
+    _static(stored)
+    stored["spec"]["limits"] = {"nodes": "10"}
+    assert validate(crds["NodePool"], stored) == []
+    scaled = copy.deepcopy(stored)
+    scaled["spec"]["replicas"] = 7
+    assert validate(crds["NodePool"], scaled, old=stored) == []
+    to_zero = copy.deepcopy(stored)
+    to_zero["spec"]["replicas"] = 0
+    assert validate(crds["NodePool"], to_zero, old=stored) == []
+    dynamic = copy.deepcopy(stored)
+    dynamic["spec"].pop("replicas")
+    messages = _messages(validate(crds["NodePool"], dynamic, old=stored))
+    assert any("between static" in m for m in messages), messages
+
+
 # -- NodeClaim -----------------------------------------------------------------------------------
 
 

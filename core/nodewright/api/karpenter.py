@@ -171,6 +171,8 @@ CONDITION_CONSOLIDATABLE = "Consolidatable"
 CONDITION_DRIFTED = "Drifted"
 CONDITION_DRAINED = "Drained"
 CONDITION_INSTANCE_TERMINATING = "InstanceTerminating"
+#: Set on a NodeClaim while a disruption command holds it.
+CONDITION_DISRUPTION_REASON = "DisruptionReason"
 
 
 __all__ = [

@@ -31,6 +31,8 @@ class Options:
     node_repair: bool = False
     #: Feature gate ``CapacityBuffer``: CapacityBuffers keep headroom as virtual pods.
     capacity_buffer: bool = False
+    #: Feature gate ``StaticCapacity``: keep ``spec.replicas`` nodes in static NodePools.
+    static_capacity: bool = False
 
 
 def solver_options(

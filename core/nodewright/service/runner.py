@@ -87,6 +87,7 @@ def options_from(settings: RunSettings) -> Options:
         default_spread=settings.default_spread,
         node_repair=settings.gates.get("NodeRepair", False),
         capacity_buffer=settings.gates.get("CapacityBuffer", False),
+        static_capacity=settings.gates.get("StaticCapacity", False),
     )
 
 

@@ -6,7 +6,8 @@ mapping with exactly one key:
 ``apply: PATH`` (or a list of paths)
     Load manifests, relative to the scenario file, and create or update them.
 ``scale: {kind: Deployment, name: inflate, namespace: default, replicas: 3}``
-    Set ``spec.replicas`` of a Deployment, ReplicaSet or StatefulSet.
+    Set ``spec.replicas`` of a Deployment, ReplicaSet or StatefulSet, or of a static
+    NodePool (``kind: NodePool``, no namespace), as ``kubectl scale`` does.
 ``delete: {kind: Deployment, name: inflate, namespace: default}``
     Delete an object (finalizers are honoured: a Node is drained first).
 ``advance: 5m``

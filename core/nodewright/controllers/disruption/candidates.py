@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from nodewright.api.core import Namespace, Node, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
 from nodewright.api.karpenter import (
+    CONDITION_DISRUPTION_REASON,
     CONDITION_INITIALIZED,
     CONDITION_INSTANCE_TERMINATING,
     NodeClaim,
@@ -63,9 +64,6 @@ REASON_EXPIRED = "Expired"
 #: has a terminationGracePeriod, because its drain is bounded anyway.
 GRACEFUL = "graceful"
 EVENTUAL = "eventual"
-
-#: The NodeClaim condition set while a disruption command holds it.
-CONDITION_DISRUPTION_REASON = "DisruptionReason"
 
 _DISRUPTED = Taint(DISRUPTED_TAINT_KEY, "NoSchedule")
 

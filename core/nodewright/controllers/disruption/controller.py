@@ -35,6 +35,7 @@ from nodewright.controllers.disruption.methods import (
     Method,
     MultiNodeConsolidation,
     SingleNodeConsolidation,
+    StaticDrift,
 )
 from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.disruption.rescheduling import PodRequests
@@ -86,6 +87,7 @@ class DisruptionController:
         self.queue = OrchestrationQueue(cluster, clock, events, self.history)
         self.methods: list[Method] = [
             Emptiness(buffers.holds_buffer if buffers is not None else None),
+            StaticDrift(),
             Drift(),
             MultiNodeConsolidation(),
             SingleNodeConsolidation(),
@@ -131,6 +133,14 @@ class DisruptionController:
             if not candidates:
                 continue
             budgets = self.budgets(snapshot, method.reason)
+            if isinstance(method, StaticDrift):
+                # Karpenter starts every static drift command of a pass, not only the first.
+                commands = method.commands(context, budgets, candidates)
+                for each in commands:
+                    self._start(each)
+                if commands:
+                    return timedelta(0)
+                continue
             command = method.compute(context, budgets, candidates)
             if command is None or not command.candidates:
                 continue

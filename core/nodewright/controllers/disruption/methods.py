@@ -1,5 +1,5 @@
 """The disruption methods, tried in Karpenter's order each loop until one acts: emptiness,
-drift, multi-node consolidation, single-node consolidation.
+static drift, drift, multi-node consolidation, single-node consolidation.
 
 Each turns candidates into at most one :class:`Command`: the candidates to delete and the
 replacements to launch first. Consolidation keeps a command only when it deletes, or
@@ -47,6 +47,7 @@ from nodewright.controllers.disruption.rescheduling import (
     simulate,
 )
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.staticpools import nodes_allowed, static_node_counts, static_replacement
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
 from nodewright.scheduling.requirements import Requirement, Requirements
@@ -322,7 +323,11 @@ class Drift:
         return "Drift"
 
     def eligibility(self, candidate: Candidate) -> Eligibility:
-        return Eligibility(is_true(candidate.claim.status.conditions, CONDITION_DRIFTED))
+        # Static pools' drifted nodes are StaticDrift's.
+        return Eligibility(
+            candidate.pool.spec.replicas is None
+            and is_true(candidate.claim.status.conditions, CONDITION_DRIFTED)
+        )
 
     def compute(
         self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
@@ -341,6 +346,57 @@ class Drift:
                 continue
             return Command(self, [candidate], list(rescheduling.result.new_node_claims))
         return None
+
+
+# -- static drift -----------------------------------------------------------------------------
+
+
+class StaticDrift:
+    """Replace drifted nodes of static NodePools, each by a fresh NodeClaim of its pool.
+
+    As Karpenter's: no rescheduling simulation (a static pool's size does not follow its
+    pods); a pool still scaling down waits; as many as its Drifted budget allows and its
+    ``limits.nodes`` leaves room for, one command each, all started in the same pass.
+    """
+
+    reason = REASON_DRIFTED
+    disruption_class = EVENTUAL
+    validated = False
+
+    def word(self, candidate: Candidate | None) -> str:
+        return "Drift"
+
+    def eligibility(self, candidate: Candidate) -> Eligibility:
+        return Eligibility(
+            candidate.pool.spec.replicas is not None
+            and is_true(candidate.claim.status.conditions, CONDITION_DRIFTED)
+        )
+
+    def compute(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> Command | None:
+        commands = self.commands(context, budgets, candidates)
+        return commands[0] if commands else None
+
+    def commands(
+        self, context: Context, budgets: dict[str, int], candidates: list[Candidate]
+    ) -> list[Command]:
+        by_pool: dict[str, list[Candidate]] = {}
+        for candidate in sorted(candidates, key=lambda c: c.name):
+            by_pool.setdefault(candidate.pool.name, []).append(candidate)
+        commands: list[Command] = []
+        for name, members in sorted(by_pool.items()):
+            pool = members[0].pool
+            allowed = budgets.get(name, 0)
+            if allowed <= 0:
+                continue
+            counts = static_node_counts(context.snapshot.state, name)
+            if counts.active + counts.pending_disruption > (pool.spec.replicas or 0):
+                continue  # scaling down first
+            room = nodes_allowed(pool, counts, min(allowed, len(members)))
+            for candidate in members[:room]:
+                commands.append(Command(self, [candidate], [static_replacement(pool)]))
+        return commands
 
 
 # -- consolidation ----------------------------------------------------------------------------

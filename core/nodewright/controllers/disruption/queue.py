@@ -19,13 +19,17 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.core import Node, Taint
-from nodewright.api.karpenter import CONDITION_INITIALIZED, NodeClaim, NodePool
+from nodewright.api.karpenter import (
+    CONDITION_DISRUPTION_REASON,
+    CONDITION_INITIALIZED,
+    NodeClaim,
+    NodePool,
+)
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, DISRUPTED_TAINT_KEY, INSTANCE_TYPE_LABEL
 from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.disruption.candidates import CONDITION_DISRUPTION_REASON
 from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import Command
 from nodewright.controllers.events import EventRecorder
