@@ -496,6 +496,8 @@ DISRUPTION_EVENTS = frozenset(
         "Unconsolidatable",
         "DisruptionBlocked",
         "ConsolidationRejected",
+        "ConsolidationCandidate",
+        "ConsolidationApproved",
         "DisruptionLaunching",
         "DisruptionWaitingReadiness",
         "DisruptionTerminating",

@@ -182,6 +182,20 @@ disruption_eligible_nodes = Gauge(
     namespace=NAMESPACE,
 )
 
+consolidation_score = Histogram(
+    "consolidation_score",
+    "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+    ["decision", "nodepool", "policy"],
+    namespace=NAMESPACE,
+    buckets=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+)
+consolidation_moves = Counter(
+    "consolidation_moves_total",
+    "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+    ["decision", "nodepool", "policy"],
+    namespace=NAMESPACE,
+)
+
 # -- controller-runtime ------------------------------------------------------------------------
 # Karpenter's controllers run on controller-runtime, whose reconcile and work-queue series the
 # performance and controllers dashboards read. nodewright counts one pass of a controller as

@@ -40,6 +40,8 @@ EVENT_ACTIONS: dict[str, str] = {
     "InvalidDoNotDisruptAnnotation": "Disrupt",
     "Unconsolidatable": "Consolidate",
     "ConsolidationRejected": "Consolidate",
+    "ConsolidationCandidate": "Consolidate",
+    "ConsolidationApproved": "Consolidate",
     "Evicted": "Evict",
     "FailedDraining": "Drain",
     "AwaitingVolumeDetachment": "Drain",

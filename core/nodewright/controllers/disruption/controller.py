@@ -21,6 +21,7 @@ from nodewright.controllers.capacitybuffers import CapacityBuffers
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.candidates import (
+    GRACEFUL,
     Candidate,
     Snapshot,
     pools_and_types,
@@ -200,7 +201,7 @@ class DisruptionController:
         if reason is not None:
             for candidate in command.candidates:
                 message = (
-                    f"Consolidation rejected: {_for_node(command, candidate)}, reason: {reason} "
+                    f"Consolidation rejected: {command.describe_for(candidate)}, reason: {reason} "
                     f"(savings: ${command.savings():.2f})"
                 )
                 self._events.publish(candidate.node, "ConsolidationRejected", message)
@@ -281,16 +282,8 @@ class DisruptionController:
             self._options.spot_to_spot_consolidation,
             requests=self._requests,
             virtual=self._buffers.virtual_pods() if self._buffers is not None else (),
+            candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
         )
-
-
-def _for_node(command: Command, candidate: Candidate) -> str:
-    if len(command.candidates) == 1:
-        return command.describe()
-    return (
-        f"{command.decision.lower()}: [{candidate.name}] "
-        f"(part of {len(command.candidates)}-node consolidation)"
-    )
 
 
 def _consolidation_type(command: Command) -> str:

@@ -8,6 +8,7 @@ replaces with exactly one strictly cheaper NodeClaim.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,7 @@ from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
 )
 from nodewright.api.meta import KubeObject, find_condition, is_true
+from nodewright.controllers.disruption.balanced import BalancedEvaluator, Score, is_balanced
 from nodewright.controllers.disruption.candidates import (
     EVENTUAL,
     GRACEFUL,
@@ -95,6 +97,15 @@ class Command:
                 cost -= min(_compatible_offerings(first, replacement.requirements), default=0.0)
         return cost
 
+    def describe_for(self, candidate: Candidate) -> str:
+        """The command as one of its nodes' events tell it (Karpenter's ``StringForNode``)."""
+        if len(self.candidates) == 1:
+            return self.describe()
+        return (
+            f"{self.decision.lower()}: [{candidate.name}] "
+            f"(part of {len(self.candidates)}-node consolidation)"
+        )
+
     def describe(self) -> str:
         nodes = ", ".join(c.name for c in self.candidates)
         pools = ",".join(sorted({c.pool.name for c in self.candidates}))
@@ -118,10 +129,13 @@ class Context:
         *,
         requests: PodRequests | None = None,
         virtual: Sequence[Pod] = (),
+        candidates: Callable[[], Sequence[Candidate]] | None = None,
     ) -> None:
         self.snapshot = snapshot
         #: CapacityBuffer virtual pods: pending pods every simulation must place too.
         self.virtual = virtual
+        #: Every consolidation candidate of the pass, whichever method may take it.
+        self._all_candidates = candidates
         self.events = events
         self.solver_options = solver_options
         self.spot_to_spot = spot_to_spot
@@ -139,6 +153,25 @@ class Context:
                 self.snapshot, self._daemonsets, self.solver_options.well_known_labels
             )
         return self._templates
+
+    @functools.cached_property
+    def balanced(self) -> BalancedEvaluator:
+        """This pass's scoring of consolidation moves (Balanced pools)."""
+        every = self._all_candidates
+        return BalancedEvaluator(self.snapshot, every if every is not None else list, self.events)
+
+    def candidate_events(self, command: Command) -> None:
+        """``ConsolidationCandidate`` on each node of a replace command in a Balanced pool."""
+        if not any(is_balanced(c.pool) for c in command.candidates):
+            return
+        savings = command.savings()
+        for candidate in command.candidates:
+            message = (
+                f"Consolidation candidate: {command.describe_for(candidate)} "
+                f"(savings: ${savings:.2f})"
+            )
+            for obj in (candidate.node, candidate.claim):
+                self.events.publish(obj, "ConsolidationCandidate", message)
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
         return simulate(
@@ -486,7 +519,9 @@ class _Consolidation:
                 if single is not None:
                     context.unconsolidatable(single, "Can't replace with a cheaper node")
                 return None
-        return Command(self, list(candidates), [cheaper])
+        command = Command(self, list(candidates), [cheaper])
+        context.candidate_events(command)
+        return command
 
     def _spot_to_spot(
         self,
@@ -511,7 +546,9 @@ class _Consolidation:
                 context.unconsolidatable(single, "Can't replace with a cheaper node")
             return None
         if single is None:
-            return Command(self, list(candidates), [cheaper])
+            command = Command(self, list(candidates), [cheaper])
+            context.candidate_events(command)
+            return command
         if len(cheaper.instance_types) < SPOT_TO_SPOT_MIN_TYPES:
             context.unconsolidatable(
                 single,
@@ -521,9 +558,11 @@ class _Consolidation:
             )
             return None
         keep = max(SPOT_TO_SPOT_MIN_TYPES, _min_values_needed(cheaper))
-        return Command(
+        command = Command(
             self, list(candidates), [_with_types(cheaper, cheaper.instance_types[:keep])]
         )
+        context.candidate_events(command)
+        return command
 
 
 class MultiNodeConsolidation(_Consolidation):
@@ -555,6 +594,9 @@ class MultiNodeConsolidation(_Consolidation):
             return None
         low, high = 1, len(candidates) - 1
         best: Command | None = None
+        best_scores: dict[str, Score] = {}
+        #: The last move Balanced scoring turned down, told once when nothing is found.
+        rejected: tuple[Command, dict[str, Score]] | None = None
         while low <= high:
             middle = (low + high) // 2
             batch = candidates[: middle + 1]
@@ -563,10 +605,21 @@ class MultiNodeConsolidation(_Consolidation):
                 narrowed = _filter_out_same_type(command.replacements[0], batch)
                 command = replace(command, replacements=[narrowed]) if narrowed else None
             if command is not None:
+                approved, scores = context.balanced.evaluate(command.candidates, command.savings())
+                if not approved:
+                    rejected = (command, scores)
+                    command = None
+                else:
+                    best_scores = scores
+            if command is not None:
                 best = command
                 low = middle + 1
             else:
                 high = middle - 1
+        if best is not None:
+            context.balanced.multi_node_outcome(best.candidates, best_scores, approved=True)
+        elif rejected is not None:
+            context.balanced.multi_node_outcome(rejected[0].candidates, rejected[1], approved=False)
         return best
 
 
@@ -584,8 +637,13 @@ class SingleNodeConsolidation(_Consolidation):
         if constrained and self.memo.fresh(context, tried):
             return None
         for candidate in tried:
+            # A Balanced pool's node whose outright deletion would not pass is not tried.
+            if not context.balanced.can_pass(candidate):
+                continue
             command = self.consolidation(context, [candidate])
-            if command is not None:
+            if command is not None and context.balanced.approve(
+                command.candidates, command.savings()
+            ):
                 return command
         self.memo.mark(context, tried if constrained else None)
         return None
