@@ -256,6 +256,14 @@ class ProviderConformance:
         assert isinstance(readiness, NodeClassReadiness)
         assert readiness.ready, f"{readiness.reason}: {readiness.message}"
 
+    def test_repair_policies_are_well_formed(
+        self, host: PluginHost, loaded: LoadedProvider
+    ) -> None:
+        # A malformed answer (a bad status, a negative toleration) raises PluginContractError.
+        policies = host.repair_policies(loaded.name)
+        conditions = [(p.condition_type, p.condition_status) for p in policies]
+        assert len(set(conditions)) == len(conditions), f"a condition listed twice: {conditions}"
+
     # -- catalog ---------------------------------------------------------------------------
 
     def test_instance_types_are_listed(self, host: PluginHost, node_class: NodeClass) -> None:
