@@ -630,6 +630,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             default_spread=_default_spread(args.scheduler_config),
             node_repair=gates.get("NodeRepair", False),
             capacity_buffer=gates.get("CapacityBuffer", False),
+            node_overlay=gates.get("NodeOverlay", False),
         )
         snapshot = _read_snapshot(args, host)
         existing = snapshot.objects if snapshot is not None else []

@@ -22,6 +22,7 @@ from nodewright.controllers.garbagecollection import GarbageCollection
 from nodewright.controllers.health import NodeHealth
 from nodewright.controllers.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodemetrics import NodeMetrics
+from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
 from nodewright.controllers.options import Options
 from nodewright.controllers.podmetrics import PodMetrics
@@ -67,12 +68,19 @@ class Operator:
             options=self.options,
             buffers=self.buffers,
         )
+        #: NodeOverlays are evaluated before provisioning reads the overlaid catalog.
+        overlays: list[Controller] = (
+            [NodeOverlayController(cluster, host, self.catalog, clock)]
+            if self.options.node_overlay
+            else []
+        )
         #: In the order one pass runs them: provider work first (nodes register), status
         #: next (NodePools become ready), then provisioning and the lifecycle it feeds.
         self.controllers: list[Controller] = [
             ProviderBackgroundWork(host, clock),
             NodeClassStatusController(cluster, host, clock, self.events),
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
+            *overlays,
             *([self.buffers] if self.options.capacity_buffer else []),
             self.provisioner,
             # Karpenter registers the static pools' controllers only with this gate on.

@@ -4,6 +4,10 @@ recently could not fill marked unavailable (Karpenter's unavailable-offerings ca
 Reserved capacity changes with every launch, so a NodeClass whose types offer reservations
 is re-priced (the provider's offerings hook only) whenever the cluster changed since it was
 last priced; the rest of its catalog still comes from the cache.
+
+With the ``NodeOverlay`` gate on, the NodeOverlay controller hands the catalog its evaluation
+(:meth:`Catalog.use_overlays`) and :meth:`Catalog.pool_instance_types` gives each NodePool its
+overlaid types, rebuilt only when the evaluation or the NodeClass's catalog changed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from nodewright.cluster import Cluster
 from nodewright.plugin.errors import PluginError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
+from nodewright.scheduling.overlays import OverlayPlan
 
 log = logging.getLogger("nodewright.catalog")
 
@@ -27,6 +32,10 @@ CATALOG_TTL = timedelta(minutes=5)
 
 class NodeClassNotFoundError(LookupError):
     """A NodePool or NodeClaim references a NodeClass object that does not exist."""
+
+
+class NodePoolNotEvaluatedError(LookupError):
+    """NodeOverlays are on and their last evaluation has not looked at this NodePool yet."""
 
 
 @dataclass
@@ -52,6 +61,12 @@ class Catalog:
         self._clock = clock
         self._entries: dict[tuple[str, str, str], _Entry] = {}
         self._unavailable: dict[tuple[str, str, str], datetime] = {}
+        #: The NodeOverlay evaluation in force; None while the gate is off.
+        self._overlays: OverlayPlan | None = None
+        #: NodePool -> (the NodeClass catalog it was built from, the overlaid types).
+        self._overlaid: dict[str, tuple[list[InstanceType], list[InstanceType]]] = {}
+        #: Counts the times a NodeClass's catalog was fetched or re-priced.
+        self.generation = 0
 
     def node_class(self, ref: NodeClassReference) -> NodeClass:
         """The NodeClass object a reference points at.
@@ -76,6 +91,37 @@ class Catalog:
 
     def instance_types(self, node_class: NodeClass) -> list[InstanceType]:
         """Every instance type of ``node_class``, with recently failed offerings unavailable."""
+        return self._with_unavailable(self._entry(node_class).instance_types)
+
+    def use_overlays(self, plan: OverlayPlan | None) -> None:
+        """Apply this NodeOverlay evaluation from now on (None: no overlays, gate off)."""
+        self._overlays = plan
+        self._overlaid.clear()
+
+    def pool_instance_types(
+        self, node_class: NodeClass, pool: str | None, *, strict: bool = False
+    ) -> list[InstanceType]:
+        """The instance types NodePool ``pool`` launches from ``node_class``: with NodeOverlays
+        applied, and recently failed offerings unavailable.
+
+        A pool the overlay evaluation has not looked at yet gets the plain catalog, or raises
+        :class:`NodePoolNotEvaluatedError` when ``strict`` (provisioning waits for it).
+        """
+        base = self._entry(node_class).instance_types
+        plan = self._overlays
+        if plan is None or pool is None:
+            return self._with_unavailable(base)
+        if pool not in plan.evaluated:
+            if strict:
+                raise NodePoolNotEvaluatedError(f'nodepool "{pool}" awaits nodeoverlay evaluation')
+            return self._with_unavailable(base)
+        cached = self._overlaid.get(pool)
+        if cached is None or cached[0] is not base:
+            cached = (base, plan.apply(pool, base))
+            self._overlaid[pool] = cached
+        return self._with_unavailable(cached[1])
+
+    def _entry(self, node_class: NodeClass) -> _Entry:
         now = self._clock.now()
         key = (node_class.api_version, node_class.kind, node_class.name)
         entry = self._entries.get(key)
@@ -91,12 +137,14 @@ class Catalog:
                 self._cluster.resource_version(),
             )
             self._entries[key] = entry
+            self.generation += 1
         elif entry.reserved and entry.priced_at != self._cluster.resource_version():
             # Room in a reservation changes with launches and terminations, which are
             # cluster writes; between them the last answer still holds.
             try:
                 entry.instance_types = self._host.price(node_class, entry.instance_types)
                 entry.priced_at = self._cluster.resource_version()
+                self.generation += 1
             except PluginError as error:
                 log.warning(
                     "Could not refresh reserved capacity of %s %r, using the last answer: %s",
@@ -104,10 +152,14 @@ class Catalog:
                     node_class.name,
                     error,
                 )
+        return entry
+
+    def _with_unavailable(self, instance_types: list[InstanceType]) -> list[InstanceType]:
+        now = self._clock.now()
         self._unavailable = {k: until for k, until in self._unavailable.items() if until > now}
         if not self._unavailable:
-            return entry.instance_types
-        return [self._apply_unavailable(it) for it in entry.instance_types]
+            return instance_types
+        return [self._apply_unavailable(it) for it in instance_types]
 
     def _apply_unavailable(self, instance_type: InstanceType) -> InstanceType:
         if not any(

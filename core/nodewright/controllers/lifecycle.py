@@ -10,6 +10,7 @@ and a NodeClaim deleted before its launch was recorded still finds and deletes i
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from nodewright import metrics
@@ -37,6 +38,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.api.meta import OwnerReference, find_condition, is_true, set_condition
+from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY
 from nodewright.api.quantity import format_quantity
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
@@ -59,7 +61,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import LaunchRequest
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import format_resources, parse_resources
+from nodewright.scheduling.resources import ResourceList, format_resources, parse_resources
 from nodewright.scheduling.scheduler import offering_matches
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
@@ -234,7 +236,10 @@ class NodeClaimLifecycle:
         try:
             node_class = self._catalog.node_class(claim.spec.node_class_ref)
             requirements = requirements_from_api(claim.spec.requirements)
-            options = _launch_options(self._catalog.instance_types(node_class), requirements)
+            catalog = self._catalog.pool_instance_types(
+                node_class, claim.metadata.labels.get(NODEPOOL_LABEL)
+            )
+            options = _launch_options(catalog, requirements)
             if not options:
                 raise InsufficientCapacityError(
                     "all requested instance types were unavailable during launch"
@@ -288,8 +293,9 @@ class NodeClaimLifecycle:
             claim = mutable(self._cluster.update(claim))
         claim.status.provider_id = instance.provider_id
         claim.status.image_id = instance.image_id or None
-        claim.status.capacity = format_resources(instance.capacity)
-        claim.status.allocatable = format_resources(instance.allocatable)
+        extended = _overlaid_resources(options, instance.instance_type)
+        claim.status.capacity = format_resources({**instance.capacity, **extended})
+        claim.status.allocatable = format_resources({**instance.allocatable, **extended})
         set_condition(claim.status.conditions, CONDITION_LAUNCHED, "True", now)
         _set_ready(claim, now)
         self._cluster.update_status(claim)
@@ -668,3 +674,16 @@ def _set_ready(claim: NodeClaim, now: datetime) -> None:
         now,
         reason="Ready" if ready else "NotReady",
     )
+
+
+def _overlaid_resources(options: Sequence[InstanceType], launched: str) -> ResourceList:
+    """The extended resources NodeOverlays gave the launched type: Karpenter expects them on
+    the node (a device plugin there registers them), so they are part of its capacity."""
+    for instance_type in options:
+        if instance_type.name == launched and instance_type.capacity_overlaid:
+            return {
+                name: value
+                for name, value in instance_type.capacity.items()
+                if name not in RESTRICTED_CAPACITY
+            }
+    return {}

@@ -33,6 +33,8 @@ class Options:
     capacity_buffer: bool = False
     #: Feature gate ``StaticCapacity``: keep ``spec.replicas`` nodes in static NodePools.
     static_capacity: bool = False
+    #: Feature gate ``NodeOverlay``: apply NodeOverlays to instance types.
+    node_overlay: bool = False
 
 
 def solver_options(

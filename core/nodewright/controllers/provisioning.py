@@ -28,7 +28,11 @@ from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
 from nodewright.controllers.capacitybuffers import CapacityBuffers, is_virtual
-from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
+from nodewright.controllers.catalog import (
+    Catalog,
+    NodeClassNotFoundError,
+    NodePoolNotEvaluatedError,
+)
 from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.options import Options, solver_options
@@ -301,7 +305,15 @@ class Provisioner:
                 continue
             try:
                 node_class = self._catalog.node_class(pool.spec.template.spec.node_class_ref)
-                instance_types = self._catalog.instance_types(node_class)
+                instance_types = self._catalog.pool_instance_types(
+                    node_class, pool.name, strict=True
+                )
+            except NodePoolNotEvaluatedError:
+                log.debug(
+                    "skipping, awaiting nodeoverlay evaluation",
+                    extra=fields(NodePool=ref(pool.name)),
+                )
+                continue
             except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
                 problems.append(f'nodepool "{pool.name}": {error}')
                 continue

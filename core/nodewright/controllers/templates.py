@@ -24,6 +24,11 @@ from nodewright.api.labels import (
     node_class_label,
 )
 from nodewright.api.meta import ObjectMeta, OwnerReference
+from nodewright.api.nodeoverlay import (
+    CAPACITY_OVERLAY_APPLIED_ANNOTATION,
+    PRICE_OVERLAY_APPLIED_ANNOTATION,
+)
+from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import NewNodeClaim
 from nodewright.scheduling.requirements import (
     DOES_NOT_EXIST,
@@ -113,6 +118,18 @@ def nodepool_hash(pool: NodePool) -> str:
     return str(int(digest[:15], 16))
 
 
+def overlay_annotations(instance_types: Iterable[InstanceType]) -> dict[str, str]:
+    """``karpenter.sh/price-overlay-applied`` / ``capacity-overlay-applied`` = "true" when a
+    NodeOverlay changed the price or capacity of any type the NodeClaim may launch."""
+    annotations = {}
+    for instance_type in instance_types:
+        if instance_type.capacity_overlaid:
+            annotations[CAPACITY_OVERLAY_APPLIED_ANNOTATION] = "true"
+        if any(o.price_overlaid for o in instance_type.offerings):
+            annotations[PRICE_OVERLAY_APPLIED_ANNOTATION] = "true"
+    return annotations
+
+
 def node_claim_for(pool: NodePool, new: NewNodeClaim) -> NodeClaim:
     """The NodeClaim to create for a solver's ``new`` claim: owned by ``pool``, named after it,
     stamped with its hash; provisioning and disruption replacements build them alike."""
@@ -134,6 +151,7 @@ def node_claim_for(pool: NodePool, new: NewNodeClaim) -> NodeClaim:
                 NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
                 NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
                 MIN_VALUES_RELAXED_ANNOTATION: "true" if new.min_values_relaxed else "false",
+                **overlay_annotations(new.instance_types),
             },
             owner_references=[
                 OwnerReference(

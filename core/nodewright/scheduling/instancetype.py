@@ -7,7 +7,7 @@ build them); :mod:`nodewright.plugin` re-exports them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.requirements import Requirement, Requirements
@@ -44,6 +44,8 @@ class Offering:
     #: Further labels a node launched from this offering gets (e.g. a reservation ID).
     labels: Mapping[str, str] = field(default_factory=dict)
     reservation: Reservation | None = None
+    #: A NodeOverlay set this price (the core sets it; providers leave it False).
+    price_overlaid: bool = False
 
     def __post_init__(self) -> None:
         reservation = self.reservation
@@ -97,6 +99,8 @@ class InstanceType:
     capacity: ResourceList
     overhead: InstanceTypeOverhead = field(default_factory=InstanceTypeOverhead)
     offerings: tuple[Offering, ...] = ()
+    #: A NodeOverlay added to this capacity (the core sets it; providers leave it False).
+    capacity_overlaid: bool = False
 
     def allocatable(self) -> ResourceList:
         """Capacity less overhead (and less hugepages from memory), never negative."""
@@ -122,4 +126,4 @@ class InstanceType:
                 Requirement(CAPACITY_TYPE_LABEL, False, capacity_types),
             ]
         )
-        return InstanceType(self.name, requirements, self.capacity, self.overhead, tuple(offerings))
+        return replace(self, requirements=requirements, offerings=tuple(offerings))

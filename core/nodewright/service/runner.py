@@ -36,6 +36,7 @@ from nodewright.api.core import (
 )
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.clock import SystemClock
 from nodewright.cluster.kube import ClientSettings, KubeCluster
 from nodewright.controllers.defaultspread import SELECTOR_SOURCES
@@ -88,6 +89,7 @@ def options_from(settings: RunSettings) -> Options:
         node_repair=settings.gates.get("NodeRepair", False),
         capacity_buffer=settings.gates.get("CapacityBuffer", False),
         static_capacity=settings.gates.get("StaticCapacity", False),
+        node_overlay=settings.gates.get("NodeOverlay", False),
     )
 
 
@@ -229,6 +231,8 @@ class RunService:
         if self.options.default_spread:
             # Default spread selectors are deduced from Services and ReplicationControllers.
             kinds += [k for k in SELECTOR_SOURCES if k not in kinds]
+        if self.options.node_overlay:
+            kinds.append(NodeOverlay)
         self.cluster.start(kinds)
         if self.elector is not None:
             self.elector.start()

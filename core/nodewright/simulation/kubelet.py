@@ -147,7 +147,8 @@ def node_for(claim: NodeClaim, instance: Instance, now: datetime) -> Node:
 
     Labels and taints are those the launch put on the kubelet's command line (the
     NodeClaim's, and ``karpenter.sh/unregistered`` so nothing schedules before Karpenter has
-    synced the rest); capacity is what the machine reports.
+    synced the rest); capacity is what the machine reports, plus the extended resources the
+    NodeClaim expects that a device plugin would register.
     """
     name = instance.node_name or claim.name
     labels = {**claim.metadata.labels, **instance.labels, HOSTNAME_LABEL: name}
@@ -160,6 +161,10 @@ def node_for(claim: NodeClaim, instance: Instance, now: datetime) -> Node:
     allocatable = (
         format_resources(instance.allocatable) if instance.allocatable else claim.status.allocatable
     )
+    # Resources the NodeClaim expects but the machine does not report (a NodeOverlay's
+    # extended resources) are what a device plugin on the node would register.
+    capacity = {**claim.status.capacity, **capacity}
+    allocatable = {**claim.status.allocatable, **allocatable}
     return Node(
         metadata=ObjectMeta(name=name, labels=labels),
         spec=NodeSpec(provider_id=claim.status.provider_id, taints=taints),

@@ -36,7 +36,11 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import is_true
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
+from nodewright.controllers.catalog import (
+    Catalog,
+    NodeClassNotFoundError,
+    NodePoolNotEvaluatedError,
+)
 from nodewright.controllers.disruption.pdbs import PdbLimits
 from nodewright.controllers.state import (
     ClusterView,
@@ -139,7 +143,9 @@ def pools_and_types(
     for name, pool in pools.items():
         try:
             node_class = catalog.node_class(pool.spec.template.spec.node_class_ref)
-            types[name] = catalog.instance_types(node_class)
+            types[name] = catalog.pool_instance_types(node_class, name, strict=True)
+        except NodePoolNotEvaluatedError:
+            log.debug("skipping nodepool %s, node overlays are not applied", name)
         except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
             log.debug("no instance types for nodepool %s: %s", name, error)
     return pools, types

@@ -416,7 +416,7 @@ class NodeClaimDisruptionConditions:
             checked is None or now - checked >= INSTANCE_TYPE_CHECK_PERIOD
         ):
             try:
-                types = self._catalog.instance_types(node_class)
+                types = self._catalog.pool_instance_types(node_class, pool.name)
             except (PluginError, TemporaryProviderError):
                 types = None
             if types is not None:
@@ -444,7 +444,9 @@ class NodeClaimDisruptionConditions:
         """The catalog's price of the claim's offering (no call to the instance), or None."""
         try:
             node_class = self._catalog.node_class(claim.spec.node_class_ref)
-            types = self._catalog.instance_types(node_class)
+            types = self._catalog.pool_instance_types(
+                node_class, claim.metadata.labels.get(NODEPOOL_LABEL)
+            )
         except (UnknownNodeClassError, NodeClassNotFoundError, PluginError):
             return None
         labels = claim.metadata.labels
