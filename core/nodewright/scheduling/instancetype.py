@@ -46,6 +46,10 @@ class Offering:
     reservation: Reservation | None = None
     #: A NodeOverlay set this price (the core sets it; providers leave it False).
     price_overlaid: bool = False
+    #: Launched only when no equally priced offering without this flag fits (Azure's
+    #: regional VMs after zonal ones): a zone spread fills such a zone last among equally
+    #: loaded zones.
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         reservation = self.reservation

@@ -37,6 +37,7 @@ from nodewright.api.labels import (
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINTS,
+    ZONE_LABEL,
 )
 from nodewright.scheduling.dra import split_dra_pods
 from nodewright.scheduling.instancetype import InstanceType, Offering
@@ -275,6 +276,27 @@ def order_by_price(
 # -- node pools ------------------------------------------------------------------------------
 
 
+def _reachable_zones(
+    instance_type: InstanceType, requirements: Requirements
+) -> dict[str, bool] | None:
+    """Zone -> whether a non-fallback offering reaches it, over the offerings whose labels
+    ``requirements`` allow (capacity type aside, as Karpenter's domains ignore it); None for
+    a type without offerings."""
+    if not instance_type.offerings:
+        return None
+    zones: dict[str, bool] = {}
+    for offering in instance_type.offerings:
+        allowed = True
+        for key, value in offering.labels.items():
+            requirement = requirements.get(key)
+            if requirement is not None and not requirement.has(value):
+                allowed = False
+                break
+        if allowed:
+            zones[offering.zone] = zones.get(offering.zone, False) or not offering.fallback
+    return zones
+
+
 class _Template:
     """A NodePool during one solve: its launchable types, limits left, and memo tables."""
 
@@ -344,17 +366,35 @@ class _Template:
         )
 
     def domain_source(self) -> DomainSource:
-        """The topology domains this pool's nodes can have (Karpenter's ``buildDomainGroups``)."""
+        """The topology domains this pool's nodes can have (Karpenter's ``buildDomainGroups``).
+
+        A type's zones are those of its offerings whose labels the pool allows: a pool
+        restricted to Azure's ``placement-scope In [zonal]`` does not reach the regional
+        zone ``0``. Zones reached only through fallback offerings are marked as such.
+        """
         domains: dict[str, set[str]] = {}
+        preferred_zones: set[str] = set()
         for option in self.options:
-            merged = self.requirements.add(option.instance_type.requirements)
+            instance_type = option.instance_type
+            merged = self.requirements.add(instance_type.requirements)
+            reachable = _reachable_zones(instance_type, self.requirements)
             for key, requirement in merged.items():
-                if not requirement.complement:
-                    domains.setdefault(key, set()).update(requirement.values)
+                if requirement.complement:
+                    continue
+                values = requirement.values
+                if key == ZONE_LABEL and reachable is not None:
+                    values = values & reachable.keys()
+                    preferred_zones.update(z for z in values if reachable[z])
+                domains.setdefault(key, set()).update(values)
         for key, requirement in self.requirements.items():
             if not requirement.complement:
                 domains.setdefault(key, set()).update(requirement.values)
-        return DomainSource({k: frozenset(v) for k, v in domains.items()}, self.taints_tuple)
+        fallback = frozenset(domains.get(ZONE_LABEL, set()) - preferred_zones)
+        return DomainSource(
+            {k: frozenset(v) for k, v in domains.items()},
+            self.taints_tuple,
+            {ZONE_LABEL: fallback} if fallback else {},
+        )
 
     def taint_problem(self, tolerations: tuple[Toleration, ...], relaxed: bool) -> str | None:
         key = (tolerations, relaxed)

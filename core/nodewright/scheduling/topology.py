@@ -115,6 +115,9 @@ class DomainSource:
 
     domains: Mapping[str, frozenset[str]]
     taints: tuple[Taint, ...] = ()
+    #: Per key, the domains it reaches only through fallback offerings (Azure's regional
+    #: VMs, zone ``0``): a spread fills them last among equally loaded domains.
+    fallback: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 # -- one constraint during one solve ----------------------------------------------------------
@@ -127,6 +130,7 @@ class TopologyGroup:
         "counts",
         "empty",
         "epoch",
+        "fallback",
         "hostname",
         "key",
         "kind",
@@ -135,8 +139,12 @@ class TopologyGroup:
         "term",
     )
 
-    def __init__(self, term: TopologyTerm, domains: Iterable[str]) -> None:
+    def __init__(
+        self, term: TopologyTerm, domains: Iterable[str], fallback: Iterable[str] = ()
+    ) -> None:
         self.term = term
+        #: Domains a spread picks last among equally loaded ones (see DomainSource.fallback).
+        self.fallback = frozenset(fallback)
         self.kind = term.kind
         self.key = term.key
         self.hostname = term.key == HOSTNAME_LABEL
@@ -219,11 +227,15 @@ class TopologyGroup:
             return [hostname] if count <= self.term.max_skew else []
         minimum = self._min_count(pod_domains)
         best: str | None = None
-        best_count = UNBOUNDED_SKEW
+        best_rank = (UNBOUNDED_SKEW, True)
+        fallback = self.fallback
         for domain in self._candidates(node_domains):
             count = self.counts[domain] + own
-            if count - minimum <= self.term.max_skew and count < best_count:
-                best, best_count = domain, count
+            if count - minimum > self.term.max_skew:
+                continue
+            rank = (count, domain in fallback)
+            if rank < best_rank:
+                best, best_rank = domain, rank
         return [best] if best is not None else []
 
     def _any_selected_in(self, pod_domains: Requirement | None) -> bool:
@@ -370,13 +382,23 @@ class Topology:
             found |= values
         return found
 
+    def _fallback(self, term: TopologyTerm, domains: set[str]) -> set[str]:
+        """Of ``domains``, those every pool reaches only through fallback offerings."""
+        fallback = set(domains)
+        for source in self._sources:
+            values = source.domains.get(term.key)
+            if values:
+                fallback -= values - source.fallback.get(term.key, frozenset())
+        return fallback
+
     def _new_group(
         self,
         term: TopologyTerm,
         nodes: Sequence[tuple[str, Mapping[str, str], tuple[Taint, ...]]],
         placed: Sequence[PlacedPod],
     ) -> TopologyGroup:
-        group = TopologyGroup(term, self._domains(term))
+        domains = self._domains(term)
+        group = TopologyGroup(term, domains, self._fallback(term, domains))
         node_filter = term.node_filter
         for name, labels, taints in nodes:
             domain = labels.get(term.key)

@@ -473,6 +473,8 @@ class AzureProvider:
                             price=pricing.price(it.name, capacity_type),
                             available=until is None or until <= now,
                             labels={L.PLACEMENT_SCOPE: scope},
+                            # Regional VMs come after zonal ones of the same price.
+                            fallback=zone == L.REGIONAL_ZONE,
                         )
                     )
             result[it.name] = offers
