@@ -61,9 +61,8 @@ class NodeSeries(Collector):
         self._lock = threading.Lock()
         self._label_names: tuple[str, ...] = ()
         self._clock: Clock | None = None
-        self._nodes: dict[str, NodeSample] = {}
-        #: node -> its label values, their text, and its formatted resource lines by gauge
-        self._text: dict[str, tuple[tuple[str, ...], _NodeLabels, dict[str, str]]] = {}
+        #: node -> its sample, its label text and its resource lines (formatted when set)
+        self._nodes: dict[str, _Formatted] = {}
         PREFORMATTED.register(self)
 
     def reset(self, label_names: Sequence[str], clock: Clock) -> None:
@@ -72,14 +71,13 @@ class NodeSeries(Collector):
             self._label_names = tuple(label_names)
             self._clock = clock
             self._nodes.clear()
-            self._text.clear()
 
     def set(self, node: str, sample: NodeSample) -> None:
         with self._lock:
             names = self._label_names
-            known = self._text.get(node)
-        if known is not None and known[0] == sample.labels:
-            labels = known[1]  # a node's labels change far less often than its values
+            known = self._nodes.get(node)
+        if known is not None and known.sample.labels == sample.labels:
+            labels = known.labels  # a node's labels change far less often than its values
         else:
             labels = _NodeLabels.of(zip(names, sample.labels, strict=True))
         lines = {
@@ -90,33 +88,31 @@ class NodeSeries(Collector):
             for gauge in RESOURCE_GAUGES
         }
         with self._lock:
-            self._nodes[node] = sample
-            self._text[node] = (sample.labels, labels, lines)
+            self._nodes[node] = _Formatted(sample, labels, lines)
 
     def remove(self, node: str) -> None:
         with self._lock:
             self._nodes.pop(node, None)
-            self._text.pop(node, None)
 
     def text(self) -> str:
         """The families as the Prometheus text format writes them (what :meth:`collect`
         yields), from lines formatted when each node was set."""
         with self._lock:
-            clock, nodes, texts = self._clock, list(self._nodes.values()), list(self._text.values())
+            clock, nodes = self._clock, list(self._nodes.values())
         out = []
         for gauge, documentation in RESOURCE_GAUGES.items():
             out.append(header(f"karpenter_nodes_{gauge}", documentation))
-            out.extend(lines[gauge] for _, _, lines in texts)
+            out.extend(node.lines[gauge] for node in nodes)
         name = "karpenter_nodes_current_lifetime_seconds"
         out.append(header(name, LIFETIME_HELP))
         if clock is not None:
             now = clock.now()
-            for sample, (_, labels, _) in zip(nodes, texts, strict=True):
-                if sample.created is not None:
-                    seconds = (now - sample.created).total_seconds()
-                    out.append(sample_line(name, labels.text, seconds))
+            for node in nodes:
+                if node.sample.created is not None:
+                    seconds = (now - node.sample.created).total_seconds()
+                    out.append(sample_line(name, node.labels.text, seconds))
         out.append(header(UTILIZATION, UTILIZATION_HELP))
-        for resource, percent in _utilization(nodes):
+        for resource, percent in _utilization([node.sample for node in nodes]):
             out.append(sample_line(UTILIZATION, label_text([("resource_type", resource)]), percent))
         out.append(header(NODE_COUNT, NODE_COUNT_HELP))
         out.append(sample_line(NODE_COUNT, "", float(len(nodes))))
@@ -125,14 +121,15 @@ class NodeSeries(Collector):
     def samples(self) -> dict[str, NodeSample]:
         """Each node's series as set now, by node name."""
         with self._lock:
-            return dict(self._nodes)
+            return {name: node.sample for name, node in self._nodes.items()}
 
     def describe(self) -> Iterator[Metric]:
         return iter(())
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            names, clock, nodes = self._label_names, self._clock, list(self._nodes.values())
+            names, clock = self._label_names, self._clock
+            nodes = [node.sample for node in self._nodes.values()]
         with_resource = [*names, "resource_type"]
         for gauge, documentation in RESOURCE_GAUGES.items():
             family = GaugeMetricFamily(
@@ -181,6 +178,15 @@ class _NodeLabels:
 
     def with_resource(self, resource: str) -> str:
         return f'{self.before}resource_type="{escape(resource)}"{self.after}'
+
+
+@dataclass(frozen=True)
+class _Formatted:
+    """A node's sample with its text: the label text and, per gauge, its resource lines."""
+
+    sample: NodeSample
+    labels: _NodeLabels
+    lines: Mapping[str, str]
 
 
 def _utilization(nodes: Sequence[NodeSample]) -> list[tuple[str, float]]:
