@@ -1,4 +1,8 @@
-"""The public plugin API: mark hook implementations with :data:`hookimpl`.
+"""The public provider kit: everything a provider package needs, importable from here.
+
+A provider imports from ``nodewright.plugin`` only (and, in its tests, from
+``nodewright.testing``); an import-linter contract holds the shipped providers to it. The
+modules behind these names are the core's own and may move; these names stay.
 
 A provider is a module with ``nodewright_*`` functions, registered as an entry point::
 
@@ -13,15 +17,113 @@ A provider is a module with ``nodewright_*`` functions, registered as an entry p
     def nodewright_provider_info() -> ProviderInfo:
         return ProviderInfo(name="mycloud", node_classes=(NodeClassKind(...),))
 
-See :mod:`nodewright.plugin.hookspecs` for every hook and its contract.
+or, simpler, one object that answers every hook (:class:`Provider`) wrapped by
+:class:`ProviderPlugin`. :mod:`nodewright.plugin.hookspecs` is the contract: each hook, when
+it is called, what it returns and which errors it may raise.
+
+What is here, by use:
+
+Hooks
+    :data:`hookimpl` (marks a hook implementation), :class:`Provider` and
+    :class:`ProviderPlugin` (one object answering every hook), :data:`NAME`,
+    :data:`ENTRY_POINT_GROUP`, :mod:`hookspecs`.
+What hooks take and return
+    :class:`ProviderInfo`, :class:`NodeClassKind`, :class:`ProviderContext` (with
+    :class:`ProviderCluster` and :class:`ClockLike`), :class:`LaunchRequest`,
+    :class:`LaunchResult`, :class:`Instance`, :class:`NodeClassReadiness`,
+    :class:`RepairPolicy`, :class:`InstanceType`, :class:`InstanceTypeOverhead`,
+    :class:`Offering`, :class:`Reservation`; :data:`DEFAULT_RECONCILE_PERIOD`,
+    :data:`UNAVAILABLE_OFFERING_TTL`.
+Errors a provider raises
+    :class:`ProviderError` and its kinds :class:`InstanceNotFoundError`,
+    :class:`InsufficientCapacityError`, :class:`NodeClassNotReadyError`,
+    :class:`LaunchError`, :class:`TemporaryProviderError`. Errors the host raises about
+    plugins: :class:`PluginError` (:class:`PluginLoadError`, :class:`PluginConflictError`,
+    :class:`PluginContractError`), :class:`UnknownNodeClassError`. Errors from
+    :class:`ProviderCluster`: :class:`ClusterError`, :class:`ConflictError`.
+Kubernetes objects a provider reads or writes
+    :class:`NodeClass` (base of a provider's NodeClass model, with
+    :class:`NodeClassStatus`), :class:`NodeClaim` (:class:`NodeClaimSpec`,
+    :class:`NodeClassReference`, :class:`NodeSelectorRequirementWithMinValues`),
+    :class:`Node` (:class:`NodeSpec`, :class:`NodeStatus`, :class:`NodeCondition`),
+    :class:`Pod` (:class:`PodSpec`, :class:`PodCondition`), :class:`Taint`,
+    :class:`Lease` (:class:`LeaseSpec`), :class:`ObjectMeta`, :class:`OwnerReference`,
+    :class:`Condition`, :func:`find_condition`, :class:`Model` and :class:`StrictModel`
+    (bases for settings and spec models), :func:`mutable` (the writable copy of a shared
+    object); the cluster's change feeds :class:`ClusterState`, :class:`ChangeFeed`,
+    :class:`Change`.
+Requirements, resources, quantities, durations
+    :class:`Requirements`, :class:`Requirement`, :class:`RequirementError`;
+    :data:`ResourceList`, :data:`CPU`, :data:`MEMORY`, :data:`PODS`,
+    :data:`EPHEMERAL_STORAGE`, :func:`resources`, :func:`parse_resources`,
+    :func:`format_resources`; :func:`parse_quantity`, :func:`format_quantity`,
+    :class:`QuantityError`; :func:`parse_duration`, :class:`DurationError`.
+Well-known labels, annotations and taints
+    :data:`ARCH_LABEL`, :data:`OS_LABEL`, :data:`WINDOWS_BUILD_LABEL`,
+    :data:`INSTANCE_TYPE_LABEL`, :data:`ZONE_LABEL`, :data:`REGION_LABEL`,
+    :data:`HOSTNAME_LABEL`, :data:`NODEPOOL_LABEL`, :data:`CAPACITY_TYPE_LABEL` with
+    :data:`CAPACITY_TYPE_ON_DEMAND`, :data:`CAPACITY_TYPE_SPOT`,
+    :data:`CAPACITY_TYPE_RESERVED`, :data:`CAPACITY_TYPES`; :func:`node_class_label`;
+    :data:`UNREGISTERED_TAINT_KEY`; :data:`SIMULATED_CONDITIONS_ANNOTATION`.
+Drift hashes
+    :func:`restamp_hashes` (re-stamp NodeClass hashes after a hash-version change).
 """
 
 from __future__ import annotations
 
 import pluggy
 
+from nodewright.api.coordination import Lease, LeaseSpec
+from nodewright.api.core import (
+    Node,
+    NodeCondition,
+    NodeSpec,
+    NodeStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    Taint,
+)
+from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.karpenter import (
+    NodeClaim,
+    NodeClaimSpec,
+    NodeClass,
+    NodeClassReference,
+    NodeClassStatus,
+    NodeSelectorRequirementWithMinValues,
+)
+from nodewright.api.labels import (
+    ARCH_LABEL,
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    CAPACITY_TYPES,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    OS_LABEL,
+    REGION_LABEL,
+    SIMULATED_CONDITIONS_ANNOTATION,
+    UNREGISTERED_TAINT_KEY,
+    WINDOWS_BUILD_LABEL,
+    ZONE_LABEL,
+    node_class_label,
+)
+from nodewright.api.meta import (
+    Condition,
+    Model,
+    ObjectMeta,
+    OwnerReference,
+    StrictModel,
+    find_condition,
+)
+from nodewright.api.quantity import QuantityError, format_quantity, parse_quantity
 from nodewright.cluster import ClusterError, ConflictError
+from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, ChangeFeed, ClusterState
+from nodewright.plugin import hookspecs
 from nodewright.plugin.delegate import Provider, ProviderPlugin
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -36,7 +138,11 @@ from nodewright.plugin.errors import (
     TemporaryProviderError,
     UnknownNodeClassError,
 )
+from nodewright.plugin.hashes import restamp_hashes
 from nodewright.plugin.model import (
+    DEFAULT_RECONCILE_PERIOD,
+    UNAVAILABLE_OFFERING_TTL,
+    ClockLike,
     Instance,
     InstanceType,
     InstanceTypeOverhead,
@@ -45,24 +151,60 @@ from nodewright.plugin.model import (
     NodeClassKind,
     NodeClassReadiness,
     Offering,
+    ProviderCluster,
     ProviderContext,
     ProviderInfo,
     RepairPolicy,
     Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
+from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
+from nodewright.scheduling.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    ResourceList,
+    format_resources,
+    parse_resources,
+    resources,
+)
 
 #: Marks a function as a hook implementation.
 hookimpl = pluggy.HookimplMarker(NAME)
 
 __all__ = [
+    "ARCH_LABEL",
+    "CAPACITY_TYPES",
+    "CAPACITY_TYPE_LABEL",
+    "CAPACITY_TYPE_ON_DEMAND",
+    "CAPACITY_TYPE_RESERVED",
+    "CAPACITY_TYPE_SPOT",
+    "CPU",
+    "DEFAULT_RECONCILE_PERIOD",
     "ENTRY_POINT_GROUP",
+    "EPHEMERAL_STORAGE",
+    "HOSTNAME_LABEL",
+    "INSTANCE_TYPE_LABEL",
+    "MEMORY",
     "NAME",
+    "NODEPOOL_LABEL",
+    "OS_LABEL",
+    "PODS",
+    "REGION_LABEL",
+    "SIMULATED_CONDITIONS_ANNOTATION",
+    "UNAVAILABLE_OFFERING_TTL",
+    "UNREGISTERED_TAINT_KEY",
+    "WINDOWS_BUILD_LABEL",
+    "ZONE_LABEL",
     "Change",
     "ChangeFeed",
+    "ClockLike",
     "ClusterError",
     "ClusterState",
+    "Condition",
     "ConflictError",
+    "DurationError",
     "Instance",
     "InstanceNotFoundError",
     "InstanceType",
@@ -71,22 +213,59 @@ __all__ = [
     "LaunchError",
     "LaunchRequest",
     "LaunchResult",
+    "Lease",
+    "LeaseSpec",
+    "Model",
+    "Node",
+    "NodeClaim",
+    "NodeClaimSpec",
+    "NodeClass",
     "NodeClassKind",
     "NodeClassNotReadyError",
     "NodeClassReadiness",
+    "NodeClassReference",
+    "NodeClassStatus",
+    "NodeCondition",
+    "NodeSelectorRequirementWithMinValues",
+    "NodeSpec",
+    "NodeStatus",
+    "ObjectMeta",
     "Offering",
+    "OwnerReference",
     "PluginConflictError",
     "PluginContractError",
     "PluginError",
     "PluginLoadError",
+    "Pod",
+    "PodCondition",
+    "PodSpec",
     "Provider",
+    "ProviderCluster",
     "ProviderContext",
     "ProviderError",
     "ProviderInfo",
     "ProviderPlugin",
+    "QuantityError",
     "RepairPolicy",
+    "Requirement",
+    "RequirementError",
+    "Requirements",
     "Reservation",
+    "ResourceList",
+    "StrictModel",
+    "Taint",
     "TemporaryProviderError",
     "UnknownNodeClassError",
+    "find_condition",
+    "format_quantity",
+    "format_resources",
     "hookimpl",
+    "hookspecs",
+    "mutable",
+    "node_class_label",
+    "parse_duration",
+    "parse_quantity",
+    "parse_resources",
+    "resources",
+    "restamp_hashes",
 ]

@@ -5,6 +5,10 @@
 * :class:`ProviderConformance`: the contract every provider must pass; subclass it in a
   provider package's tests (needs pytest).
 * :func:`make_node_claim`, :func:`launch_request`: build what the core would send.
+* :class:`MemoryCluster`, :class:`SimulatedClock`: the in-memory cluster and the clock to
+  build a :class:`~nodewright.plugin.ProviderContext` from in a provider's tests.
+
+A provider's tests import from here and from :mod:`nodewright.plugin` only.
 
 Nothing in the core imports this package.
 """
@@ -14,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nodewright.clock import SimulatedClock
+from nodewright.cluster.memory import MemoryCluster
 from nodewright.testing.fake_provider import (
     FakeNodeClass,
     FakeNodeClassSpec,
@@ -51,7 +57,9 @@ __all__ = [
     "FakeNodeClass",
     "FakeNodeClassSpec",
     "FakeProvider",
+    "MemoryCluster",
     "ProviderConformance",
+    "SimulatedClock",
     "default_instance_types",
     "fake_instance_type",
     "fake_node_class",

@@ -15,24 +15,30 @@ from typing import Any
 
 import yaml
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPES,
+    CPU,
     INSTANCE_TYPE_LABEL,
+    MEMORY,
     OS_LABEL,
+    PODS,
     ZONE_LABEL,
-)
-from nodewright.api.quantity import QuantityError, format_quantity, parse_quantity
-from nodewright.scheduling.instancetype import (
     InstanceType,
     InstanceTypeOverhead,
     Offering,
+    QuantityError,
+    Requirement,
+    RequirementError,
+    Requirements,
     Reservation,
+    ResourceList,
+    format_quantity,
+    parse_quantity,
+    resources,
 )
-from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
-from nodewright.scheduling.resources import CPU, MEMORY, PODS, ResourceList, resources
 from nodewright_kwok.labels import (
     INSTANCE_CPU_LABEL,
     INSTANCE_FAMILY_LABEL,

@@ -17,9 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from nodewright.api.duration import DurationError, parse_duration
-from nodewright.api.labels import CAPACITY_TYPES
-from nodewright.plugin.errors import TemporaryProviderError
+from nodewright.plugin import CAPACITY_TYPES, DurationError, TemporaryProviderError, parse_duration
 
 #: Matches any instance type, zone or capacity type in an insufficient-capacity pattern.
 ANY = "*"

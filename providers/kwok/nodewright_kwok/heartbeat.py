@@ -12,11 +12,15 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from nodewright.api.coordination import Lease, LeaseSpec
-from nodewright.api.core import Node
-from nodewright.api.meta import ObjectMeta, OwnerReference
-from nodewright.plugin import ClusterError
-from nodewright.plugin.model import ProviderCluster
+from nodewright.plugin import (
+    ClusterError,
+    Lease,
+    LeaseSpec,
+    Node,
+    ObjectMeta,
+    OwnerReference,
+    ProviderCluster,
+)
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from nodewright.api.core import Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, Taint
-from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION, UNREGISTERED_TAINT_KEY
-from nodewright.api.meta import ObjectMeta
-from nodewright.scheduling.resources import format_resources
+from nodewright.plugin import (
+    SIMULATED_CONDITIONS_ANNOTATION,
+    UNREGISTERED_TAINT_KEY,
+    Node,
+    NodeCondition,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    Pod,
+    PodCondition,
+    Taint,
+    format_resources,
+)
 from nodewright_kwok.labels import KWOK_NODE_KEY, KWOK_NODE_VALUE, LAUNCH_KEY_ANNOTATION
 from nodewright_kwok.ledger import LedgerEntry
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from nodewright.plugin.model import Instance
+from nodewright.plugin import Instance
 
 PENDING = "pending"
 RUNNING = "running"

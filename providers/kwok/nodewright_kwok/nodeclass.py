@@ -9,9 +9,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from nodewright.api.crds import node_class_crd, obj, string
-from nodewright.api.duration import parse_duration
-from nodewright.api.karpenter import NodeClass
-from nodewright.api.meta import StrictModel
+from nodewright.plugin import NodeClass, StrictModel, parse_duration
 from nodewright_kwok.labels import GROUP
 
 API_VERSION = f"{GROUP}/v1alpha1"

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from nodewright.api.duration import DurationError, parse_duration
-from nodewright.plugin.model import DEFAULT_RECONCILE_PERIOD
+from nodewright.plugin import DEFAULT_RECONCILE_PERIOD, DurationError, parse_duration
 from nodewright_kwok import faults
 
 REGISTRATION_DELAY = "registration-delay"

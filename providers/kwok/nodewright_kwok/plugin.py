@@ -12,7 +12,7 @@ cloud.
 
 from __future__ import annotations
 
-from nodewright.plugin.delegate import ProviderPlugin
+from nodewright.plugin import ProviderPlugin
 from nodewright_kwok.faults import Faults
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.provider import KWOKProvider, provider_info

@@ -14,39 +14,37 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from nodewright.api.core import Node, Pod
-from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.api.labels import (
+from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
+    DEFAULT_RECONCILE_PERIOD,
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     ZONE_LABEL,
-    node_class_label,
-)
-from nodewright.api.meta import find_condition
-from nodewright.plugin import ChangeFeed
-from nodewright.plugin.errors import (
-    InstanceNotFoundError,
-    LaunchError,
-    NodeClassNotReadyError,
-)
-from nodewright.plugin.model import (
-    DEFAULT_RECONCILE_PERIOD,
+    ChangeFeed,
     ClockLike,
     Instance,
+    InstanceNotFoundError,
     InstanceType,
+    LaunchError,
     LaunchRequest,
     LaunchResult,
+    Node,
+    NodeClaim,
+    NodeClass,
     NodeClassKind,
+    NodeClassNotReadyError,
     NodeClassReadiness,
     Offering,
+    Pod,
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
     RepairPolicy,
+    Requirements,
+    find_condition,
+    node_class_label,
 )
-from nodewright.scheduling.requirements import Requirements
 from nodewright_kwok import heartbeat, kubelet
 from nodewright_kwok.catalog import Catalog, default_catalog, load_catalog
 from nodewright_kwok.faults import Faults

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from nodewright.api.labels import CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, ZONE_LABEL
-from nodewright.plugin.errors import InsufficientCapacityError
-from nodewright.scheduling.instancetype import InstanceType, Offering
-from nodewright.scheduling.requirements import Requirements
+from nodewright.plugin import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    InstanceType,
+    InsufficientCapacityError,
+    Offering,
+    Requirements,
+)
 from nodewright_kwok.labels import KWOK_NODE_KEY, KWOK_NODE_VALUE
 
 #: ``(instance_type, zone, capacity_type) -> True`` when that offering has no capacity now.

@@ -4,9 +4,8 @@ from collections.abc import Callable
 
 import pytest
 
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.model import ProviderContext
+from nodewright.plugin import ProviderContext
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
 
 

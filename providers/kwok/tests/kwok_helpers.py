@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nodewright.api.karpenter import (
+from nodewright.plugin import (
+    NODEPOOL_LABEL,
+    InstanceType,
+    LaunchRequest,
     NodeClaim,
     NodeClaimSpec,
     NodeClassReference,
     NodeSelectorRequirementWithMinValues,
+    ObjectMeta,
+    Requirements,
 )
-from nodewright.api.labels import NODEPOOL_LABEL
-from nodewright.api.meta import ObjectMeta
-from nodewright.plugin.model import InstanceType, LaunchRequest
-from nodewright.scheduling.requirements import Requirements
 from nodewright_kwok.nodeclass import KWOKNodeClass, KWOKNodeClassSpec
 from nodewright_kwok.provider import KWOKProvider
 

@@ -9,12 +9,8 @@ from datetime import timedelta
 import pytest
 from kwok_helpers import launch_request
 
-from nodewright.api.core import Node, NodeSpec
-from nodewright.api.meta import ObjectMeta
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.errors import InstanceNotFoundError
-from nodewright.plugin.model import Instance
+from nodewright.plugin import Instance, InstanceNotFoundError, Node, NodeSpec, ObjectMeta
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
 
 

@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from kwok_helpers import launch_request, node_class
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
     OS_LABEL,
     ZONE_LABEL,
+    InsufficientCapacityError,
+    LaunchResult,
+    Reservation,
+    resources,
 )
-from nodewright.plugin.errors import InsufficientCapacityError
-from nodewright.plugin.model import LaunchResult
-from nodewright.scheduling.instancetype import Reservation
-from nodewright.scheduling.resources import resources
 from nodewright_kwok.catalog import CatalogFileError, default_catalog, load_catalog
 from nodewright_kwok.labels import RESERVATION_ID_LABEL
 from nodewright_kwok.provider import KWOKProvider

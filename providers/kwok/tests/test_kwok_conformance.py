@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.testing import ProviderConformance
+from nodewright.testing import MemoryCluster, ProviderConformance, SimulatedClock
 from nodewright_kwok import plugin
 from nodewright_kwok.nodeclass import KWOKNodeClass
 

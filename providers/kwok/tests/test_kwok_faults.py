@@ -6,16 +6,16 @@ from datetime import timedelta
 import pytest
 from kwok_helpers import launch_request
 
-from nodewright.api.core import Node
-from nodewright.api.labels import INSTANCE_TYPE_LABEL
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.errors import (
+from nodewright.plugin import (
+    INSTANCE_TYPE_LABEL,
+    Instance,
     InsufficientCapacityError,
     LaunchError,
+    LaunchResult,
+    Node,
     TemporaryProviderError,
 )
-from nodewright.plugin.model import Instance, LaunchResult
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
 
 
@@ -156,7 +156,7 @@ def test_faults_can_be_set_through_options(
 def test_a_bad_option_is_an_error_naming_it(
     provider: KWOKProvider, cluster: MemoryCluster, clock: SimulatedClock, option: str, value: str
 ) -> None:
-    from nodewright.plugin.model import ProviderContext
+    from nodewright.plugin import ProviderContext
 
     with pytest.raises(ValueError, match=option):
         provider.configure(ProviderContext(cluster=cluster, clock=clock, options={option: value}))
@@ -168,7 +168,7 @@ def test_a_bad_option_is_an_error_naming_it(
 def _configured(
     cluster: MemoryCluster, clock: SimulatedClock, seed: int, **options: str
 ) -> KWOKProvider:
-    from nodewright.plugin.model import ProviderContext
+    from nodewright.plugin import ProviderContext
 
     provider = KWOKProvider()
     provider.configure(ProviderContext(cluster=cluster, clock=clock, options=options, seed=seed))

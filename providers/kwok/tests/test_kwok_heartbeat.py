@@ -11,13 +11,16 @@ from datetime import timedelta
 import pytest
 from kwok_helpers import launch_request
 
-from nodewright.api.coordination import Lease, LeaseSpec
-from nodewright.api.core import Node
-from nodewright.api.meta import ObjectMeta, OwnerReference
-from nodewright.clock import SimulatedClock
-from nodewright.cluster import ClusterError
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.model import ProviderContext
+from nodewright.plugin import (
+    ClusterError,
+    Lease,
+    LeaseSpec,
+    Node,
+    ObjectMeta,
+    OwnerReference,
+    ProviderContext,
+)
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.heartbeat import NODE_LEASE_NAMESPACE
 from nodewright_kwok.provider import KWOKProvider
 

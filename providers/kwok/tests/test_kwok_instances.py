@@ -6,21 +6,25 @@ from datetime import timedelta
 import pytest
 from kwok_helpers import launch_request, node_class
 
-from nodewright.api.core import Node, NodeSpec, Pod, PodSpec
-from nodewright.api.karpenter import NodeClaim
-from nodewright.api.labels import (
+from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     SIMULATED_CONDITIONS_ANNOTATION,
     ZONE_LABEL,
+    Condition,
+    Instance,
+    InstanceNotFoundError,
+    Node,
+    NodeClaim,
+    NodeClassNotReadyError,
+    NodeSpec,
+    ObjectMeta,
+    Pod,
+    PodSpec,
 )
-from nodewright.api.meta import Condition, ObjectMeta
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin.errors import InstanceNotFoundError, NodeClassNotReadyError
-from nodewright.plugin.model import Instance
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
 
 # -- choosing what to buy ----------------------------------------------------------------------

@@ -11,11 +11,15 @@ import pytest
 from kwok_helpers import launch_request
 from pydantic import ValidationError
 
-from nodewright.api.core import Node
-from nodewright.clock import SimulatedClock
-from nodewright.cluster.memory import MemoryCluster
-from nodewright.plugin import ENTRY_POINT_GROUP, NAME, ProviderContext, hookspecs
-from nodewright.plugin.errors import TemporaryProviderError
+from nodewright.plugin import (
+    ENTRY_POINT_GROUP,
+    NAME,
+    Node,
+    ProviderContext,
+    TemporaryProviderError,
+    hookspecs,
+)
+from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok import plugin
 from nodewright_kwok.nodeclass import KWOKNodeClass
 
