@@ -52,7 +52,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import CPU, MEMORY, PODS, resources
-from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.solver.scheduler import solve
 
 GIB = 2**30
 ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
@@ -266,9 +266,7 @@ def launch_options(claim: NewNodeClaim) -> list[tuple[float, InstanceType]]:
     """(cheapest compatible available offering, type) for each type the claim can launch."""
     options = []
     for it in claim.instance_types:
-        prices = [
-            o.price for o in it.offerings if o.available and offering_matches(o, claim.requirements)
-        ]
+        prices = [o.price for o in it.offerings if o.available and o.matches(claim.requirements)]
         if prices:
             options.append((min(prices), it))
     return options
@@ -368,7 +366,7 @@ class Placement:
                     o.zone
                     for it in claim.instance_types
                     for o in it.offerings
-                    if o.available and offering_matches(o, claim.requirements)
+                    if o.available and o.matches(claim.requirements)
                 )
             return self._zones[index]
         requirement = claim.requirements.get(topology_key)

@@ -9,7 +9,7 @@ from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 from tests.test_bench_smoke import bench
 
 

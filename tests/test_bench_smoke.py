@@ -16,7 +16,7 @@ from nodewright.api import core as api
 from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult
 from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 from tests.bench_modules import load_bench
 
 bench = load_bench("scheduling")

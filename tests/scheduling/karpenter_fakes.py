@@ -38,7 +38,6 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import ResourceList, parse_resources, resources
-from nodewright.scheduling.scheduler import offering_matches
 from nodewright.scheduling.taints import Taint
 
 ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
@@ -301,6 +300,6 @@ def zone_of(claim: NewNodeClaim) -> str | None:
     zones = {
         o.zone
         for o in claim.instance_types[0].offerings
-        if o.available and offering_matches(o, claim.requirements)
+        if o.available and o.matches(claim.requirements)
     }
     return next(iter(zones)) if len(zones) == 1 else None

@@ -17,7 +17,7 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 
 FAMILY = "example.com/instance-family"
 

@@ -68,7 +68,7 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.pods import pod_requests
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.volumes import node_volume_limits, pod_volumes
 from tests.conftest import Simulate
@@ -136,7 +136,7 @@ def in_flight(claim: NewNodeClaim, name: str) -> ExistingNode:
     """The not-yet-ready node the fake provider makes of ``claim``: cheapest type, first
     offering that fits the claim's requirements, its pods already counted."""
     chosen = claim.instance_types[0]
-    offering = next(o for o in chosen.offerings if offering_matches(o, claim.requirements))
+    offering = next(o for o in chosen.offerings if o.matches(claim.requirements))
     labels = {
         **{k: v for k, v in claim.requirements.labels().items() if k != HOSTNAME_LABEL},
         **chosen.requirements.labels(),

@@ -12,8 +12,8 @@ from nodewright.scheduling.model import PodRequest, SchedulingResult, SolverOpti
 from nodewright.scheduling.repack import claim_price
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import solve
 from nodewright.scheduling.selectors import LabelSelector
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.topology import SPREAD, TopologyTerm
 
 KARPENTER_ORDER = SolverOptions(repack=False)

@@ -11,7 +11,7 @@ from scheduling_fakes import ZONES, instance_type, node_pool, pod
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.instancetype import InstanceType, Offering, Reservation
 from nodewright.scheduling.model import NewNodeClaim, PodRequest, SolverOptions
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 
 LABEL = "example.com/reservation-id"
 COULD_NOT_RESERVE = (

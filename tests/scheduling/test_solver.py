@@ -27,7 +27,7 @@ from nodewright.scheduling.model import (
     SolverOptions,
 )
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint, Toleration
 
 

@@ -9,7 +9,7 @@ from scheduling_fakes import fake_catalog, node_pool, pod
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.scheduling.model import ExistingNode, HostPort, PodRequest
 from nodewright.scheduling.resources import merge, resources
-from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration
 
 ZONES = ["test-zone-1", "test-zone-2", "test-zone-3"]
@@ -118,9 +118,7 @@ def test_no_placement_breaks_the_rules(
             allocatable = catalog[it.name].allocatable()
             assert all(v <= allocatable.get(k, 0) for k, v in total.items() if v > 0), it.name
             assert not it.requirements.intersects(claim.requirements)
-            assert any(
-                o.available and offering_matches(o, claim.requirements) for o in it.offerings
-            )
+            assert any(o.available and o.matches(claim.requirements) for o in it.offerings)
         for p in claim.pods:
             for taint in pool.taints:
                 assert any(t.tolerates(taint) for t in p.tolerations) or (

@@ -19,7 +19,7 @@ from nodewright.api.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABE
 from nodewright.scheduling.model import ExistingNode, PodRequest, SchedulingResult, SolverOptions
 from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.resources import resources
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.topology import PlacedPod
 

@@ -11,7 +11,7 @@ from tests.scheduling.test_topology import make_pod, spread, zones_of
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import PodRequest
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 
 SCOPE = "example.com/placement-scope"
 REGIONAL = "0"

@@ -16,8 +16,8 @@ from scheduling_fakes import node_pool, pod
 
 from nodewright.api.labels import HOSTNAME_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import PodRequest, SchedulingResult
-from nodewright.scheduling.scheduler import solve
 from nodewright.scheduling.selectors import LabelSelector
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.topology import (
     AFFINITY,
     ANTI_AFFINITY,

@@ -62,7 +62,6 @@ from nodewright.plugin.model import LaunchRequest
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, format_resources, parse_resources
-from nodewright.scheduling.scheduler import offering_matches
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
@@ -635,7 +634,7 @@ def _launch_options(
         if instance_type.requirements.intersects(requirements):
             continue
         offerings = tuple(
-            o for o in instance_type.offerings if o.available and offering_matches(o, requirements)
+            o for o in instance_type.offerings if o.available and o.matches(requirements)
         )
         if offerings:
             price = min(o.price for o in offerings)

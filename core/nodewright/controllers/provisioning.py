@@ -77,7 +77,7 @@ from nodewright.scheduling.resources import (
     parse_resources,
     subtract,
 )
-from nodewright.scheduling.scheduler import offering_matches, solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint, tolerates_all
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
@@ -393,7 +393,7 @@ def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool
     """True when the pool's requirements allow this type and one of its available offerings."""
     if instance_type.requirements.intersects(requirements):
         return False
-    return any(o.available and offering_matches(o, requirements) for o in instance_type.offerings)
+    return any(o.available and o.matches(requirements) for o in instance_type.offerings)
 
 
 def _target(view: ClusterView, name: str) -> str:

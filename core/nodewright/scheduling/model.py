@@ -1,8 +1,9 @@
 """The solver's inputs and outputs.
 
-The provisioning controller builds these from cluster state; :func:`nodewright.scheduling.
-scheduler.solve` consumes and produces them without I/O, so the same solver serves
-provisioning, consolidation simulations, benchmarks and property tests.
+The provisioning controller builds these from cluster state;
+:func:`nodewright.scheduling.solver.scheduler.solve` consumes and produces them without I/O,
+so the same solver serves provisioning, consolidation simulations, benchmarks and property
+tests.
 """
 
 from __future__ import annotations

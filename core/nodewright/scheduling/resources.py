@@ -6,7 +6,7 @@ Plain dicts keep the scheduler's inner loops cheap; these helpers never mutate t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from nodewright.api.quantity import format_quantity, parse_quantity
 
@@ -67,6 +67,16 @@ def maximum(lists: Iterable[Mapping[str, int]]) -> ResourceList:
             if name not in result or value > result[name]:
                 result[name] = value
     return result
+
+
+def minimum(lists: Sequence[Mapping[str, int]]) -> ResourceList:
+    """Element-wise minimum, a name some list lacks counting as 0 and zeros left out (as
+    Karpenter's ``MinResources``)."""
+    if not lists:
+        return {}
+    keys = set().union(*lists)
+    smallest = {k: min(values.get(k, 0) for values in lists) for k in keys}
+    return {k: v for k, v in smallest.items() if v}
 
 
 def fits(requests: Mapping[str, int], available: Mapping[str, int]) -> bool:

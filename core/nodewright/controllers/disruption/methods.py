@@ -53,7 +53,6 @@ from nodewright.controllers.staticpools import nodes_allowed, static_node_counts
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
 from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.scheduler import offering_matches
 
 WHEN_EMPTY = "WhenEmpty"
 #: Spot-to-spot replacement needs this many cheaper spot types, and launches only that many.
@@ -671,11 +670,7 @@ def _interleave(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def _compatible_offerings(instance_type: InstanceType, requirements: Requirements) -> list[float]:
-    return [
-        o.price
-        for o in instance_type.offerings
-        if o.available and offering_matches(o, requirements)
-    ]
+    return [o.price for o in instance_type.offerings if o.available and o.matches(requirements)]
 
 
 def worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float:
@@ -685,9 +680,7 @@ def worst_launch_price(instance_type: InstanceType, requirements: Requirements) 
         prices = [
             o.price
             for o in instance_type.offerings
-            if o.available
-            and o.capacity_type == capacity_type
-            and offering_matches(o, requirements)
+            if o.available and o.capacity_type == capacity_type and o.matches(requirements)
         ]
         if prices:
             return max(prices)
@@ -756,9 +749,7 @@ def _filter_out_same_type(
         if candidate.instance_type is None:
             continue
         labels = Requirements.from_labels(candidate.node.metadata.labels)
-        offered = [
-            o.price for o in candidate.instance_type.offerings if offering_matches(o, labels)
-        ]
+        offered = [o.price for o in candidate.instance_type.offerings if o.matches(labels)]
         if offered:
             name = candidate.instance_type.name
             prices[name] = min(prices.get(name, math.inf), *offered)

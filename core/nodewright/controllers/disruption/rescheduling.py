@@ -33,7 +33,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.pods import (
     pod_request,
 )
-from nodewright.scheduling.scheduler import solve
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 #: Karpenter's wording when a simulation would place pods nowhere.

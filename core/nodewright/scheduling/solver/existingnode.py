@@ -1,0 +1,114 @@
+"""An existing node or in-flight NodeClaim during one solve (Karpenter's ``ExistingNode``):
+what is left on it and the pods this solve has placed there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.api.labels import HOSTNAME_LABEL, KNOWN_EPHEMERAL_TAINTS
+from nodewright.scheduling.model import ExistingNode, PodRequest
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.solver.constraints import (
+    LASTING,
+    PASSING,
+    Refusal,
+    port_conflict,
+    untolerated,
+)
+from nodewright.scheduling.solver.preferences import PodState
+from nodewright.scheduling.taints import Taint
+from nodewright.scheduling.topology import Topology
+
+
+def _is_ephemeral(taint: Taint, startup: Sequence[Taint]) -> bool:
+    if (taint.key, taint.effect) in KNOWN_EPHEMERAL_TAINTS:
+        return True
+    if taint.key.startswith("readiness.k8s.io/"):
+        return True
+    return any(s.key == taint.key and s.effect == taint.effect for s in startup)
+
+
+class ExistingNodeState:
+    """An existing node or in-flight NodeClaim, with what this solve has placed on it."""
+
+    def __init__(self, node: ExistingNode) -> None:
+        self.node = node
+        managed = node.node_claim is not None or node.node_pool is not None or node.in_flight
+        if managed and not node.initialized:
+            self.taints = tuple(t for t in node.taints if not _is_ephemeral(t, node.startup_taints))
+        else:
+            self.taints = node.taints
+        remaining = dict(node.allocatable)
+        for name, value in node.requested.items():
+            remaining[name] = remaining.get(name, 0) - value
+        self.remaining = remaining
+        self.ports = list(node.host_ports)
+        self.pods: list[PodRequest] = []
+        self.hostname = node.labels.get(HOSTNAME_LABEL, node.name)
+        self.label_requirements = Requirements.from_labels(
+            {**node.labels, HOSTNAME_LABEL: self.hostname}
+        )
+        self.volumes = {driver: set(ids) for driver, ids in node.volumes.items()}
+
+    def _volume_problem(self, pod: PodRequest) -> bool:
+        limits = self.node.volume_limits
+        for driver, ids in pod.volumes.items():
+            limit = limits.get(driver)
+            if limit is None:
+                continue
+            attached = self.volumes.get(driver, set())
+            if len(attached | ids) > limit:
+                return True
+        return False
+
+    def plan(self, state: PodState, topology: Topology) -> Refusal | None:
+        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology)."""
+        pod = state.pod
+        if untolerated(pod.tolerations, self.taints, state.relaxed_taints):
+            return LASTING
+        if pod.host_ports and port_conflict(pod.host_ports, self.ports) is not None:
+            return LASTING
+        remaining = self.remaining
+        for name, value in pod.requests.items():
+            if value > 0 and value > remaining.get(name, 0):
+                return LASTING
+        if any(value < 0 for value in remaining.values()):
+            return LASTING
+        labels = self.node.labels
+        if not state.requirements.matches_labels(labels):
+            return LASTING
+        if pod.volumes and self._volume_problem(pod):
+            return LASTING
+        if pod.volume_requirements and not any(
+            alternative.matches_labels(labels) for alternative in pod.volume_requirements
+        ):
+            return LASTING
+        if state.topology is not None and state.topology.constraining:
+            added, group = topology.requirements(
+                state.topology, state.strict, self.label_requirements, self.hostname
+            )
+            if group is not None:
+                return LASTING if group.monotonic else PASSING
+            for requirement in added:
+                domain = labels.get(requirement.key)
+                if domain is None or not requirement.has(domain):
+                    return PASSING if state.topology.volatile else LASTING
+        return None
+
+    def commit(self, state: PodState, topology: Topology) -> None:
+        pod = state.pod
+        remaining = self.remaining
+        for name, value in pod.requests.items():
+            remaining[name] = remaining.get(name, 0) - value
+        self.ports.extend(pod.host_ports)
+        for driver, ids in pod.volumes.items():
+            self.volumes.setdefault(driver, set()).update(ids)
+        self.pods.append(pod)
+        if state.topology is not None:
+            topology.record(
+                state.topology,
+                self.taints,
+                self.label_requirements,
+                self.hostname,
+                allow_undefined=False,
+            )

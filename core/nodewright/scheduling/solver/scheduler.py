@@ -1,0 +1,423 @@
+"""The provisioning solver: place pending pods on existing nodes, or size new NodeClaims.
+
+This follows Karpenter's scheduler (``pkg/controllers/provisioning/scheduling``) decision for
+decision, because users read its outcomes and its messages:
+
+* pods are tried largest first (CPU, then memory), each failure going to the back of the
+  queue, until a full pass over the queue makes no progress;
+* a pod goes to the first existing node that takes it (initialized nodes first, then by
+  name), else to a NodeClaim opened earlier in this solve (fewest pods first), else to a new
+  NodeClaim from the first NodePool that can launch one (heaviest weight first, equal
+  weights by name descending);
+* a NodeClaim keeps every instance type that could still hold all its pods, and the result
+  lists them cheapest first rather than choosing one;
+* a pod that fits nowhere has one preference relaxed (first ORed required term, then the
+  heaviest preferred term, then PreferNoSchedule taints) and is retried;
+* reserved capacity is handed out per NodeClaim, no more than each reservation can take,
+  and (in ``Strict`` mode) a pod that could use a reservation but finds it all taken waits
+  for the next pass rather than fall back to other capacity or lighter NodePools.
+
+Everything here is pure. Per-instance-type data (allocatable, available offerings) is
+computed once per solve, and requirement merges and compatibility sets are memoised on
+their (hash-cached) :class:`~nodewright.scheduling.requirements.Requirements`, so pods that
+ask for the same thing share the work.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from nodewright.scheduling.dra import split_dra_pods
+from nodewright.scheduling.model import (
+    ExistingNode,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PodRequest,
+    SchedulingResult,
+    SolverOptions,
+)
+from nodewright.scheduling.repack import repack
+from nodewright.scheduling.resources import CPU, MEMORY
+from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
+from nodewright.scheduling.solver.existingnode import ExistingNodeState
+from nodewright.scheduling.solver.nodeclaim import OpenNodeClaim, Plan
+from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
+from nodewright.scheduling.solver.preferences import PodState
+from nodewright.scheduling.solver.reservations import ReservationError, Reservations
+from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
+from nodewright.scheduling.topology import (
+    PlacedPod,
+    PodTopology,
+    Topology,
+    TopologyGroup,
+    TopologyTerm,
+)
+
+IGNORE_PREFERENCES = "Ignore"
+MIN_VALUES_BEST_EFFORT = "BestEffort"
+RESERVED_STRICT = "Strict"
+#: Entries kept in the solver's per-shape rejection memo before it starts over.
+_MEMO_LIMIT = 2_000_000
+
+
+def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
+    return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.order, pod.uid)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        existing: Sequence[ExistingNode],
+        templates: Sequence[NodePoolTemplate],
+        options: SolverOptions,
+        pods: Sequence[PodRequest],
+        placed: Sequence[PlacedPod],
+    ) -> None:
+        self.options = options
+        self.respect = options.preference_policy != IGNORE_PREFERENCES
+        self.nodes = [
+            ExistingNodeState(n)
+            for n in sorted(existing, key=lambda n: (not n.initialized, n.name))
+        ]
+        ordered = sorted(templates, key=lambda t: t.name, reverse=True)
+        ordered.sort(key=lambda t: t.weight, reverse=True)
+        relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
+        labels = frozenset(
+            o.reservation.label
+            for t in templates
+            for it in t.instance_types
+            for o in it.offerings
+            if o.reservation is not None
+        )
+        self.templates = [NodeClaimTemplate(t, relax, labels) for t in ordered]
+        self.usable = [t for t in self.templates if t.options]
+        reservations = Reservations(self.usable, options.reserved_offering_mode == RESERVED_STRICT)
+        self.reservations = reservations if reservations.capacity else None
+        self.prefer_no_schedule_exists = any(
+            taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
+        )
+        self.topology = self._topology(pods, existing, placed)
+        self.claims: list[OpenNodeClaim] = []
+        self.memo = MergeMemo(options.well_known_labels)
+        self.hostnames = 0
+        self.ranks = 0
+        #: Claims in the order they were opened or had their requirements narrowed.
+        self.changed: list[OpenNodeClaim] = []
+        #: Per pod shape: how far into :attr:`changed` it has looked, and the claims it has
+        #: not ruled out.
+        self.alive: dict[int, tuple[int, set[OpenNodeClaim]]] = {}
+        self.memo_size = 0
+        #: Per pod shape: claims a topology group refused, by group, with the group's epoch
+        #: at the time; they come back when the epoch moves.
+        self.parked: dict[int, dict[TopologyGroup, tuple[int, set[OpenNodeClaim]]]] = {}
+        #: Every open claim in Karpenter's order, and the sort keys alongside.
+        self.order: list[OpenNodeClaim] = []
+        self.order_keys: list[tuple[int, int]] = []
+        #: Per pod shape: how many leading existing nodes are known to turn it away.
+        self.node_skip: dict[int, int] = {}
+        self._shapes: dict[tuple[object, ...], int] = {}
+        self._topo_keys: dict[tuple[object, ...], int] = {}
+        #: Per topology key: claims a topology group refused, with the claim's version, the
+        #: group and its epoch at the time.
+        self.topo_refused: dict[int, dict[OpenNodeClaim, tuple[int, TopologyGroup, int]]] = {}
+        self._pod_topology: dict[
+            tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]],
+            tuple[PodTopology, tuple[object, ...]],
+        ] = {}
+
+    def _topology(
+        self,
+        pods: Sequence[PodRequest],
+        existing: Sequence[ExistingNode],
+        placed: Sequence[PlacedPod],
+    ) -> Topology:
+        terms: list[TopologyTerm] = []
+        inverse: list[TopologyTerm] = []
+        for pod in pods:
+            terms.extend(pod.topology)
+            if self.respect:
+                terms.extend(pod.preferred_affinity)
+                terms.extend(pod.preferred_anti_affinity)
+                terms.extend(pod.schedule_anyway)
+            inverse.extend(pod.required_anti_affinity)
+        if not terms and not inverse and not any(p.anti_affinity for p in placed):
+            return Topology((), (), (), (), ())
+        nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
+        return Topology(
+            terms,
+            inverse,
+            [t.domain_source() for t in self.templates if t.options],
+            nodes,
+            placed,
+        )
+
+    def _prepare(self, state: PodState) -> None:
+        """Work out the pod's topology groups and its shape after a (re)set or relaxation."""
+        pod = state.pod
+        signature: tuple[object, ...] = ()
+        if self.topology.groups or self.topology.inverse:
+            active = state.active_terms()
+            key = (pod.namespace, state.label_key, active)
+            found = self._pod_topology.get(key)
+            if found is None:
+                topology = self.topology.for_pod(
+                    pod.namespace, pod.labels, state.label_key, active, pod.required_anti_affinity
+                )
+                signature = (
+                    tuple(g.term for g in topology.constraining),
+                    tuple(topology.selects),
+                )
+                found = (topology, signature)
+                self._pod_topology[key] = found
+            state.topology, signature = found
+        shape = (
+            tuple(sorted(pod.requests.items())),
+            state.requirements,
+            state.strict,
+            pod.tolerations,
+            pod.host_ports,
+            state.relaxed_taints,
+            pod.volume_requirements,
+            tuple(sorted(pod.volumes.items())),
+            signature,
+        )
+        shape_id = self._shapes.get(shape)
+        if shape_id is None:
+            shape_id = len(self._shapes)
+            self._shapes[shape] = shape_id
+        state.shape = shape_id
+        # Topology answers do not depend on the pod's size: pods that differ only in their
+        # requests share what they learn about which claims' domains refuse them.
+        topo = (signature, state.strict, state.requirements, pod.volume_requirements)
+        topo_id = self._topo_keys.get(topo)
+        if topo_id is None:
+            topo_id = len(self._topo_keys)
+            self._topo_keys[topo] = topo_id
+        state.topo_key = topo_id
+
+    def solve(self, pods: Sequence[PodRequest], keep_order: bool = False) -> SchedulingResult:
+        states = [PodState(p, i, self.respect) for i, p in enumerate(pods)]
+        for state in states:
+            self._prepare(state)
+        if not keep_order:
+            states.sort(key=lambda s: _queue_order(s.pod))
+        queue = deque(states)
+        last_length: dict[int, int] = {}
+        errors: dict[str, str] = {}
+        while queue:
+            state = queue[0]
+            if last_length.get(state.seq) == len(queue):
+                break  # a full pass without progress
+            queue.popleft()
+            error = self._try(state)
+            if error is None:
+                errors.pop(state.pod.key, None)
+                continue
+            errors[state.pod.key] = error
+            state.reset()
+            self._prepare(state)
+            queue.append(state)
+            last_length[state.seq] = len(queue)
+        unplaced = {s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors}
+        finished: list[NewNodeClaim] = []
+        for claim in self.claims:
+            outcome = claim.finish(self.options.max_instance_types)
+            if isinstance(outcome, str):
+                unplaced.update((pod.key, outcome) for pod in claim.pods)
+                continue
+            finished.append(outcome)
+        return SchedulingResult(
+            new_node_claims=finished,
+            existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
+            errors=unplaced,
+            awaiting_reservation={
+                key for key, error in unplaced.items() if isinstance(error, ReservationError)
+            },
+        )
+
+    def _try(self, state: PodState) -> str | None:
+        """Place the pod, relaxing one preference after each failure (Karpenter's
+        ``trySchedule``); the last failure when nothing is left to relax."""
+        while True:
+            error = self._add(state)
+            if error is None:
+                return None
+            if isinstance(error, ReservationError):
+                # The pod may fit as it is once reserved capacity frees up.
+                return error
+            if not state.relax(self.prefer_no_schedule_exists):
+                return error
+            self._prepare(state)
+
+    def _add(self, state: PodState) -> str | None:
+        if self._add_to_existing(state):
+            return None
+        topology = self.topology
+        shape = state.shape
+        refused = self.topo_refused.get(state.topo_key)
+        if refused is None:
+            refused = self.topo_refused[state.topo_key] = {}
+        for claim in self._open_claims(shape):
+            known = refused.get(claim)
+            if (
+                known is not None
+                and known[0] == claim.version
+                and (known[1].monotonic or known[1].epoch == known[2])
+            ):
+                outcome = Refusal("", known[1].monotonic, known[1])
+            else:
+                planned = claim.plan(state, topology, claim.hostname, explain=False)
+                if isinstance(planned, Plan):
+                    self._commit(claim, state, planned)
+                    return None
+                outcome = planned
+                if outcome.group is not None:
+                    refused[claim] = (claim.version, outcome.group, outcome.group.epoch)
+            if outcome.lasting:
+                self.alive[shape][1].discard(claim)
+            elif outcome.group is not None:
+                self.alive[shape][1].discard(claim)
+                parked = self.parked.setdefault(shape, {})
+                epoch, claims = parked.get(outcome.group, (outcome.group.epoch, set()))
+                if epoch != outcome.group.epoch:
+                    self.alive[shape][1].update(claims)
+                    claims = set()
+                claims.add(claim)
+                parked[outcome.group] = (outcome.group.epoch, claims)
+        problems: list[str] = []
+        hostname = f"hostname-placeholder-{self.hostnames + 1:04d}"
+        for template in self.usable:
+            options = template.within_limits()
+            if isinstance(options, str):
+                problems.append(options)
+                continue
+            claim = OpenNodeClaim(template, options, self.memo, self.reservations)
+            opened = claim.plan(state, topology, hostname, explain=True)
+            if isinstance(opened, Refusal):
+                if isinstance(opened.reason, ReservationError):
+                    # No fallback to lighter pools while compatible reservations exist.
+                    return opened.reason
+                problems.append(
+                    f'incompatible with nodepool "{template.name}", '
+                    f"{template.overhead_text()}{opened.reason}"
+                )
+                continue
+            self.hostnames += 1
+            claim.hostname = hostname
+            # Karpenter appends new claims after every claim with as many pods.
+            self.ranks += 1
+            claim.rank = self.ranks
+            claim.commit(state, opened, topology)
+            self._place(claim)
+            self.claims.append(claim)
+            self.changed.append(claim)
+            self.alive[state.shape][1].add(claim)
+            template.charge(claim.options)
+            return None
+        if not problems:
+            return "no nodepools found that can launch instance types"
+        return "; ".join(problems)
+
+    def _add_to_existing(self, state: PodState) -> bool:
+        """The first existing node that takes the pod, in fixed order.
+
+        A node that turns a pod away for a lasting reason turns away every later pod of the
+        same shape too (it only fills up), so each shape remembers how many leading nodes it
+        can skip.
+        """
+        shape = state.shape
+        skip = self.node_skip.get(shape, 0)
+        topology = self.topology
+        for index in range(skip, len(self.nodes)):
+            node = self.nodes[index]
+            refusal = node.plan(state, topology)
+            if refusal is None:
+                node.commit(state, topology)
+                return True
+            if index == skip and refusal.lasting:
+                skip += 1
+                self.node_skip[shape] = skip
+        return False
+
+    def _open_claims(self, shape: int) -> Iterable[OpenNodeClaim]:
+        """Open claims that might take a pod of ``shape``, in Karpenter's order.
+
+        Karpenter stable-sorts its claims by pod count before every pod, so among claims with
+        equal counts the one that reached the count most recently comes first, and new claims
+        go last; :attr:`OpenNodeClaim.rank` encodes that order without re-sorting everything.
+        A claim that rejected a shape for a lasting reason keeps rejecting it while its
+        requirements stay the same, so each shape keeps the claims it has not ruled out and
+        picks up those opened or narrowed since (:attr:`changed`).
+        """
+        cursor, alive = self.alive.get(shape, (0, set()))
+        parked = self.parked.get(shape)
+        if parked:
+            for group, (epoch, claims) in list(parked.items()):
+                if group.epoch != epoch:
+                    alive.update(claims)
+                    del parked[group]
+        if cursor < len(self.changed):
+            fresh = self.changed[cursor:]
+            alive.update(fresh)
+            if parked:
+                for _, claims in parked.values():
+                    claims.difference_update(fresh)
+            self.memo_size += len(fresh)
+        if self.memo_size > _MEMO_LIMIT:
+            # A cache, not state: dropping it only costs re-checks.
+            self.alive = {}
+            self.parked = {}
+            self.memo_size = len(alive)
+        self.alive[shape] = (len(self.changed), alive)
+        if len(alive) * 8 < len(self.order):
+            return sorted(alive, key=lambda c: (len(c.pods), c.rank))
+        # Lazily: most pods settle on one of the first claims.
+        return (claim for claim in self.order if claim in alive)
+
+    def _place(self, claim: OpenNodeClaim) -> None:
+        key = (len(claim.pods), claim.rank)
+        index = bisect_left(self.order_keys, key)
+        self.order_keys.insert(index, key)
+        self.order.insert(index, claim)
+
+    def _commit(self, claim: OpenNodeClaim, state: PodState, plan: Plan) -> None:
+        narrowed = plan.requirements is not claim.requirements
+        index = bisect_left(self.order_keys, (len(claim.pods), claim.rank))
+        del self.order_keys[index]
+        del self.order[index]
+        claim.commit(state, plan, self.topology)
+        self.ranks += 1
+        claim.rank = -self.ranks
+        self._place(claim)
+        if narrowed:
+            self.changed.append(claim)
+
+
+def solve(
+    pods: Sequence[PodRequest],
+    existing: Sequence[ExistingNode],
+    templates: Sequence[NodePoolTemplate],
+    options: SolverOptions = SolverOptions(),  # noqa: B008 - frozen, safe to share
+    *,
+    placed: Sequence[PlacedPod] = (),
+) -> SchedulingResult:
+    """Place ``pods`` on ``existing`` nodes or on new NodeClaims from ``templates``.
+
+    ``placed`` are the pods already running (not those being placed), for topology counts
+    and for the required anti-affinity they impose. Pods that cannot be placed appear in
+    ``errors`` with Karpenter's explanation.
+    """
+    pods, skipped = split_dra_pods(pods)
+    result = Scheduler(existing, templates, options, pods, placed).solve(pods)
+    if options.repack:
+        plain = replace(options, repack=False)
+
+        def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
+            return Scheduler((), [template], plain, batch, ()).solve(batch, keep_order=True)
+
+        result = repack(result, pods, templates, placed, in_order)
+    result.errors.update(skipped)
+    return result
