@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 #: Generous bounds: a blow-up (2.6 GB, 29 s of CPU) breaks them by orders of magnitude,
 #: while a slow shared CI machine does not.

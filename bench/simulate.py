@@ -37,7 +37,8 @@ import yaml
 from nodewright import metrics
 from nodewright.api.core import Node, Pod
 from nodewright.api.manifests import load_paths
-from nodewright.cli import _registry, load_host
+from nodewright.commands.host import load_host
+from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation
 
 MIB = 2**20
@@ -212,7 +213,7 @@ def write_case(case: Case, folder: Path) -> tuple[Path, Path | None]:
 def run_simulate(case: Case, folder: Path) -> Measurement:
     manifests, scenario = write_case(case, folder)
     report = folder / "report.json"
-    command = [sys.executable, "-m", "nodewright.cli", "simulate", str(manifests)]
+    command = [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)]
     if scenario is not None:
         command += ["--scenario", str(scenario)]
     command += ["--json", str(report)]
@@ -256,7 +257,7 @@ def measure_idle(repeat: int) -> Idle:
         case = next(c for c in CASES if c.name == "existing-2k")
         manifests, _ = write_case(case, Path(tmp))
         host = load_host()
-        objects = load_paths([manifests], _registry(host))
+        objects = load_paths([manifests], kind_registry(host))
         simulation = Simulation(host)
         simulation.apply(objects)
         simulation.settle()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 
 @dataclass

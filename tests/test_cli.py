@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
 
 
@@ -117,7 +117,7 @@ def test_simulate_without_the_kwok_provider_says_how_to_install_it(tmp_path: Pat
     manifests = tmp_path / "pool.yaml"
     manifests.write_text(node_pool() + KWOK_CLASS)
     completed = subprocess.run(
-        [sys.executable, "-m", "nodewright.cli", "simulate", str(manifests)],
+        [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)],
         capture_output=True,
         text=True,
         env={"NODEWRIGHT_DISABLE_PLUGINS": "kwok", "PATH": "/usr/bin:/bin"},
@@ -132,9 +132,9 @@ def test_simulate_without_the_kwok_provider_says_how_to_install_it(tmp_path: Pat
 def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_verbose() -> None:
     import logging
 
-    from nodewright.cli import _ClockFormatter
     from nodewright.clock import SimulatedClock
     from nodewright.logfields import fields
+    from nodewright.service.logs import TextFormatter
 
     try:
         raise TypeError("'str' object is not callable")
@@ -149,10 +149,10 @@ def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_ve
             sys.exc_info(),
         )
         record.__dict__.update(fields(controller="x"))
-    quiet = _ClockFormatter(SimulatedClock()).format(record)
+    quiet = TextFormatter.simulated(SimulatedClock()).format(record)
     assert quiet.endswith("Reconciler error: TypeError: 'str' object is not callable\tcontroller=x")
     assert "Traceback" not in quiet
-    loud = _ClockFormatter(SimulatedClock(), verbose=True).format(record)
+    loud = TextFormatter.simulated(SimulatedClock(), verbose=True).format(record)
     assert "Traceback (most recent call last)" in loud
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodewright.api.crds import core_crds
-from nodewright.cli import load_host
-from nodewright.crds_cli import dump
+from nodewright.commands.crds import dump
+from nodewright.commands.host import load_host
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "nodewright-crd"
 REGENERATE = "python -m tests.charts.crdchart"

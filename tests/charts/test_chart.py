@@ -14,8 +14,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from nodewright.settings import load_settings, parse_provider_options
 from tests.charts.gotemplate import TemplateError
 from tests.charts.helm import CHART, REQUIRED, merge, render

@@ -10,8 +10,8 @@ import kubernetes_validate
 import pytest
 
 from nodewright.api.crds import core_crds
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from tests.charts.crdchart import REGENERATE, templates
 from tests.charts.helm import CRD_CHART, ValuesError, render
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from nodewright.api.convert import convert_documents, format_seconds
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.conftest import KWOK_CLASS, Simulate, deployment
 
 # Seed 000 (an AWS blog on pod affinity): the v1alpha5 Provisioner with an inline provider.

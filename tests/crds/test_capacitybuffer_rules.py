@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buffer
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from tests.crds.cel import validate
 
 Edit = Callable[[dict[str, Any]], None]

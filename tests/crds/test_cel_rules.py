@@ -12,8 +12,8 @@ import pytest
 
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.validation import validate_node_claim, validate_node_pool
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from tests.crds.cel import Broken, evaluate, validate
 
 Edit = Callable[[dict[str, Any]], None]

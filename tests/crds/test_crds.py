@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from nodewright.api.convert import convert_documents
-from nodewright.cli import load_host, main
-from nodewright.crds_cli import all_crds, dump
+from nodewright.commands import main
+from nodewright.commands.crds import all_crds, dump
+from nodewright.commands.host import load_host
 from tests.convert.test_convert import SEED_000_PROVISIONER, SEED_002_NODEPOOL
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ import pytest
 
 from nodewright.api.nodeoverlay import NodeOverlay, by_weight
 from nodewright.api.validation import validate_node_overlay
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from tests.crds.cel import validate
 
 Edit = Callable[[dict[str, Any]], None]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from tests.conftest import KWOK_CLASS, Simulate, SimulateResult, deployment, node_pool
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
 from tests.disruption.harness import Harness
 

@@ -98,7 +98,7 @@ def connect(kubeconfig: str = KUBECONFIG) -> KubeCluster:
 def install_crds() -> None:
     """``nodewright crds | kubectl apply -f -``, then wait until every CRD is established."""
     done = subprocess.run(
-        [sys.executable, "-m", "nodewright.cli", "crds"],
+        [sys.executable, "-m", "nodewright.commands", "crds"],
         capture_output=True,
         text=True,
         timeout=120,

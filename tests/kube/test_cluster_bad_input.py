@@ -28,7 +28,7 @@ from nodewright.api.karpenter import NodePool
 from nodewright.api.manifests import KindRegistry, load_manifests
 from nodewright.api.meta import KubeObject
 from nodewright.api.validation import FieldError, validate_node_pool
-from nodewright.crds_cli import run_crds
+from nodewright.commands.crds import run_crds
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
 from nodewright.settings import RunSettings

@@ -202,7 +202,7 @@ def test_sigterm_releases_the_lease(namespace: str, admin: KubeCluster) -> None:
     env.pop("KUBECONFIG", None)
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "nodewright.cli", "run", "--kubeconfig", live.KUBECONFIG,
+            sys.executable, "-m", "nodewright.commands", "run", "--kubeconfig", live.KUBECONFIG,
             "--metrics-port", "0", "--health-probe-port", "0", "--bind-address", "127.0.0.1",
             "--leader-election-namespace", namespace,
             "--leader-election-name", "nodewright-failover",

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.cli import main
 from nodewright.cluster.kube.transport import Answer, Transport
+from nodewright.commands import main
 from tests.kube import live
 
 pytestmark = live.LIVE

@@ -30,7 +30,7 @@ def test_run_serves_probes_and_stops_cleanly_on_sigterm(apiserver: FakeApiServer
         [
             sys.executable,
             "-m",
-            "nodewright.cli",
+            "nodewright.commands",
             "run",
             "--kubeconfig",
             str(apiserver.kubeconfig),

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright.service import logs
 from nodewright.service.runner import options_from
 from nodewright.settings import RunSettings, SettingsError, add_flags, load_settings

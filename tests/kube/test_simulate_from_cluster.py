@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from nodewright.api.core import Pod
-from nodewright.cli import main
 from nodewright.cluster.kube.routing import plural_of
 from nodewright.cluster.kube.snapshot import PAGE_SIZE, list_all
 from nodewright.cluster.kube.transport import Answer
+from nodewright.commands import main
 from tests.kube.fake_apiserver import TOKEN, FakeApiServer, Fault
 
 ROOT = Path(__file__).resolve().parents[2]

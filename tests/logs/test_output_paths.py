@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright.service import logs
 
 

@@ -21,10 +21,10 @@ from nodewright.api.core import (
 )
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.meta import ObjectMeta, OwnerReference
-from nodewright.cli import load_host
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
+from nodewright.commands.host import load_host
 from nodewright.controllers.nodemetrics import NodeMetrics
 
 

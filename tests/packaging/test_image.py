@@ -73,8 +73,8 @@ def test_build_makes_a_wheel_and_an_sdist_of_each_distribution(dist: Path) -> No
     with zipfile.ZipFile(dist / f"nodewright-{VERSION}-py3-none-any.whl") as wheel:
         names = wheel.namelist()
         entry_points = wheel.read(f"nodewright-{VERSION}.dist-info/entry_points.txt").decode()
-    assert "nodewright/cli.py" in names
-    assert "nodewright = nodewright.cli:main" in entry_points
+    assert "nodewright/commands/__init__.py" in names
+    assert "nodewright = nodewright.commands:main" in entry_points
     for provider in ("kwok", "aws", "azure"):
         with zipfile.ZipFile(dist / f"nodewright_{provider}-{VERSION}-py3-none-any.whl") as wheel:
             info = f"nodewright_{provider}-{VERSION}.dist-info"

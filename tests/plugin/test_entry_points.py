@@ -115,7 +115,7 @@ spec:
         "NODEWRIGHT_PLUGINS": "toy",
     }
     completed = subprocess.run(
-        [sys.executable, "-m", "nodewright.cli", "simulate", str(manifests)],
+        [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)],
         capture_output=True,
         text=True,
         env=env,

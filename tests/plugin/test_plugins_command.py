@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.plugin.conftest import DistributionMaker
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from nodewright.api.core import Pod
 from nodewright.api.manifests import load_paths
-from nodewright.cli import _registry
 from nodewright.plugin.host import PluginHost
+from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation
 from tests.conftest import KWOK_CLASS, deployment, node_pool
 
@@ -18,7 +18,7 @@ def test_a_settled_simulation_holds_no_undrained_changes(tmp_path: Path) -> None
     manifests.write_text(node_pool() + KWOK_CLASS + deployment("inflate", 200))
     host = PluginHost.load(only=["kwok"])
     simulation = Simulation(host)
-    simulation.apply(load_paths([manifests], _registry(host)))
+    simulation.apply(load_paths([manifests], kind_registry(host)))
     simulation.settle()
     state = simulation.cluster.state
     assert state.count(Pod) == 200

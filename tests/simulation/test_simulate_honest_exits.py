@@ -110,7 +110,7 @@ def test_an_aws_pool_without_credentials_stops_the_run(
 def test_seed_000_without_a_region_fails_fast(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nodewright.cli import main
+    from nodewright.commands import main
 
     _clear_aws_environment(monkeypatch, tmp_path)
     example = ROOT / "examples" / "aws-seed-000"

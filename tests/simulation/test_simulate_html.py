@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "inflate"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "node-repair"

@@ -27,7 +27,7 @@ from nodewright.api.nodeoverlay import (
     PRICE_OVERLAY_APPLIED_ANNOTATION,
     NodeOverlay,
 )
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright.controllers.catalog import NodePoolNotEvaluatedError
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost

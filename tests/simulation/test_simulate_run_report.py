@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DUMP = ROOT / "examples" / "what-if" / "cluster-dump.yaml"

@@ -1,5 +1,6 @@
-"""Log output of ``nodewright run``: JSON lines as Karpenter v1 writes them, or text, with
-secrets masked as a last line of defence (the adapter never logs credentials in the first place).
+"""Log lines of the commands: ``nodewright run`` writes JSON lines as Karpenter v1 writes them,
+or text, with secrets masked as a last line of defence (the adapter never logs credentials in the
+first place); ``nodewright simulate`` writes the same text lines stamped with the simulated clock.
 
 A JSON line has zap's level name (``WARN``, not ``WARNING``), the time, the logger (``controller``
 while a controller's pass runs, as controller-runtime names Karpenter's), the message, the
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from nodewright import metrics
+from nodewright.clock import Clock
 from nodewright.logfields import as_text, level_name, record_fields
 
 _SECRETS = (
@@ -39,9 +41,17 @@ def redact(text: str) -> str:
     return text
 
 
-def _stamp(record: logging.LogRecord) -> str:
-    moment = datetime.fromtimestamp(record.created, UTC)
+#: Keys of log lines measured on the wall clock, which a simulation's lines leave out: its
+#: output must not differ from run to run.
+WALL_CLOCK_KEYS = frozenset({"duration"})
+
+
+def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _created(record: logging.LogRecord) -> str:
+    return _stamp(datetime.fromtimestamp(record.created, UTC))
 
 
 class JSONFormatter(logging.Formatter):
@@ -52,7 +62,7 @@ class JSONFormatter(logging.Formatter):
         controller = metrics.current_controller.get()
         entry: dict[str, object] = {
             "level": level_name(record),
-            "time": _stamp(record),
+            "time": _created(record),
             "logger": "controller" if controller else record.name.removeprefix("nodewright."),
             "message": record.getMessage(),
         }
@@ -67,18 +77,45 @@ class JSONFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """``TIME LEVEL logger message key=value ...``, as ``nodewright simulate`` prints."""
+    """``TIME LEVEL logger message key=value ...``.
+
+    ``nodewright run``'s lines are stamped with the time they were logged and masked; a
+    simulation's (:meth:`simulated`) with its clock, without the wall-clock keys, and with the
+    traceback of a logged exception when ``verbose``.
+    """
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        left_out: frozenset[str] = frozenset(),
+        tracebacks: bool = False,
+        masked: bool = True,
+    ) -> None:
+        super().__init__()
+        self._clock = clock
+        self._left_out = left_out
+        self._tracebacks = tracebacks
+        self._masked = masked
+
+    @classmethod
+    def simulated(cls, clock: Clock, verbose: bool = False) -> TextFormatter:
+        """The lines ``nodewright simulate`` prints."""
+        return cls(clock, left_out=WALL_CLOCK_KEYS, tracebacks=verbose, masked=False)
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_stamp(record)}\t{level_name(record)}\t{record.name.removeprefix('nodewright.')}"
+        stamp = _created(record) if self._clock is None else _stamp(self._clock.now())
+        line = f"{stamp}\t{level_name(record)}\t{record.name.removeprefix('nodewright.')}"
         line += f"\t{record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             line += f": {type(error).__name__}: {error}"
-        values = record_fields(record)
+        values = {k: v for k, v in record_fields(record).items() if k not in self._left_out}
         if values:
             line += f"\t{as_text(values)}"
-        return redact(line)
+        if self._tracebacks and record.exc_info and record.exc_info[1] is not None:
+            line += "\n" + self.formatException(record.exc_info)
+        return redact(line) if self._masked else line
 
 
 def _handler(path: str) -> logging.Handler:

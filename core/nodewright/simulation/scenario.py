@@ -21,18 +21,38 @@ mapping with exactly one key:
     are optional. The simulated kubelets keep the condition as written.
 
 Every step but ``advance`` and ``settle`` is followed by an implicit ``settle``.
+
+:func:`run_scenario` runs the steps against a :class:`~nodewright.simulation.runner.Simulation`;
+a step that cannot run (an object that does not exist, a kind that cannot be scaled) raises
+:class:`~nodewright.simulation.inputs.InputError` naming the step.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from nodewright.api.apps import Deployment, ReplicaSet, StatefulSet
 from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
+from nodewright.api.karpenter import NodePool
 from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
+from nodewright.api.meta import KubeObject
+from nodewright.cluster.objects import mutable
+from nodewright.plugin.host import PluginHost
+from nodewright.simulation.inputs import (
+    MAX_SIMULATED_PODS,
+    MAX_STATIC_NODES,
+    InputError,
+    kind_registry,
+    load_checked,
+    warn_static_without_gate,
+)
+from nodewright.simulation.preflight import unusable_providers
+from nodewright.simulation.runner import Simulation
 
 STEP_KINDS = ("apply", "scale", "delete", "advance", "settle", "setNodeCondition")
 #: The statuses a Node condition can have.
@@ -230,3 +250,180 @@ def _node_condition(value: object, where: str) -> NodeConditionChange:
         reason=texts["reason"],
         message=texts["message"],
     )
+
+
+# -- running ----------------------------------------------------------------------------------
+
+#: The NodePool CRD's rule against turning a pool static or dynamic once it exists.
+STATIC_SWITCH_MESSAGE = (
+    "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+    "provisioning modes"
+)
+#: The workload kinds a ``scale`` step scales (besides a static NodePool).
+SCALABLE_KINDS: dict[str, type[Deployment | ReplicaSet | StatefulSet]] = {
+    "Deployment": Deployment,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
+}
+
+log = logging.getLogger("nodewright.simulation")
+
+
+def scenario_hint(file: Path) -> str | None:
+    """A line saying ``file`` is a scenario, when it reads as one (given where manifests go)."""
+    try:
+        scenario = load_scenario(file)
+    except ScenarioError:
+        return None
+    if not scenario.steps:
+        return None
+    return (
+        f"{file}: this is a scenario ({len(scenario.steps)} step(s)), not manifests; "
+        f"pass it with --scenario {file}"
+    )
+
+
+def run_scenario(simulation: Simulation, scenario: Scenario, host: PluginHost) -> None:
+    """Run the steps in order, each followed by its implicit settle."""
+    for step in scenario.steps:
+        run_step(simulation, step, host)
+
+
+def run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
+    """Run one step; raises :class:`InputError` naming the step when it cannot run."""
+    if step.action == "apply":
+        _apply(simulation, step, host)
+    elif step.action == "advance":
+        assert step.duration is not None
+        simulation.advance(step.duration)
+    elif step.action == "settle":
+        if step.duration is None:
+            simulation.settle()
+        else:
+            simulation.settle(step.duration)
+    elif step.action == "scale" and step.kind == "NodePool":
+        _scale_node_pool(simulation, step)
+    elif step.action == "scale":
+        _scale_workload(simulation, step)
+    elif step.action == "setNodeCondition":
+        _set_node_condition(simulation, step)
+    elif step.action == "delete":
+        _delete(simulation, step, host)
+
+
+def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
+    applied = [
+        node_class
+        for kind in host.node_class_kinds()
+        for node_class in simulation.cluster.list(kind.model)
+    ]
+    objects = load_checked(step.paths, host, applied, file_hint=scenario_hint)
+    switched = _static_switches(simulation, objects)
+    if switched:
+        raise InputError([f"{step.where}.apply: {line}" for line in switched])
+    warn_static_without_gate(objects, simulation.operator.options)
+    problems = unusable_providers(host, objects)
+    if problems:
+        raise InputError([f"{step.where}.apply: {line}" for line in problems])
+    simulation.apply(objects)
+    simulation.settle()
+
+
+def _static_switches(simulation: Simulation, objects: Sequence[KubeObject]) -> list[str]:
+    """NodePools an update would turn static or dynamic, which the API server refuses."""
+    problems = []
+    for obj in objects:
+        if not isinstance(obj, NodePool):
+            continue
+        current = simulation.cluster.get(NodePool, obj.name)
+        if current is not None and (current.spec.replicas is None) != (obj.spec.replicas is None):
+            problems.append(f'NodePool "{obj.name}": spec.replicas: {STATIC_SWITCH_MESSAGE}')
+    return problems
+
+
+def _scale_node_pool(simulation: Simulation, step: Step) -> None:
+    """``kubectl scale nodepool``: set ``spec.replicas`` of a static NodePool."""
+    where = f"{step.where}.scale"
+    if step.namespace:
+        raise InputError([f"{where}.namespace: a NodePool is cluster-scoped; drop 'namespace'"])
+    pool = simulation.cluster.get(NodePool, step.name)
+    if pool is None:
+        raise InputError([f"{where}: NodePool {step.name!r} does not exist"])
+    if pool.spec.replicas is None:
+        raise InputError(
+            [
+                f"{where}: NodePool {step.name!r} is dynamic (no spec.replicas), so it cannot be "
+                f"scaled: {STATIC_SWITCH_MESSAGE}"
+            ]
+        )
+    others = sum(
+        p.spec.replicas or 0 for p in simulation.cluster.list(NodePool) if p.name != pool.name
+    )
+    if others + step.replicas > MAX_STATIC_NODES:
+        raise InputError(
+            [
+                f"{where}.replicas: static NodePools would ask for {others + step.replicas} "
+                f"nodes; a simulation runs at most {MAX_STATIC_NODES}"
+            ]
+        )
+    pool = mutable(pool)
+    pool.spec.replicas = step.replicas
+    simulation.cluster.update(pool)
+    log.info("Scaled nodepool %s to %d replica(s)", step.name, step.replicas)
+    simulation.settle()
+
+
+def _scale_workload(simulation: Simulation, step: Step) -> None:
+    """``kubectl scale``: set ``spec.replicas`` of a Deployment, ReplicaSet or StatefulSet."""
+    kind = SCALABLE_KINDS.get(step.kind)
+    if kind is None:
+        raise InputError(
+            [
+                f"{step.where}.scale.kind: cannot scale a {step.kind}; "
+                f"expected one of {', '.join([*SCALABLE_KINDS, 'NodePool'])}"
+            ]
+        )
+    if step.replicas > MAX_SIMULATED_PODS:
+        raise InputError(
+            [
+                f"{step.where}.scale.replicas: {step.replicas} pods; a simulation runs at "
+                f"most {MAX_SIMULATED_PODS}"
+            ]
+        )
+    workload = simulation.cluster.get(kind, step.name, step.namespace or "default")
+    if workload is None:
+        raise InputError([f"{step.where}.scale: {step.kind} {step.name!r} does not exist"])
+    workload = mutable(workload)
+    workload.spec.replicas = step.replicas
+    simulation.cluster.update(workload)
+    log.info("Scaled %s %s to %d replica(s)", step.kind.lower(), step.name, step.replicas)
+    simulation.settle()
+
+
+def _set_node_condition(simulation: Simulation, step: Step) -> None:
+    change = step.condition
+    assert change is not None
+    try:
+        names = simulation.select_nodes(change.node, change.selector, change.count)
+    except LookupError as error:
+        key = "node" if change.node else "selector"
+        raise InputError([f"{step.where}.setNodeCondition.{key}: {error}"]) from None
+    for name in names:
+        simulation.set_node_condition(
+            name, change.type, change.status, change.reason, change.message
+        )
+    simulation.settle()
+
+
+def _delete(simulation: Simulation, step: Step, host: PluginHost) -> None:
+    registry = kind_registry(host)
+    versions = registry.versions(step.kind)
+    model = registry.lookup(versions[0], step.kind) if versions else None
+    if model is None:
+        raise InputError([f"{step.where}.delete.kind: unknown kind {step.kind!r}"])
+    namespace = (step.namespace or "default") if model.NAMESPACED else ""
+    if simulation.cluster.get(model, step.name, namespace) is None:
+        raise InputError([f"{step.where}.delete: {step.kind} {step.name!r} does not exist"])
+    simulation.cluster.delete(model, step.name, namespace)
+    log.info("Deleted %s %s", step.kind.lower(), step.name)
+    simulation.settle()

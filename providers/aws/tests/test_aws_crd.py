@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from nodewright.api.convert import convert_documents
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright_aws.crd import ec2_node_class_crd
 from nodewright_aws.nodeclass import EC2NodeClass
 

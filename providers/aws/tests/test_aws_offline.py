@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import nodewright_aws.plugin as aws_plugin
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright_aws.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
 from nodewright_aws.options import parse_settings
 

@@ -25,12 +25,11 @@ from aws_helpers import builtin_images, moto_session, seed_ssm
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
-from nodewright.cli import _load as load_manifests
-from nodewright.cli import _run_step as run_step
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright.plugin.host import PluginHost
+from nodewright.simulation.inputs import load_checked
 from nodewright.simulation.runner import Simulation
-from nodewright.simulation.scenario import load_scenario
+from nodewright.simulation.scenario import load_scenario, run_step, scenario_hint
 from nodewright_aws.plugin import AWSPlugin
 from nodewright_aws.pricing import PriceBook
 from nodewright_aws.provider import AWSProvider
@@ -194,7 +193,7 @@ def run(sim: Simulation, step_index: int) -> None:
 
 def start(endpoint: str) -> Simulation:
     sim = simulation(endpoint)
-    sim.apply(load_manifests([EXAMPLE / "manifests"], sim.host))
+    sim.apply(load_checked([EXAMPLE / "manifests"], sim.host, file_hint=scenario_hint))
     sim.settle()
     return sim
 

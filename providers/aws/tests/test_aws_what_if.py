@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 ROOT = Path(__file__).resolve().parents[3]
 M5_LARGE = 0.096  # the catalog's on-demand m5.large (us-east-1 list price, in every region)

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from nodewright.cli import load_host
-from nodewright.crds_cli import all_crds
+from nodewright.commands.crds import all_crds
+from nodewright.commands.host import load_host
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.nodeclass import AKSNodeClass
 

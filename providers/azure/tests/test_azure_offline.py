@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.cli import main
+from nodewright.commands import main
 from nodewright_azure import plugin as azure_plugin
 from nodewright_azure.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
 from nodewright_azure.options import SettingsError, parse_settings

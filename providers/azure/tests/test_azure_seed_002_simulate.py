@@ -23,7 +23,8 @@ from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import CONDITION_READY, NodeClaim
 from nodewright.api.manifests import KindRegistry, load_paths
 from nodewright.api.meta import find_condition
-from nodewright.cli import load_host, main
+from nodewright.commands import main
+from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation
 from nodewright_azure import plugin as azure_plugin
 from nodewright_azure.nodeclass import (

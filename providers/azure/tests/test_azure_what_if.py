@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.cli import main
+from nodewright.commands import main
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "azure"

@@ -22,7 +22,7 @@ from fake_azure import FakeAzure
 from nodewright.api.core import Node, Pod
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.manifests import KindRegistry, load_paths, load_text
-from nodewright.cli import load_host
+from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation
 from nodewright_azure import labels as L
 from nodewright_azure import plugin as azure_plugin

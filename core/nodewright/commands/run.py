@@ -1,4 +1,4 @@
-"""The ``nodewright run`` subcommand: flags, and wiring settings to the service."""
+"""``nodewright run``: operate a real cluster; its flags, and wiring settings to the service."""
 
 from __future__ import annotations
 
@@ -7,34 +7,18 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
 from nodewright.cluster import ClusterError
 from nodewright.cluster.objects import tune_collector
-from nodewright.plugin.host import PluginHost
+from nodewright.commands.command import EXIT_INVALID_INPUT, Command
+from nodewright.commands.host import load_host
 from nodewright.service import logs
 from nodewright.service.runner import RunService, connect
 from nodewright.settings import SettingsError, add_flags, load_settings
 
-EXIT_INVALID_INPUT = 2
-
 log = logging.getLogger("nodewright.run")
-
-
-def add_run_command(commands: Any, load_host: Callable[[], PluginHost]) -> None:
-    """Register ``run`` on the CLI's subparsers."""
-    run = commands.add_parser(
-        "run",
-        help="operate a real cluster (kubeconfig or in-cluster service account)",
-        description="Run the controllers against a Kubernetes API server on the wall clock, "
-        "with leader election, /healthz, /readyz and /metrics. Every flag is also an "
-        "environment variable (the flag's name in upper case with underscores).",
-    )
-    add_flags(run)
-    run.set_defaults(handler=lambda args: cmd_run(args, load_host))
 
 
 def _kubeconfig_problem(kubeconfig: str | None) -> str | None:
@@ -57,7 +41,7 @@ def _kubeconfig_problem(kubeconfig: str | None) -> str | None:
     return None
 
 
-def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> int:
+def run(args: argparse.Namespace) -> int:
     tune_collector()
     try:
         settings = load_settings(args)
@@ -94,3 +78,14 @@ def cmd_run(args: argparse.Namespace, load_host: Callable[[], PluginHost]) -> in
         signal.signal(signum, lambda *_: service.request_stop())
     log.info("starting against %s as %s", cluster.host, service.identity)
     return service.run()
+
+
+COMMAND = Command(
+    "run",
+    help="operate a real cluster (kubeconfig or in-cluster service account)",
+    description="Run the controllers against a Kubernetes API server on the wall clock, "
+    "with leader election, /healthz, /readyz and /metrics. Every flag is also an "
+    "environment variable (the flag's name in upper case with underscores).",
+    run=run,
+    add_arguments=add_flags,
+)

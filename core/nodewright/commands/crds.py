@@ -6,6 +6,7 @@ every installed provider that supplies one (``NodeClassKind.crd``).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,10 +15,9 @@ from typing import Any, TextIO
 import yaml
 
 from nodewright.api.crds import core_crds
+from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
+from nodewright.commands.host import load_host
 from nodewright.plugin.host import PluginHost
-
-EXIT_OK = 0
-EXIT_INVALID_INPUT = 2
 
 
 class CrdError(Exception):
@@ -86,5 +86,19 @@ def _write(crds: Sequence[Mapping[str, Any]], output_dir: Path) -> None:
         ) from None
 
 
-def names(crds: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [str(crd["metadata"]["name"]) for crd in crds]
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output-dir", metavar="DIR", help="write one YAML file per CRD into DIR instead"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_crds(load_host(), Path(args.output_dir) if args.output_dir else None)
+
+
+COMMAND = Command(
+    "crds",
+    help="print the CRDs: NodePool, NodeClaim and each installed provider's NodeClass",
+    run=run,
+    add_arguments=add_arguments,
+)

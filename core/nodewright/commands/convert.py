@@ -11,6 +11,7 @@ through unchanged.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,9 +20,9 @@ from typing import Any, TextIO
 import yaml
 
 from nodewright.api.manifests import ExtraRules, KindRegistry, load_manifests
-
-EXIT_OK = 0
-EXIT_INVALID_INPUT = 2
+from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
+from nodewright.commands.host import load_host
+from nodewright.simulation.inputs import karpenter_rules, kind_registry
 
 
 def _plain(value: Any) -> Any:
@@ -59,3 +60,25 @@ def run_convert(
         )
     )
     return EXIT_OK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="FILE", help="manifest files or directories")
+
+
+def run(args: argparse.Namespace) -> int:
+    host = load_host()
+    return run_convert(
+        [Path(p) for p in args.paths], registry=kind_registry(host), rules=karpenter_rules(host)
+    )
+
+
+COMMAND = Command(
+    "convert",
+    help="print retired Karpenter manifests (v1alpha5, v1beta1, v1alpha2) as current ones",
+    description="Convert Provisioner/AWSNodeTemplate (v1alpha5), v1beta1 NodePool/NodeClaim "
+    "and v1alpha2 AKSNodeClass documents to karpenter.sh/v1 and current NodeClasses; other "
+    "documents pass through. Fields that cannot be carried over are named on stderr.",
+    run=run,
+    add_arguments=add_arguments,
+)
