@@ -387,3 +387,34 @@ def test_a_json_report_path_that_is_a_directory_is_refused_before_simulating(
     assert _errors(capsys.readouterr().err) == [
         f"error: --json {tmp_path}: is a directory; name a file"
     ]
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+def test_every_command_is_listed_and_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    from nodewright.commands import COMMANDS
+
+    with pytest.raises(SystemExit) as listed:
+        main(["--help"])
+    assert listed.value.code == 0
+    overview = capsys.readouterr().out
+    names = [command.name for command in COMMANDS]
+    assert names == ["simulate", "plugins", "convert", "crds", "run", "version"]
+    for command in COMMANDS:
+        assert command.name in overview
+        assert command.help in " ".join(overview.split())
+        with pytest.raises(SystemExit) as helped:
+            main([command.name, "--help"])
+        assert helped.value.code == 0
+        usage = capsys.readouterr().out
+        assert usage.startswith(f"usage: nodewright {command.name} ")
+        if command.description:
+            assert command.description.split()[0] in usage
+
+
+def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bogus"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
