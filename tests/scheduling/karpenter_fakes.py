@@ -1,12 +1,8 @@
-"""Karpenter's fake cloud provider catalog and its test pods, as nodewright objects.
+"""NodePools over Karpenter's fake catalog, and its test pods, as nodewright objects.
 
-Mirrors ``pkg/cloudprovider/fake`` (``GetInstanceTypes``, ``NewInstanceType``,
-``PriceFromResources``): every type defaults to 4 CPU / 4Gi / 5 pods, reserves 100m CPU and
-10Mi memory, is sold as spot in zones 1-2 and on-demand in zones 1-3 at one price (0.1 per
-CPU, 0.1 per GB of memory, +1 for a GPU), runs linux, windows and darwin, and carries the
-fake's own labels ``size`` (small/large), ``special`` (only on large types) and ``integer``
-(its CPU count). Unlike ``scheduling_fakes`` (spot discounted), prices match Karpenter's so
-"cheapest type" means the same thing in both.
+The catalog is the test kit's (:func:`nodewright.testing.karpenter_instance_types`), priced as
+Karpenter prices it (unlike ``scheduling_fakes``, whose spot is discounted), so "cheapest type"
+means the same thing here and in Karpenter's suite.
 
 Pods are built as :class:`nodewright.api.core.Pod` objects, like ``test.UnschedulablePod``,
 and turned into solver input with :func:`nodewright.scheduling.pods.pod_request`, so the
@@ -20,15 +16,12 @@ from itertools import count
 
 from nodewright.api import core as api
 from nodewright.api.labels import (
-    ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
-    OS_LABEL,
     ZONE_LABEL,
 )
 from nodewright.api.meta import ObjectMeta
-from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
+from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import (
     DaemonOverheadGroup,
     NewNodeClaim,
@@ -36,91 +29,15 @@ from nodewright.scheduling.model import (
     PodRequest,
 )
 from nodewright.scheduling.pods import pod_request
-from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.resources import ResourceList, parse_resources, resources
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.resources import ResourceList
 from nodewright.scheduling.taints import Taint
+from nodewright.testing.catalog import karpenter_instance_types
 
-ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
-GPU_A = "fake.com/vendor-a"
-GPU_B = "fake.com/vendor-b"
-SIZE_LABEL = "size"
-SPECIAL_LABEL = "special"
-INTEGER_LABEL = "integer"
 #: The scheduling suite's NodePool allows every capacity type.
 ALL_CAPACITY_TYPES = (CAPACITY_TYPE_LABEL, "In", ["spot", "on-demand", "reserved"])
 
 Spec = tuple[str, str, Sequence[str]]
-
-_GIB = 1024**3
-
-
-def price_from_resources(capacity: Mapping[str, int]) -> float:
-    """``fake.PriceFromResources``; capacity in milli-units."""
-    price = 0.1 * capacity.get("cpu", 0) / 1000
-    price += 0.1 * capacity.get("memory", 0) / 1000 / 1e9
-    price += sum(1.0 for gpu in (GPU_A, GPU_B) if capacity.get(gpu, 0))
-    return price
-
-
-def default_offerings(price: float) -> list[Offering]:
-    return [
-        *(Offering(zone, "spot", price) for zone in ZONES[:2]),
-        *(Offering(zone, "on-demand", price) for zone in ZONES),
-    ]
-
-
-def instance_type(
-    name: str,
-    *,
-    cpu: str = "4",
-    memory: str = "4Gi",
-    pods: str = "5",
-    arch: str = "amd64",
-    oses: Sequence[str] = ("linux", "windows", "darwin"),
-    extra: Mapping[str, str] | None = None,
-    offerings: Sequence[Offering] | None = None,
-) -> InstanceType:
-    """``fake.NewInstanceType``: defaults for missing resources, the fake's labels, offerings."""
-    capacity = parse_resources({"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})})
-    large = capacity["cpu"] > 4000 and capacity["memory"] > 8 * _GIB * 1000
-    requirements = Requirements(
-        [
-            Requirement.of(INSTANCE_TYPE_LABEL, "In", [name]),
-            Requirement.of(ARCH_LABEL, "In", [arch]),
-            Requirement.of(OS_LABEL, "In", sorted(oses)),
-            Requirement.of(SIZE_LABEL, "In", ["large" if large else "small"]),
-            Requirement.of(
-                SPECIAL_LABEL, *(("In", ["optional"]) if large else ("DoesNotExist", []))
-            ),
-            Requirement.of(INTEGER_LABEL, "In", [str(capacity["cpu"] // 1000)]),
-        ]
-    )
-    return InstanceType(
-        name,
-        requirements,
-        capacity,
-        InstanceTypeOverhead(kube_reserved=resources(cpu="100m", memory="10Mi")),
-    ).with_offerings(
-        offerings if offerings is not None else default_offerings(price_from_resources(capacity))
-    )
-
-
-def catalog() -> tuple[InstanceType, ...]:
-    """``fake.CloudProvider.GetInstanceTypes`` with no overrides."""
-    return (
-        instance_type("default-instance-type"),
-        instance_type("small-instance-type", cpu="2", memory="2Gi"),
-        instance_type("gpu-vendor-instance-type", extra={GPU_A: "2"}),
-        instance_type("gpu-vendor-b-instance-type", extra={GPU_B: "2"}),
-        instance_type(
-            "arm-instance-type",
-            cpu="16",
-            memory="128Gi",
-            arch="arm64",
-            oses=("ios", "linux", "windows", "darwin"),
-        ),
-        instance_type("single-pod-instance-type", pods="1"),
-    )
 
 
 def node_pool(
@@ -143,7 +60,9 @@ def node_pool(
         weight=weight,
         requirements=merged,
         taints=tuple(taints),
-        instance_types=tuple(instance_types if instance_types is not None else catalog()),
+        instance_types=tuple(
+            instance_types if instance_types is not None else karpenter_instance_types()
+        ),
         remaining=remaining,
         daemon_groups=(DaemonOverheadGroup(daemon_overhead),) if daemon_overhead else (),
     )

@@ -1,9 +1,9 @@
-"""A small instance-type catalog shaped like Karpenter's fake cloud provider, and builders.
+"""Karpenter's fake catalog with discounted spot, NodePools over it, and pods as solver input.
 
-``default-instance-type`` 4 CPU / 4Gi / 5 pods, ``small-instance-type`` 2 CPU / 2Gi,
-``arm-instance-type`` 16 CPU / 128Gi (arm64), two GPU types, ``single-pod-instance-type``;
-every type reserves 100m CPU and 10Mi memory; spot in zones 1-2, on-demand in zones 1-3.
-Prices grow with CPU and memory, as in ``fake.PriceFromResources``.
+The catalog is the test kit's (:func:`nodewright.testing.karpenter_instance_types`: default
+4 CPU / 4Gi / 5 pods, small 2 CPU / 2Gi, arm 16 CPU / 128Gi, two GPU types, one with a single
+pod slot); this suite reprices it (:func:`price_of`, spot at 70% of on-demand) so that the
+choice between capacity types shows in its outcomes.
 """
 
 from __future__ import annotations
@@ -11,22 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from nodewright.api.labels import (
-    ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
-    OS_LABEL,
     ZONE_LABEL,
 )
-from nodewright.scheduling.instancetype import InstanceType, InstanceTypeOverhead, Offering
+from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import DaemonOverheadGroup, HostPort, NodePoolTemplate, PodRequest
 from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import ResourceList, parse_resources, resources
+from nodewright.scheduling.resources import ResourceList, parse_resources
 from nodewright.scheduling.taints import Taint, Toleration
-
-ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
-GPU_A = "fake.com/vendor-a"
-GPU_B = "fake.com/vendor-b"
+from nodewright.testing.catalog import (
+    GPU_A,
+    GPU_B,
+    ZONES,
+    fake_instance_type,
+    karpenter_instance_types,
+)
 
 
 def price_of(capacity: Mapping[str, int]) -> float:
@@ -34,6 +34,17 @@ def price_of(capacity: Mapping[str, int]) -> float:
     price += 0.001 * capacity.get("memory", 0) / 1000 / 1e9
     price += sum(1.0 for k in (GPU_A, GPU_B) if capacity.get(k, 0))
     return round(price, 6)
+
+
+def _repriced(fake: InstanceType) -> InstanceType:
+    """``fake`` sold at :func:`price_of`, spot at 70% of on-demand."""
+    price = price_of(fake.capacity)
+    return fake.with_offerings(
+        [
+            *(Offering(z, "spot", price * 0.7) for z in ZONES[:2]),
+            *(Offering(z, "on-demand", price) for z in ZONES),
+        ]
+    )
 
 
 def instance_type(
@@ -47,41 +58,23 @@ def instance_type(
     extra: Mapping[str, str] | None = None,
     offerings: Sequence[Offering] | None = None,
 ) -> InstanceType:
-    capacity = parse_resources({"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})})
-    price = price_of(capacity)
-    if offerings is None:
-        offerings = [
-            *(Offering(z, "spot", price * 0.7) for z in ZONES[:2]),
-            *(Offering(z, "on-demand", price) for z in ZONES),
-        ]
-    requirements = Requirements.of(
-        (INSTANCE_TYPE_LABEL, "In", [name]),
-        (ARCH_LABEL, "In", [arch]),
-        (OS_LABEL, "In", list(oses)),
-    )
-    return InstanceType(
+    """The test kit's fake instance type, Linux only and repriced unless ``offerings``."""
+    fake = fake_instance_type(
         name,
-        requirements,
-        capacity,
-        InstanceTypeOverhead(kube_reserved=resources(cpu="100m", memory="10Mi")),
-    ).with_offerings(offerings)
+        cpu=cpu,
+        memory=memory,
+        pods=pods,
+        arch=arch,
+        operating_systems=oses,
+        extra=extra,
+        offerings=offerings,
+    )
+    return fake if offerings is not None else _repriced(fake)
 
 
 def fake_catalog() -> tuple[InstanceType, ...]:
-    return (
-        instance_type("default-instance-type"),
-        instance_type("small-instance-type", cpu="2", memory="2Gi"),
-        instance_type("gpu-vendor-instance-type", extra={GPU_A: "2"}),
-        instance_type("gpu-vendor-b-instance-type", extra={GPU_B: "2"}),
-        instance_type(
-            "arm-instance-type",
-            cpu="16",
-            memory="128Gi",
-            arch="arm64",
-            oses=("linux", "windows", "darwin"),
-        ),
-        instance_type("single-pod-instance-type", pods=1),
-    )
+    """Karpenter's fake catalog, repriced."""
+    return tuple(_repriced(fake) for fake in karpenter_instance_types())
 
 
 def node_pool(

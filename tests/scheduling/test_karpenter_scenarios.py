@@ -20,13 +20,7 @@ from collections.abc import Sequence
 import pytest
 from karpenter_fakes import (
     ALL_CAPACITY_TYPES,
-    GPU_A,
-    GPU_B,
-    INTEGER_LABEL,
-    SIZE_LABEL,
-    SPECIAL_LABEL,
     container,
-    instance_type,
     launched_type,
     make_pod,
     node_pool,
@@ -71,11 +65,19 @@ from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.volumes import node_volume_limits, pod_volumes
+from nodewright.testing.catalog import (
+    CPU_LABEL,
+    GPU_A,
+    GPU_B,
+    SIZE_LABEL,
+    SPECIAL_LABEL,
+    fake_instance_type,
+)
 from tests.conftest import Simulate
 
 #: Karpenter's fake provider makes its own labels well known.
 FAKE_OPTIONS = SolverOptions(
-    well_known_labels=WELL_KNOWN_LABELS | {SIZE_LABEL, SPECIAL_LABEL, INTEGER_LABEL}
+    well_known_labels=WELL_KNOWN_LABELS | {SIZE_LABEL, SPECIAL_LABEL, CPU_LABEL}
 )
 #: The scheduling suite's NodePool: every capacity type, nothing else.
 SUITE_POOL = [ALL_CAPACITY_TYPES]
@@ -650,10 +652,10 @@ def test_zone_3_is_on_demand_only() -> None:
     [("Gt", "8", "16"), ("Lt", "8", "2"), ("Gte", "16", "16"), ("Lte", "2", "2")],
 )
 def test_numeric_node_pool_requirements(operator: str, value: str, integer: str) -> None:
-    pool = node_pool(requirements=[(INTEGER_LABEL, operator, [value])])
+    pool = node_pool(requirements=[(CPU_LABEL, operator, [value])])
     pod = make_pod()
     claim = claim_of(provision([pod], [pool]), pod)
-    assert node_label(claim, INTEGER_LABEL) == integer
+    assert node_label(claim, CPU_LABEL) == integer
 
 
 @pytest.mark.parametrize(
@@ -718,7 +720,9 @@ def test_a_node_claim_lists_every_type_cheapest_first() -> None:
     """``should select for valid instance types, regardless of price``."""
     offering = [("test-zone-1a", 3.0), ("test-zone-1a", 2.0), ("test-zone-1a", 1.0)]
     types = [
-        instance_type(name, cpu=cpu, memory=memory, offerings=[Offering(zone, "on-demand", price)])
+        fake_instance_type(
+            name, cpu=cpu, memory=memory, offerings=[Offering(zone, "on-demand", price)]
+        )
         for (name, cpu, memory), (zone, price) in zip(
             [("medium", "2", "2Gi"), ("small", "1", "1Gi"), ("large", "4", "4Gi")],
             offering,

@@ -43,11 +43,7 @@ from nodewright.controllers.state import (
     is_provisionable,
     owner_kind,
 )
-from nodewright.controllers.templates import (
-    node_claim_for,
-    node_pool_requirements,
-    taints_from_api,
-)
+from nodewright.controllers.templates import node_claim_for, node_pool_requirements
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -67,6 +63,7 @@ from nodewright.scheduling.pods import (
     pod_requests,
     pod_requirement_terms,
     pod_tolerations,
+    taints_from_api,
     validate_pod,
 )
 from nodewright.scheduling.requirements import Requirements

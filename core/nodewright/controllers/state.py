@@ -24,9 +24,9 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import KubeObject, is_true
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.templates import requirements_from_api, taints_from_api
+from nodewright.controllers.templates import requirements_from_api
 from nodewright.scheduling.model import ExistingNode, HostPort, PlacedPod, TopologyTerm
-from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology
+from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology, taints_from_api
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
 from nodewright.scheduling.topology import ANTI_AFFINITY
 from nodewright.scheduling.volumes import node_volume_limits, pod_volume_usage

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from nodewright.api import core as api
 from nodewright.api.karpenter import (
     NodeClaim,
     NodeClaimResources,
@@ -39,7 +38,6 @@ from nodewright.scheduling.requirements import (
     Requirements,
 )
 from nodewright.scheduling.resources import format_resources
-from nodewright.scheduling.taints import Taint
 
 
 def requirements_from_api(items: Iterable[NodeSelectorRequirementWithMinValues]) -> Requirements:
@@ -81,10 +79,6 @@ def node_pool_requirements(pool: NodePool) -> Requirements:
     return requirements_from_api(template.spec.requirements).add(
         Requirements.from_labels({**labels, NODEPOOL_LABEL: pool.name})
     )
-
-
-def taints_from_api(taints: Sequence[api.Taint]) -> tuple[Taint, ...]:
-    return tuple(Taint(t.key, t.effect, t.value or "") for t in taints)
 
 
 def node_class_label_for(pool: NodePool | NodeClaim) -> tuple[str, str]:

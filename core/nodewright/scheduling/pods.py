@@ -123,6 +123,7 @@ def has_dra_requirements(pod: api.Pod) -> bool:
 
 
 def taints_from_api(taints: Sequence[api.Taint]) -> tuple[Taint, ...]:
+    """Taints of a Node, NodePool or NodeClaim as the solver's plain data."""
     return tuple(Taint(t.key, t.effect, t.value or "") for t in taints)
 
 

@@ -1,7 +1,7 @@
 """The test kit for provider authors and for the core's own tests.
 
 * :class:`FakeProvider`: an in-memory provider with a call log, error injection and
-  Karpenter's fake catalog.
+  Karpenter's fake catalog (:mod:`nodewright.testing.catalog`, also for building NodePools).
 * :class:`ProviderConformance`: the contract every provider must pass; subclass it in a
   provider package's tests (needs pytest).
 * :func:`make_node_claim`, :func:`launch_request`: build what the core would send.
@@ -20,14 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.testing.catalog import (
+    default_instance_types,
+    fake_instance_type,
+    karpenter_instance_types,
+    price_from_resources,
+)
 from nodewright.testing.fake_provider import (
     FakeNodeClass,
     FakeNodeClassSpec,
     FakeProvider,
-    default_instance_types,
-    fake_instance_type,
     fake_node_class,
-    price_from_resources,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +66,7 @@ __all__ = [
     "default_instance_types",
     "fake_instance_type",
     "fake_node_class",
+    "karpenter_instance_types",
     "launch_request",
     "make_node_claim",
     "node_claim_requirements",

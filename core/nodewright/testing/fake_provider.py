@@ -1,8 +1,8 @@
 """An in-memory provider for tests: records every call, fails on request, launches nothing.
 
 Modelled on Karpenter's fake cloud provider (``pkg/cloudprovider/fake``): the same default
-catalog, so scenarios from Karpenter's test suites read the same here, plus error injection
-and a ``reset()`` for reuse between tests.
+catalog (:mod:`nodewright.testing.catalog`), so scenarios from Karpenter's test suites read
+the same here, plus error injection and a ``reset()`` for reuse between tests.
 
     provider = FakeProvider()
     host = PluginHost.load(entry_points=False, plugins={"fake": provider})
@@ -12,29 +12,20 @@ and a ``reset()`` for reuse between tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.api.labels import (
-    ARCH_LABEL,
-    CAPACITY_TYPE_LABEL,
-    CAPACITY_TYPE_ON_DEMAND,
-    CAPACITY_TYPE_SPOT,
-    INSTANCE_TYPE_LABEL,
-    OS_LABEL,
-    ZONE_LABEL,
-)
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
 from nodewright.api.meta import ObjectMeta, StrictModel
 from nodewright.clock import SimulatedClock
 from nodewright.plugin import (
     Instance,
     InstanceNotFoundError,
     InstanceType,
-    InstanceTypeOverhead,
     InsufficientCapacityError,
     LaunchError,
     LaunchRequest,
@@ -47,15 +38,15 @@ from nodewright.plugin import (
     hookimpl,
 )
 from nodewright.plugin.model import ClockLike
-from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import CPU, MEMORY, parse_resources, resources
+from nodewright.testing.catalog import (
+    CPU_LABEL,
+    GROUP,
+    SIZE_LABEL,
+    SPECIAL_LABEL,
+    default_instance_types,
+)
 
-GROUP = "testing.nodewright.dev"
 API_VERSION = f"{GROUP}/v1"
-#: ``small`` or ``large``, like Karpenter's fake ``size`` label.
-SIZE_LABEL = f"{GROUP}/size"
-#: The number of CPUs, as an integer label (for ``Gt``/``Lt`` requirements).
-CPU_LABEL = f"{GROUP}/cpu"
 DEFAULT_IMAGE = "fake-image-1"
 
 
@@ -72,57 +63,6 @@ class FakeNodeClass(NodeClass):
     KIND: ClassVar[str] = "FakeNodeClass"
 
     spec: FakeNodeClassSpec = Field(default_factory=FakeNodeClassSpec)
-
-
-def price_from_resources(capacity: Mapping[str, int]) -> float:
-    """Karpenter's fake price: 0.1 per CPU plus 0.1 per 10^9 bytes of memory."""
-    return round(0.1 * capacity.get(CPU, 0) / 1000 + 0.1 * capacity.get(MEMORY, 0) / 1000 / 1e9, 6)
-
-
-def fake_instance_type(
-    name: str,
-    *,
-    cpu: str = "4",
-    memory: str = "4Gi",
-    pods: int = 5,
-    arch: str = "amd64",
-    operating_systems: Iterable[str] = ("linux", "windows", "darwin"),
-    offerings: Sequence[Offering] | None = None,
-    extra: Mapping[str, str] | None = None,
-) -> InstanceType:
-    """One instance type shaped like Karpenter's ``fake.NewInstanceType``.
-
-    Without ``offerings``: spot in test-zone-1 and 2, on-demand in test-zone-1 to 3, all at
-    :func:`price_from_resources`. ``extra`` adds resources (``{"nvidia.com/gpu": "1"}``).
-    """
-    capacity = resources(cpu=cpu, memory=memory, pods=pods)
-    if extra:
-        capacity.update(parse_resources(extra))
-    price = price_from_resources(capacity)
-    if offerings is None:
-        offerings = [
-            *(Offering(f"test-zone-{i}", CAPACITY_TYPE_SPOT, price) for i in (1, 2)),
-            *(Offering(f"test-zone-{i}", CAPACITY_TYPE_ON_DEMAND, price) for i in (1, 2, 3)),
-        ]
-    large = capacity[CPU] > 4000 and capacity[MEMORY] > resources(memory="8Gi")[MEMORY]
-    requirements = Requirements.of(
-        (INSTANCE_TYPE_LABEL, "In", [name]),
-        (ARCH_LABEL, "In", [arch]),
-        (OS_LABEL, "In", list(operating_systems)),
-        (SIZE_LABEL, "In", ["large" if large else "small"]),
-        (CPU_LABEL, "In", [str(capacity[CPU] // 1000)]),
-    )
-    overhead = InstanceTypeOverhead(kube_reserved=resources(cpu="100m", memory="10Mi"))
-    return InstanceType(name, requirements, capacity, overhead).with_offerings(offerings)
-
-
-def default_instance_types() -> list[InstanceType]:
-    """Karpenter's default fake catalog: small (2/2Gi), default (4/4Gi), arm (16/128Gi)."""
-    return [
-        fake_instance_type("default-instance-type"),
-        fake_instance_type("small-instance-type", cpu="2", memory="2Gi"),
-        fake_instance_type("arm-instance-type", cpu="16", memory="128Gi", arch="arm64"),
-    ]
 
 
 class FakeProvider:
@@ -212,7 +152,7 @@ class FakeProvider:
             name=self.name,
             node_classes=(NodeClassKind(GROUP, FakeNodeClass.KIND, FakeNodeClass),),
             restricted_label_domains=frozenset({GROUP}),
-            well_known_labels=frozenset({SIZE_LABEL, CPU_LABEL}),
+            well_known_labels=frozenset({SIZE_LABEL, SPECIAL_LABEL, CPU_LABEL}),
             install_hint="it ships with nodewright: nodewright.testing.FakeProvider",
         )
 
