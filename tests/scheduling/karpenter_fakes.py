@@ -11,28 +11,41 @@ scenarios exercise pod parsing too.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import count
 
 from nodewright.api import core as api
 from nodewright.api.labels import (
+    ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
+    HOSTNAME_LABEL,
     NODEPOOL_LABEL,
+    WELL_KNOWN_LABELS,
     ZONE_LABEL,
 )
 from nodewright.api.meta import ObjectMeta
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import (
     DaemonOverheadGroup,
+    ExistingNode,
     NewNodeClaim,
     NodePoolTemplate,
     PodRequest,
+    SchedulingResult,
+    SolverOptions,
 )
 from nodewright.scheduling.pods import pod_request
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
+from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
-from nodewright.testing.catalog import karpenter_instance_types
+from nodewright.testing.catalog import (
+    CPU_LABEL,
+    SIZE_LABEL,
+    SPECIAL_LABEL,
+    karpenter_instance_types,
+)
 
 #: The scheduling suite's NodePool allows every capacity type.
 ALL_CAPACITY_TYPES = (CAPACITY_TYPE_LABEL, "In", ["spot", "on-demand", "reserved"])
@@ -202,6 +215,92 @@ def zonal_spread(
         when_unsatisfiable="DoNotSchedule",
         label_selector=selector(labels),
         min_domains=min_domains,
+    )
+
+
+# -- one provisioning pass ------------------------------------------------------------------
+
+#: Karpenter's fake provider makes its own labels well known.
+FAKE_OPTIONS = SolverOptions(
+    well_known_labels=WELL_KNOWN_LABELS | {SIZE_LABEL, SPECIAL_LABEL, CPU_LABEL}
+)
+#: The scheduling suite's NodePool: every capacity type, nothing else.
+SUITE_POOL = [ALL_CAPACITY_TYPES]
+AMD64 = {ARCH_LABEL: "amd64"}
+
+
+def provision(
+    pods: Sequence[api.Pod],
+    pools: Sequence[NodePoolTemplate] | None = None,
+    existing: Sequence[ExistingNode] = (),
+) -> SchedulingResult:
+    """One provisioning pass: pods parsed from their spec, the suite's NodePool by default."""
+    templates = pools if pools is not None else [node_pool(requirements=SUITE_POOL)]
+    return solve(requests_for(pods), existing, templates, FAKE_OPTIONS)
+
+
+def claim_of(result: SchedulingResult, pod: api.Pod) -> NewNodeClaim:
+    """The NodeClaim ``pod`` was placed on (fails if it stayed pending or went elsewhere)."""
+    for claim in result.new_node_claims:
+        if any(p.name == pod.name for p in claim.pods):
+            return claim
+    raise AssertionError(f"{pod.name} is not on a new NodeClaim; errors: {result.errors}")
+
+
+def scheduled(result: SchedulingResult, pod: api.Pod) -> bool:
+    placed = [p for c in result.new_node_claims for p in c.pods]
+    placed += [p for pods in result.existing_nodes.values() for p in pods]
+    return any(p.name == pod.name for p in placed)
+
+
+def error_of(result: SchedulingResult, pod: api.Pod) -> str:
+    return result.errors[f"default/{pod.name}"]
+
+
+def pods_per_zone(result: SchedulingResult) -> list[int]:
+    """Karpenter's ``ExpectSkew`` on zones: pods per zone, smallest first. A NodeClaim not
+    pinned to one zone counts under ``None`` (and so breaks a zonal expectation)."""
+    counts: Counter[str | None] = Counter()
+    for claim in result.new_node_claims:
+        counts[zone_of(claim)] += len(claim.pods)
+    assert None not in counts, f"NodeClaims not pinned to a zone: {counts}"
+    return sorted(counts.values())
+
+
+def node_label(claim: NewNodeClaim, key: str) -> str | None:
+    """The label a node launched for ``claim`` would carry: set by its requirements, else by
+    the launched instance type."""
+    requirement = claim.requirements.get(key)
+    if requirement is not None and not requirement.complement and len(requirement.values) == 1:
+        return next(iter(requirement.values))
+    found = claim.instance_types[0].requirements.get(key)
+    if found is not None and not found.complement and len(found.values) == 1:
+        return next(iter(found.values))
+    return None
+
+
+def in_flight(claim: NewNodeClaim, name: str) -> ExistingNode:
+    """The not-yet-ready node the fake provider makes of ``claim``: cheapest type, first
+    offering that fits the claim's requirements, its pods already counted."""
+    chosen = claim.instance_types[0]
+    offering = next(o for o in chosen.offerings if o.matches(claim.requirements))
+    labels = {
+        **{k: v for k, v in claim.requirements.labels().items() if k != HOSTNAME_LABEL},
+        **chosen.requirements.labels(),
+        ZONE_LABEL: offering.zone,
+        CAPACITY_TYPE_LABEL: offering.capacity_type,
+        HOSTNAME_LABEL: name,
+    }
+    return ExistingNode(
+        name=name,
+        labels=labels,
+        taints=(),
+        allocatable=chosen.allocatable(),
+        requested=claim.requests,
+        initialized=False,
+        node_claim=name,
+        node_pool=claim.node_pool,
+        in_flight=True,
     )
 
 
