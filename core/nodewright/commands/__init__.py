@@ -3,6 +3,11 @@
 
 Input problems (bad YAML, an invalid NodePool, a missing provider) are printed as one line
 each, naming the file, object and field, and exit with status 2; never a traceback.
+
+A new command is a module here defining ``COMMAND = Command(name, help=..., run=...,
+add_arguments=...)``, listed in :data:`COMMANDS`. What it does beyond reading its arguments and
+printing belongs in the layers below (``simulation``, ``service``, ...), as ``simulate`` leaves
+scenarios to :mod:`nodewright.simulation.scenario`.
 """
 
 from __future__ import annotations
