@@ -5,8 +5,8 @@ The schemas follow Karpenter's ``karpenter.sh/v1`` CRDs field for field, with th
 printer columns, categories, subresources and CEL rules (``x-kubernetes-validations``), so
 manifests and ``kubectl get`` behave as they do with Karpenter. They are built from the
 definitions in this module and the constants the models use (condition and label names,
-enumerations), not copied text. Providers build their NodeClass CRD with
-:func:`node_class_crd` and hand it to the core through ``NodeClassKind.crd``.
+enumerations), not copied text. Providers generate their NodeClass CRD from their model with
+:func:`nodewright.plugin.node_class_crd` and hand it to the core through ``NodeClassKind.crd``.
 """
 
 from __future__ import annotations
@@ -502,31 +502,6 @@ def node_claim_crd() -> dict[str, Any]:
             "NodeClaim is the Schema for the NodeClaims API", spec, status, required=["spec"]
         ),
         columns=columns,
-    )
-
-
-def node_class_crd(
-    *,
-    group: str,
-    kind: str,
-    version: str,
-    spec: Schema,
-    plural: str | None = None,
-    short_names: Sequence[str] = (),
-    columns: Sequence[Mapping[str, Any]] = (),
-    status_properties: Mapping[str, Schema] | None = None,
-) -> dict[str, Any]:
-    """A provider NodeClass CRD: the provider's ``spec`` schema, a status with conditions,
-    and Ready and Age columns after the provider's own."""
-    status = obj({"conditions": conditions(), **dict(status_properties or {})})
-    return crd(
-        group=group,
-        kind=kind,
-        plural=plural or f"{kind.lower()}es",
-        version=version,
-        schema=_root(f"{kind} is the Schema for the {kind}es API", spec, status),
-        columns=[*columns, _ready_column(), _age_column()],
-        short_names=short_names,
     )
 
 

@@ -67,6 +67,12 @@ Well-known labels, annotations and taints
     :data:`UNREGISTERED_TAINT_KEY`; :data:`SIMULATED_CONDITIONS_ANNOTATION`.
 Drift hashes
     :func:`restamp_hashes` (re-stamp NodeClass hashes after a hash-version change).
+The NodeClass CRD, generated from the model (:mod:`nodewright.plugin.crd`)
+    :func:`node_class_crd` (for ``NodeClassKind.crd``), :func:`model_schema`; declared beside
+    a field: :class:`Rule` (CEL), :class:`Schema` (OpenAPI keywords), :class:`SchemaFrom`,
+    :data:`Int32`, :data:`Int64`; on a model: :func:`validations`; printer columns
+    :func:`column`, :data:`READY_COLUMN`, :data:`AGE_COLUMN`; :class:`ServedVersion`,
+    :class:`CrdGenerationError`.
 """
 
 from __future__ import annotations
@@ -124,6 +130,21 @@ from nodewright.cluster import ClusterError, ConflictError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.plugin import hookspecs
+from nodewright.plugin.crd import (
+    AGE_COLUMN,
+    READY_COLUMN,
+    CrdGenerationError,
+    Int32,
+    Int64,
+    Rule,
+    Schema,
+    SchemaFrom,
+    ServedVersion,
+    column,
+    model_schema,
+    node_class_crd,
+    validations,
+)
 from nodewright.plugin.delegate import Provider, ProviderPlugin
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -174,6 +195,7 @@ from nodewright.scheduling.resources import (
 hookimpl = pluggy.HookimplMarker(NAME)
 
 __all__ = [
+    "AGE_COLUMN",
     "ARCH_LABEL",
     "CAPACITY_TYPES",
     "CAPACITY_TYPE_LABEL",
@@ -191,6 +213,7 @@ __all__ = [
     "NODEPOOL_LABEL",
     "OS_LABEL",
     "PODS",
+    "READY_COLUMN",
     "REGION_LABEL",
     "SIMULATED_CONDITIONS_ANNOTATION",
     "UNAVAILABLE_OFFERING_TTL",
@@ -204,12 +227,15 @@ __all__ = [
     "ClusterState",
     "Condition",
     "ConflictError",
+    "CrdGenerationError",
     "DurationError",
     "Instance",
     "InstanceNotFoundError",
     "InstanceType",
     "InstanceTypeOverhead",
     "InsufficientCapacityError",
+    "Int32",
+    "Int64",
     "LaunchError",
     "LaunchRequest",
     "LaunchResult",
@@ -252,20 +278,28 @@ __all__ = [
     "Requirements",
     "Reservation",
     "ResourceList",
+    "Rule",
+    "Schema",
+    "SchemaFrom",
+    "ServedVersion",
     "StrictModel",
     "Taint",
     "TemporaryProviderError",
     "UnknownNodeClassError",
+    "column",
     "find_condition",
     "format_quantity",
     "format_resources",
     "hookimpl",
     "hookspecs",
+    "model_schema",
     "mutable",
+    "node_class_crd",
     "node_class_label",
     "parse_duration",
     "parse_quantity",
     "parse_resources",
     "resources",
     "restamp_hashes",
+    "validations",
 ]

@@ -36,7 +36,7 @@ class NodeClassKind:
     #: Other apiVersions (e.g. ``karpenter.azure.com/v1alpha2``) the model also accepts.
     extra_versions: tuple[str, ...] = ()
     #: Builds the kind's CustomResourceDefinition (a plain dict, see
-    #: :func:`nodewright.api.crds.node_class_crd`) for ``nodewright crds`` and the Helm chart.
+    #: :func:`nodewright.plugin.node_class_crd`) for ``nodewright crds`` and the Helm chart.
     #: None: the provider ships no CRD.
     crd: Callable[[], Mapping[str, Any]] | None = None
 

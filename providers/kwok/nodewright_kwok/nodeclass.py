@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from nodewright.api.crds import node_class_crd, obj, string
-from nodewright.plugin import NodeClass, StrictModel, parse_duration
+from nodewright.plugin import NodeClass, Schema, StrictModel, node_class_crd, parse_duration
 from nodewright_kwok.labels import GROUP
 
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -21,7 +20,9 @@ _DELAY_PATTERN = re.compile(r"^([0-9]+(s|m|h))+$")
 class KWOKNodeClassSpec(StrictModel):
     #: How long a launched instance takes to register its Node; models instance start-up.
     #: Unset means immediately (as in Karpenter's KWOK provider).
-    node_registration_delay: str | None = None
+    node_registration_delay: Annotated[str | None, Schema(pattern=_DELAY_PATTERN.pattern)] = Field(
+        default=None, description="How long a launched instance takes to register its Node."
+    )
 
     @field_validator("node_registration_delay")
     @classmethod
@@ -48,14 +49,4 @@ class KWOKNodeClass(NodeClass):
 
 def kwok_node_class_crd() -> dict[str, Any]:
     """The ``kwoknodeclasses.karpenter.kwok.sh`` CRD, as Karpenter's KWOK provider has it."""
-    spec = obj(
-        {
-            "nodeRegistrationDelay": string(
-                pattern=_DELAY_PATTERN.pattern,
-                description="How long a launched instance takes to register its Node.",
-            )
-        }
-    )
-    return node_class_crd(
-        group=GROUP, kind=KWOKNodeClass.KIND, version=API_VERSION.split("/")[1], spec=spec
-    )
+    return node_class_crd(KWOKNodeClass)
