@@ -72,7 +72,7 @@ The NodeClass CRD, generated from the model (:mod:`nodewright.plugin.crd`)
     a field: :class:`Rule` (CEL), :class:`Schema` (OpenAPI keywords), :class:`SchemaFrom`,
     :data:`Int32`, :data:`Int64`; on a model: :func:`validations`; printer columns
     :func:`column`, :data:`READY_COLUMN`, :data:`AGE_COLUMN`; :class:`ServedVersion`,
-    :class:`CrdGenerationError`.
+    :class:`ResolvedRequirement`, :class:`CrdGenerationError`.
 """
 
 from __future__ import annotations
@@ -136,6 +136,7 @@ from nodewright.plugin.crd import (
     CrdGenerationError,
     Int32,
     Int64,
+    ResolvedRequirement,
     Rule,
     Schema,
     SchemaFrom,
@@ -277,6 +278,7 @@ __all__ = [
     "RequirementError",
     "Requirements",
     "Reservation",
+    "ResolvedRequirement",
     "ResourceList",
     "Rule",
     "Schema",

@@ -36,13 +36,13 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from nodewright.api.crds import conditions, crd
 from nodewright.api.karpenter import CONDITION_READY, NodeClass
-from nodewright.api.meta import Condition
+from nodewright.api.meta import Condition, Model
 
 #: An OpenAPI v3 schema, as a plain dict.
 OpenAPI = dict[str, Any]
@@ -97,6 +97,17 @@ Int64 = Annotated[int, Schema(format="int64")]
 def validations(*rules: Rule) -> dict[str, Any]:
     """``json_schema_extra`` for a model's ``model_config``: CEL rules over the whole model."""
     return {VALIDATIONS: [r.as_dict() for r in rules]}
+
+
+class ResolvedRequirement(Model):
+    """A requirement as a NodeClass status reports it (what a resolved image needs), for
+    :class:`SchemaFrom` shapes of status entries: written by the controller, unchecked."""
+
+    key: str
+    operator: str
+    values: Annotated[list[str], Schema({"x-kubernetes-list-type": "atomic"})] = Field(
+        default_factory=list
+    )
 
 
 class CrdGenerationError(TypeError):
@@ -320,6 +331,7 @@ __all__ = [
     "CrdGenerationError",
     "Int32",
     "Int64",
+    "ResolvedRequirement",
     "Rule",
     "Schema",
     "SchemaFrom",

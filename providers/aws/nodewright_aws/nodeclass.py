@@ -3,17 +3,32 @@
 The model follows the released v1.14.1 schema and keeps fields it does not know (a newer
 Karpenter's additions, the open ``kubelet`` map on main), so a manifest written for
 Karpenter loads unchanged. The CRD's CEL rules are checked here and name the field.
+
+The CRD (:mod:`nodewright_aws.crd`) is generated from these models: its CEL rules
+(:class:`~nodewright.plugin.Rule`) and the keywords only the API server checks
+(:class:`~nodewright.plugin.Schema`) are declared beside the fields they constrain.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from nodewright.api.crds import QUANTITY_PATTERN
 from nodewright.api.karpenter import NodeClass, NodeClassStatus
 from nodewright.api.meta import Model
+from nodewright.plugin.crd import (
+    Int32,
+    Int64,
+    ResolvedRequirement,
+    Rule,
+    Schema,
+    SchemaFrom,
+    validations,
+)
 from nodewright_aws.labels import API_VERSION, CLUSTER_TAG_PREFIX, RESTRICTED_TAGS
 
 ALIAS_FAMILIES = {
@@ -29,6 +44,79 @@ _SUBNET_ID = re.compile(r"^subnet-[0-9a-z]+$")
 _SG_ID = re.compile(r"^sg-[0-9a-z]+$")
 _CR_ID = re.compile(r"^cr-[0-9a-z]+$")
 _OWNER_ID = re.compile(r"^[0-9]{12}$")
+
+# What the CRD checks beyond the model (the API server rejects these before the model sees
+# them): Karpenter's patterns, eviction signals and reserved-resource keys.
+_EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
+_RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
+_PERCENT_OR_QUANTITY = (
+    r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||"
+    + QUANTITY_PATTERN.removeprefix("^").removesuffix("$")
+    + ")$"
+)
+_VOLUME_SIZE = (
+    r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|"
+    r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|"
+    r"([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+)
+
+
+def _quoted(values: Any) -> str:
+    return ",".join(f"'{v}'" for v in values)
+
+
+#: Tags in a selector term: at most 20, no empty key or value.
+SelectorTags = Annotated[
+    dict[str, str],
+    Schema(maxProperties=20),
+    Rule("self.all(k, k != '' && self[k] != '')", "empty tag keys or values aren't supported"),
+]
+
+
+def _keys_in(keys: tuple[str, ...], field: str) -> Rule:
+    return Rule(
+        f"self.all(x, x in [{_quoted(keys)}])", f"valid keys for {field} are [{_quoted(keys)}]"
+    )
+
+
+def _not_negative(field: str) -> Rule:
+    return Rule(
+        "self.all(x, !self[x].startsWith('-'))",
+        f"{field} value cannot be a negative resource quantity",
+    )
+
+
+def _selector_rules(
+    name: str, fields: tuple[str, ...], exclusive: tuple[str, ...], *more: Rule
+) -> dict[str, Any]:
+    """``json_schema_extra`` of a list of ORed selector terms: not empty, each term names one
+    of ``fields`` (``owner`` alone is not enough), each of ``exclusive`` stands alone, and
+    ``more``."""
+    named = [f for f in fields if f != "owner"]
+    rules = [
+        Rule("self.size() != 0", f"{name} cannot be empty"),
+        Rule(
+            "self.all(x, " + " || ".join(f"has(x.{f})" for f in named) + ")",
+            f"expected at least one, got none, [{_quoted(named)}]",
+        ),
+    ]
+    for field in exclusive:
+        others = " || ".join(f"has(x.{f})" for f in fields if f != field)
+        rules.append(
+            Rule(
+                f"!self.exists(x, has(x.{field}) && ({others}))",
+                f"'{field}' is mutually exclusive, cannot be set with a combination of other "
+                f"fields in {name}",
+            )
+        )
+    return validations(*rules, *more)
 
 
 class _Open(Model):
@@ -46,8 +134,8 @@ def _check_tags(tags: dict[str, str], where: str) -> None:
 
 
 class SubnetSelectorTerm(_Open):
-    tags: dict[str, str] = Field(default_factory=dict)
-    id: str | None = None
+    tags: SelectorTags = Field(default_factory=dict)
+    id: Annotated[str | None, Schema(pattern="subnet-[0-9a-z]+")] = None
 
     @model_validator(mode="after")
     def _check(self) -> SubnetSelectorTerm:
@@ -63,8 +151,8 @@ class SubnetSelectorTerm(_Open):
 
 
 class SecurityGroupSelectorTerm(_Open):
-    tags: dict[str, str] = Field(default_factory=dict)
-    id: str | None = None
+    tags: SelectorTags = Field(default_factory=dict)
+    id: Annotated[str | None, Schema(pattern="sg-[0-9a-z]+")] = None
     name: str | None = None
 
     @model_validator(mode="after")
@@ -81,9 +169,24 @@ class SecurityGroupSelectorTerm(_Open):
 
 
 class CapacityReservationSelectorTerm(_Open):
-    tags: dict[str, str] = Field(default_factory=dict)
-    id: str | None = None
-    owner_id: str | None = Field(default=None, alias="ownerID")
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
+            ),
+            Rule(
+                "!(has(self.id) && (has(self.tags) || has(self.ownerID)))",
+                "'id' is mutually exclusive, cannot be set along with tags or ownerID in a "
+                "capacity reservation selector term",
+            ),
+        )
+    )
+
+    tags: SelectorTags = Field(default_factory=dict)
+    id: Annotated[str | None, Schema(pattern=_CR_ID.pattern)] = None
+    owner_id: Annotated[str | None, Schema(pattern=_OWNER_ID.pattern)] = Field(
+        default=None, alias="ownerID"
+    )
     instance_match_criteria: Literal["open", "targeted"] | None = None
 
     @model_validator(mode="after")
@@ -98,12 +201,28 @@ class CapacityReservationSelectorTerm(_Open):
 
 
 class AMISelectorTerm(_Open):
-    alias: str | None = None
-    id: str | None = None
+    alias: Annotated[
+        str | None,
+        Schema(maxLength=30),
+        Rule(
+            "self.matches('^[a-zA-Z0-9]+@.+$')",
+            "'alias' is improperly formatted, must match the format 'family@version'",
+        ),
+        Rule(
+            f"self.find('^[^@]+') in [{_quoted(sorted(ALIAS_FAMILIES))}]",
+            "family is not supported, must be one of the following: "
+            f"{_quoted(sorted(ALIAS_FAMILIES))}",
+        ),
+        Rule(
+            "self.find('^[^@]+').startsWith('windows') ? self.find('[^@]+$') == 'latest' : true",
+            "windows families may only specify version 'latest'",
+        ),
+    ] = None
+    id: Annotated[str | None, Schema(pattern="ami-[0-9a-z]+")] = None
     name: str | None = None
     owner: str | None = None
     ssm_parameter: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: SelectorTags = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> AMISelectorTerm:
@@ -135,14 +254,23 @@ class AMISelectorTerm(_Open):
 
 
 class EBS(_Open):
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "has(self.snapshotID) || has(self.volumeSize)",
+                "snapshotID or volumeSize must be defined",
+            )
+        )
+    )
+
     delete_on_termination: bool | None = None
     encrypted: bool | None = None
-    iops: int | None = None
+    iops: Int64 | None = None
     kms_key_id: str | None = Field(default=None, alias="kmsKeyID")
     snapshot_id: str | None = Field(default=None, alias="snapshotID")
-    throughput: int | None = None
-    volume_initialization_rate: int | None = None
-    volume_size: str | None = None
+    throughput: Int64 | None = None
+    volume_initialization_rate: Annotated[Int32 | None, Schema(minimum=100, maximum=300)] = None
+    volume_size: Annotated[str | None, Schema(pattern=_VOLUME_SIZE)] = None
     volume_type: Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"] | None = None
 
     @field_validator("volume_size", mode="before")
@@ -154,7 +282,7 @@ class EBS(_Open):
 class BlockDeviceMapping(_Open):
     device_name: str | None = None
     ebs: EBS | None = None
-    root_volume: bool = False
+    root_volume: Annotated[bool, Schema(default=None)] = False
 
     @model_validator(mode="after")
     def _check(self) -> BlockDeviceMapping:
@@ -168,24 +296,60 @@ class MetadataOptions(_Open):
     http_protocol_ipv6: Literal["enabled", "disabled"] = Field(
         default="disabled", alias="httpProtocolIPv6"
     )
-    http_put_response_hop_limit: int = Field(default=1, ge=1, le=64)
+    http_put_response_hop_limit: Int64 = Field(default=1, ge=1, le=64)
     http_tokens: Literal["required", "optional"] = "required"
 
 
 class KubeletConfiguration(_Open):
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) "
+                "? self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true",
+                "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+            ),
+            Rule(
+                "has(self.evictionSoft) ? self.evictionSoft.all(e, "
+                "(e in self.evictionSoftGracePeriod)) : true",
+                "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+            ),
+            Rule(
+                "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, "
+                "(e in self.evictionSoft)) : true",
+                "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+            ),
+        )
+    )
+
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
-    max_pods: int | None = Field(default=None, ge=0)
-    pods_per_core: int | None = Field(default=None, ge=0)
-    system_reserved: dict[str, str] | None = None
-    kube_reserved: dict[str, str] | None = None
-    eviction_hard: dict[str, str] | None = None
-    eviction_soft: dict[str, str] | None = None
-    eviction_soft_grace_period: dict[str, str] | None = None
-    eviction_max_pod_grace_period: int | None = None
-    image_gc_high_threshold_percent: int | None = Field(
+    max_pods: Int32 | None = Field(default=None, ge=0)
+    pods_per_core: Int32 | None = Field(default=None, ge=0)
+    system_reserved: Annotated[
+        dict[str, Annotated[str, Schema(pattern=QUANTITY_PATTERN)]] | None,
+        _keys_in(_RESERVED_KEYS, "systemReserved"),
+        _not_negative("systemReserved"),
+    ] = None
+    kube_reserved: Annotated[
+        dict[str, Annotated[str, Schema(pattern=QUANTITY_PATTERN)]] | None,
+        _keys_in(_RESERVED_KEYS, "kubeReserved"),
+        _not_negative("kubeReserved"),
+    ] = None
+    eviction_hard: Annotated[
+        dict[str, Annotated[str, Schema(pattern=_PERCENT_OR_QUANTITY)]] | None,
+        _keys_in(_EVICTION_SIGNALS, "evictionHard"),
+    ] = None
+    eviction_soft: Annotated[
+        dict[str, Annotated[str, Schema(pattern=_PERCENT_OR_QUANTITY)]] | None,
+        _keys_in(_EVICTION_SIGNALS, "evictionSoft"),
+    ] = None
+    eviction_soft_grace_period: Annotated[
+        dict[str, str] | None, _keys_in(_EVICTION_SIGNALS, "evictionSoftGracePeriod")
+    ] = None
+    eviction_max_pod_grace_period: Int32 | None = None
+    image_gc_high_threshold_percent: Int32 | None = Field(
         default=None, alias="imageGCHighThresholdPercent", ge=0, le=100
     )
-    image_gc_low_threshold_percent: int | None = Field(
+    image_gc_low_threshold_percent: Int32 | None = Field(
         default=None, alias="imageGCLowThresholdPercent", ge=0, le=100
     )
     cpu_cfs_quota: bool | None = Field(default=None, alias="cpuCFSQuota")
@@ -205,26 +369,114 @@ class KubeletConfiguration(_Open):
         return self
 
 
-class EC2NodeClassSpec(_Open):
-    subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
-    security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
-        min_length=1, max_length=30
+def _spec_rules() -> dict[str, Any]:
+    rules = [
+        Rule(
+            "(has(self.role) && !has(self.instanceProfile)) || "
+            "(!has(self.role) && has(self.instanceProfile))",
+            "must specify exactly one of ['role', 'instanceProfile']",
+        ),
+        Rule(
+            "(has(oldSelf.role) && has(self.role)) || "
+            "(has(oldSelf.instanceProfile) && has(self.instanceProfile))",
+            "changing from 'instanceProfile' to 'role' is not supported. You must delete and "
+            "recreate this node class if you want to change this.",
+        ),
+    ]
+    for alias, family in sorted(ALIAS_FAMILIES.items()):
+        rules.append(
+            Rule(
+                "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && "
+                f"x.alias.find('^[^@]+') == '{alias}') ? (self.amiFamily == 'Custom' || "
+                f"self.amiFamily == '{family}') : true)",
+                f"if set, amiFamily must be '{family}' or 'Custom' when using an {family} alias",
+            )
+        )
+    rules.append(
+        Rule(
+            "self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)",
+            "must specify amiFamily if amiSelectorTerms does not contain an alias",
+        )
     )
-    ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
+    return validations(*rules)
+
+
+def _tag_rules() -> dict[str, Any]:
+    rules = [
+        Rule("self.all(k, k != '')", "empty tag keys aren't supported"),
+        Rule(
+            f"self.all(k, !k.startsWith('{CLUSTER_TAG_PREFIX.rstrip('/')}'))",
+            f"tag contains a restricted tag matching {CLUSTER_TAG_PREFIX}",
+        ),
+    ]
+    rules += [
+        Rule(f"self.all(k, k != '{key}')", f"tag contains a restricted tag matching {key}")
+        for key in sorted(RESTRICTED_TAGS)
+    ]
+    return validations(*rules)
+
+
+class EC2NodeClassSpec(_Open):
+    model_config = ConfigDict(json_schema_extra=_spec_rules())
+
+    subnet_selector_terms: list[SubnetSelectorTerm] = Field(
+        min_length=1,
+        max_length=30,
+        json_schema_extra=_selector_rules("subnetSelectorTerms", ("id", "tags"), ("id",)),
+    )
+    security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
+        min_length=1,
+        max_length=30,
+        json_schema_extra=_selector_rules(
+            "securityGroupSelectorTerms", ("id", "name", "tags"), ("id", "name")
+        ),
+    )
+    ami_selector_terms: list[AMISelectorTerm] = Field(
+        min_length=1,
+        max_length=30,
+        json_schema_extra=_selector_rules(
+            "amiSelectorTerms",
+            ("alias", "id", "name", "owner", "ssmParameter", "tags"),
+            ("id", "alias"),
+            Rule(
+                "!(self.exists(x, has(x.alias)) && self.size() != 1)",
+                "'alias' is mutually exclusive, cannot be set with a combination of other "
+                "amiSelectorTerms",
+            ),
+        ),
+    )
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] = Field(
         default_factory=list, max_length=30
     )
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
-    ami_family: str | None = None
+    ami_family: Annotated[str | None, Schema(enum=sorted(AMI_FAMILIES))] = None
     user_data: str | None = None
-    role: str | None = None
-    instance_profile: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
+    role: Annotated[
+        str | None,
+        Rule("self != ''", "role cannot be empty"),
+        Rule("self == oldSelf", "immutable field changed"),
+    ] = None
+    instance_profile: Annotated[
+        str | None, Rule("self != ''", "instanceProfile cannot be empty")
+    ] = None
+    tags: dict[str, str] = Field(default_factory=dict, json_schema_extra=_tag_rules())
     kubelet: KubeletConfiguration | None = None
-    block_device_mappings: list[BlockDeviceMapping] = Field(default_factory=list, max_length=50)
+    block_device_mappings: list[BlockDeviceMapping] = Field(
+        default_factory=list,
+        max_length=50,
+        json_schema_extra=validations(
+            Rule(
+                "self.filter(x, has(x.rootVolume) ? x.rootVolume == true : false).size() <= 1",
+                "must have only one blockDeviceMappings with rootVolume",
+            )
+        ),
+    )
     instance_store_policy: Literal["RAID0"] | None = None
+    ip_prefix_count: Annotated[Int32 | None, Schema(minimum=0)] = None
     detailed_monitoring: bool | None = None
-    metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
+    metadata_options: Annotated[MetadataOptions, Schema(default=MetadataOptions().to_dict())] = (
+        Field(default_factory=MetadataOptions)
+    )
     context: str | None = None
 
     @model_validator(mode="after")
@@ -267,13 +519,51 @@ class EC2NodeClassSpec(_Open):
         return self.ami_family or alias or "Custom"
 
 
+class SubnetStatus(Model):
+    """The shape of a ``status.subnets`` entry (the status keeps entries as written)."""
+
+    id: str
+    zone: str
+    zone_id: str | None = Field(default=None, alias="zoneID")
+
+
+class SecurityGroupStatus(Model):
+    id: str
+    name: str | None = None
+
+
+class AMIStatus(Model):
+    id: str
+    name: str | None = None
+    deprecated: bool | None = None
+    requirements: list[ResolvedRequirement]
+
+
+class CapacityReservationStatus(Model):
+    availability_zone: str
+    end_time: datetime | None = None
+    id: Annotated[str, Schema(pattern=_CR_ID.pattern)]
+    instance_match_criteria: Literal["open", "targeted"]
+    instance_type: str
+    owner_id: Annotated[str | None, Schema(pattern=_OWNER_ID.pattern)] = Field(
+        default=None, alias="ownerID"
+    )
+    reservation_type: Literal["default", "capacity-block"] | None = None
+    state: Literal["active", "expiring"] | None = None
+    available_instance_count: Int32 | None = Field(default=None, ge=0)
+
+
 class EC2NodeClassStatus(NodeClassStatus):
     model_config = ConfigDict(extra="allow")
 
-    subnets: list[dict[str, Any]] = Field(default_factory=list)
-    security_groups: list[dict[str, Any]] = Field(default_factory=list)
-    amis: list[dict[str, Any]] = Field(default_factory=list)
-    capacity_reservations: list[dict[str, Any]] = Field(default_factory=list)
+    subnets: list[Annotated[dict[str, Any], SchemaFrom(SubnetStatus)]] = Field(default_factory=list)
+    security_groups: list[Annotated[dict[str, Any], SchemaFrom(SecurityGroupStatus)]] = Field(
+        default_factory=list
+    )
+    amis: list[Annotated[dict[str, Any], SchemaFrom(AMIStatus)]] = Field(default_factory=list)
+    capacity_reservations: list[
+        Annotated[dict[str, Any], SchemaFrom(CapacityReservationStatus)]
+    ] = Field(default_factory=list)
     instance_profile: str | None = None
 
 
