@@ -72,7 +72,8 @@ The NodeClass CRD, generated from the model (:mod:`nodewright.plugin.crd`)
     a field: :class:`Rule` (CEL), :class:`Schema` (OpenAPI keywords), :class:`SchemaFrom`,
     :data:`Int32`, :data:`Int64`; on a model: :func:`validations`; printer columns
     :func:`column`, :data:`READY_COLUMN`, :data:`AGE_COLUMN`; :class:`ServedVersion`,
-    :class:`ResolvedRequirement`, :class:`CrdGenerationError`.
+    :class:`ResolvedRequirement`, :class:`CrdGenerationError`; :data:`QUANTITY_PATTERN` (a
+    Kubernetes quantity, for ``Schema(pattern=...)``).
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.plugin import hookspecs
 from nodewright.plugin.crd import (
     AGE_COLUMN,
+    QUANTITY_PATTERN,
     READY_COLUMN,
     CrdGenerationError,
     Int32,
@@ -214,6 +216,7 @@ __all__ = [
     "NODEPOOL_LABEL",
     "OS_LABEL",
     "PODS",
+    "QUANTITY_PATTERN",
     "READY_COLUMN",
     "REGION_LABEL",
     "SIMULATED_CONDITIONS_ANNOTATION",

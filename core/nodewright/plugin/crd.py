@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from nodewright.api.crds import conditions, crd
+from nodewright.api.crds import QUANTITY_PATTERN, conditions, crd
 from nodewright.api.karpenter import CONDITION_READY, NodeClass
 from nodewright.api.meta import Condition, Model
 
@@ -327,6 +327,7 @@ def node_class_crd(
 
 __all__ = [
     "AGE_COLUMN",
+    "QUANTITY_PATTERN",
     "READY_COLUMN",
     "CrdGenerationError",
     "Int32",

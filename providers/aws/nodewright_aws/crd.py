@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.plugin.crd import AGE_COLUMN, READY_COLUMN, column, node_class_crd
+from nodewright.plugin import AGE_COLUMN, READY_COLUMN, column, node_class_crd
 from nodewright_aws.nodeclass import EC2NodeClass
 
 PLURAL = "ec2nodeclasses"

@@ -17,12 +17,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from nodewright.api.crds import QUANTITY_PATTERN
-from nodewright.api.karpenter import NodeClass, NodeClassStatus
-from nodewright.api.meta import Model
-from nodewright.plugin.crd import (
+from nodewright.plugin import (
+    QUANTITY_PATTERN,
     Int32,
     Int64,
+    Model,
+    NodeClass,
+    NodeClassStatus,
     ResolvedRequirement,
     Rule,
     Schema,

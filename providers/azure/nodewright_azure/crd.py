@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.plugin.crd import AGE_COLUMN, ServedVersion, column, node_class_crd
+from nodewright.plugin import AGE_COLUMN, ServedVersion, column, node_class_crd
 from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass
 
 PLURAL = "aksnodeclasses"
