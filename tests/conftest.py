@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,86 +35,6 @@ class SimulateResult:
 
 
 Simulate = Callable[..., SimulateResult]
-
-KWOK_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-spec:
-  weight: {weight}
-  template:
-    metadata:
-      labels: {labels}
-    spec:
-      requirements: {requirements}
-      taints: {taints}
-      nodeClassRef:
-        group: karpenter.kwok.sh
-        kind: KWOKNodeClass
-        name: default
-  limits: {limits}
----
-"""
-
-KWOK_CLASS = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata:
-  name: default
----
-"""
-
-
-def node_pool(
-    name: str = "default",
-    *,
-    weight: int = 1,
-    requirements: str = "[]",
-    taints: str = "[]",
-    limits: str = "{}",
-    labels: str = "{}",
-) -> str:
-    return KWOK_POOL.format(
-        name=name,
-        weight=weight,
-        requirements=requirements,
-        taints=taints,
-        limits=limits,
-        labels=labels,
-    )
-
-
-def deployment(
-    name: str,
-    replicas: int,
-    cpu: str = "1",
-    memory: str = "100Mi",
-    extra_spec: str = "",
-) -> str:
-    spec = textwrap.indent(textwrap.dedent(extra_spec).strip(), " " * 6) if extra_spec else ""
-    return f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-  namespace: default
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels: {{app: {name}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-    spec:
-{spec}
-      containers:
-        - name: app
-          image: pause
-          resources:
-            requests: {{cpu: "{cpu}", memory: "{memory}"}}
----
-"""
 
 
 @pytest.fixture

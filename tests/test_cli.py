@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodewright.commands import main
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 
 def _errors(stderr: str) -> list[str]:
@@ -43,7 +44,7 @@ def test_malformed_yaml_names_the_file_and_line(simulate: Simulate) -> None:
 def test_an_invalid_node_pool_names_object_and_field(
     simulate: Simulate, pool: str, field: str
 ) -> None:
-    result = simulate(pool + KWOK_CLASS)
+    result = simulate(pool + KWOK_NODE_CLASS)
     assert result.exit_code == 2
     errors = _errors(result.stderr)
     assert errors
@@ -71,7 +72,7 @@ def test_a_node_pool_applied_later_may_name_a_node_class_applied_earlier(
         )
         + deployment("web", 1)
     )
-    result = simulate(KWOK_CLASS, "- apply: later.yaml\n")
+    result = simulate(KWOK_NODE_CLASS, "- apply: later.yaml\n")
     assert result.exit_code == 0, result.stderr
     (node,) = result.nodes()
     assert node["nodePool"] == "later"
@@ -89,7 +90,7 @@ def test_a_node_pool_applied_later_naming_a_missing_node_class_is_an_input_error
 
 
 def test_a_bad_scenario_step_is_an_input_error(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, "- scael: {kind: Deployment, name: web}\n")
+    result = simulate(node_pool() + KWOK_NODE_CLASS, "- scael: {kind: Deployment, name: web}\n")
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
     assert "steps[0]" in error
@@ -98,7 +99,7 @@ def test_a_bad_scenario_step_is_an_input_error(simulate: Simulate) -> None:
 
 def test_scaling_a_missing_deployment_is_an_input_error(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS, "- scale: {kind: Deployment, name: nope, replicas: 3}\n"
+        node_pool() + KWOK_NODE_CLASS, "- scale: {kind: Deployment, name: nope, replicas: 3}\n"
     )
     assert result.exit_code == 2
     assert "'nope' does not exist" in result.stderr
@@ -115,7 +116,7 @@ def test_plugins_lists_the_kwok_provider(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_simulate_without_the_kwok_provider_says_how_to_install_it(tmp_path: Path) -> None:
     manifests = tmp_path / "pool.yaml"
-    manifests.write_text(node_pool() + KWOK_CLASS)
+    manifests.write_text(node_pool() + KWOK_NODE_CLASS)
     completed = subprocess.run(
         [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)],
         capture_output=True,
@@ -161,7 +162,7 @@ def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_ve
 
 def test_node_pool_rule_errors_name_file_and_line(simulate: Simulate, tmp_path: Path) -> None:
     pool = node_pool(requirements="[{key: example.com/size, operator: Inn, values: [big]}]")
-    result = simulate(pool + KWOK_CLASS)
+    result = simulate(pool + KWOK_NODE_CLASS)
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
         f'error: {tmp_path / "manifests.yaml"}:12: NodePool "default": '
@@ -180,7 +181,7 @@ def test_cpu_lots_in_a_deployment_is_refused_before_the_simulation_scales_it(
     simulate: Simulate,
 ) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 0, cpu="lots"),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 0, cpu="lots"),
         "- scale: {kind: Deployment, name: web, replicas: 3}\n",
     )
     assert result.exit_code == 2
@@ -192,7 +193,7 @@ def test_cpu_lots_in_a_deployment_is_refused_before_the_simulation_scales_it(
 def test_a_scenario_among_the_manifests_says_to_use_scenario(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "pool.yaml").write_text(node_pool() + KWOK_CLASS)
+    (tmp_path / "pool.yaml").write_text(node_pool() + KWOK_NODE_CLASS)
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text("steps:\n  - scale: {kind: Deployment, name: web, replicas: 3}\n")
     assert main(["simulate", str(tmp_path)]) == 2
@@ -215,7 +216,7 @@ def test_an_empty_file_among_manifests_is_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a-empty.yaml").write_text("---\n")
-    (tmp_path / "pool.yaml").write_text(node_pool() + KWOK_CLASS)
+    (tmp_path / "pool.yaml").write_text(node_pool() + KWOK_NODE_CLASS)
     assert main(["simulate", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert f"warning: {tmp_path / 'a-empty.yaml'}: no objects in this file" in err.splitlines()
@@ -232,7 +233,7 @@ def test_a_directory_without_manifests_is_an_error(
 
 
 def test_more_pods_than_a_simulation_runs_is_an_error(simulate: Simulate, tmp_path: Path) -> None:
-    result = simulate(node_pool() + KWOK_CLASS + deployment("web", 2_000_000))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 2_000_000))
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
         f"error: {tmp_path / 'manifests.yaml'}: the workloads ask for 2000000 pods; a "
@@ -346,7 +347,7 @@ def test_run_reads_its_kubeconfig_with_the_same_limits(
 def test_a_scenario_that_would_hang_or_crash_is_an_input_error(
     simulate: Simulate, tmp_path: Path, scenario: str, words: str
 ) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, scenario)
+    result = simulate(node_pool() + KWOK_NODE_CLASS, scenario)
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
     assert error.startswith(f"error: {tmp_path / 'scenario.yaml'}")
@@ -354,7 +355,7 @@ def test_a_scenario_that_would_hang_or_crash_is_an_input_error(
 
 
 def test_scenario_step_errors_name_their_line(simulate: Simulate, tmp_path: Path) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, "steps:\n  - settle: {}\n  - scael: {}\n")
+    result = simulate(node_pool() + KWOK_NODE_CLASS, "steps:\n  - settle: {}\n  - scael: {}\n")
     (error,) = _errors(result.stderr)
     assert error.startswith(f"error: {tmp_path / 'scenario.yaml'}:3: steps[1]: unknown step")
 
@@ -372,7 +373,7 @@ def test_a_node_pool_duration_beyond_any_clock_is_refused(
     pool = node_pool().replace(
         "      nodeClassRef:", f"      {field}: {value}\n      nodeClassRef:"
     )
-    result = simulate(pool + KWOK_CLASS)
+    result = simulate(pool + KWOK_NODE_CLASS)
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
     assert f"spec.template.spec.{field}: '{value}' is out of range" in error
@@ -382,7 +383,7 @@ def test_a_json_report_path_that_is_a_directory_is_refused_before_simulating(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifests = tmp_path / "pool.yaml"
-    manifests.write_text(node_pool() + KWOK_CLASS)
+    manifests.write_text(node_pool() + KWOK_NODE_CLASS)
     assert main(["simulate", str(manifests), "--json", str(tmp_path)]) == 2
     assert _errors(capsys.readouterr().err) == [
         f"error: --json {tmp_path}: is a directory; name a file"

@@ -7,7 +7,6 @@ and provider, on the same cluster and the same cloud.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -20,69 +19,31 @@ from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.runner import Simulation
+from nodewright.testing.manifests import node_pool
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
 
-NODE_CLASS = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
-"""
+#: The controller tests' NodePool requirements: on-demand Linux nodes of 4 CPUs.
+FOUR_CPU_ON_DEMAND = (
+    "[{key: kubernetes.io/os, operator: In, values: [linux]},"
+    " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]},"
+    ' {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}]'
+)
 
 
-def node_pool(template_spec: str = "", name: str = "default") -> str:
-    extra = textwrap.indent(textwrap.dedent(template_spec).strip(), " " * 6)
-    return f"""
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {name}}}
-spec:
-  template:
-    spec:
-      requirements:
-        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-        - {{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}}
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
-{extra}
-"""
-
-
-def deployment(
-    name: str, replicas: int, cpu: str = "1", annotations: str = "{}", extra_spec: str = ""
+def four_cpu_pool(
+    template_spec: str = "", *, name: str = "default", disruption: str | None = None
 ) -> str:
-    spec = textwrap.indent(textwrap.dedent(extra_spec).strip(), " " * 6)
-    return f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: default}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-      annotations: {annotations}
-    spec:
-{spec}
-      containers:
-        - name: app
-          image: pause
-          resources: {{requests: {{cpu: "{cpu}", memory: 100Mi}}}}
-"""
-
-
-def pdb(app: str, max_unavailable: int) -> str:
-    return f"""
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {{name: {app}, namespace: default}}
-spec:
-  maxUnavailable: {max_unavailable}
-  selector: {{matchLabels: {{app: {app}}}}}
-"""
+    """The controller tests' NodePool: 4-CPU on-demand Linux nodes, no weight."""
+    return node_pool(
+        name,
+        weight=None,
+        requirements=FOUR_CPU_ON_DEMAND,
+        template_spec=template_spec,
+        disruption=disruption,
+    )
 
 
 class KWOKWorld:

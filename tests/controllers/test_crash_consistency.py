@@ -36,15 +36,9 @@ from nodewright.api.labels import (
 from nodewright.api.meta import KubeObject, is_true
 from nodewright.cluster.memory import Crash as ClusterCrash
 from nodewright.cluster.memory import FaultPoint, WriteVerb
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
 from nodewright_kwok.faults import Crash as CloudCrash
-from tests.controllers.kwok_world import (
-    NODE_CLASS,
-    Availability,
-    KWOKWorld,
-    deployment,
-    node_pool,
-    pdb,
-)
+from tests.controllers.kwok_world import Availability, KWOKWorld, four_cpu_pool
 
 REPLICAS = 6
 MAX_UNAVAILABLE = 1
@@ -217,10 +211,10 @@ POINTS = [
 @pytest.mark.parametrize("point", POINTS, ids=[f"{p.phase}: {p.name}" for p in POINTS])
 def test_a_crash_at_any_step_leaks_nothing_and_launches_nothing_twice(point: Point) -> None:
     world = KWOKWorld()
-    world.apply(node_pool("terminationGracePeriod: 1h"), NODE_CLASS)
+    world.apply(four_cpu_pool("terminationGracePeriod: 1h"), KWOK_NODE_CLASS)
     if point.phase == "launch":
         point.arm(world)
-    world.apply(deployment("web", REPLICAS), pdb("web", MAX_UNAVAILABLE))
+    world.apply(deployment("web", REPLICAS), pod_disruption_budget("web", MAX_UNAVAILABLE))
     if point.phase == "launch":
         _crash_and_restart(world)
     world.settle()

@@ -7,14 +7,15 @@ from datetime import timedelta
 
 from nodewright.api.karpenter import NodeClaim
 from nodewright.testing import launch_request, make_node_claim
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment
 from nodewright_kwok.ledger import TERMINATED
 from nodewright_kwok.nodeclass import KWOKNodeClass
-from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
+from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 
 def test_a_nodeclaim_whose_instance_vanished_is_deleted_with_its_node() -> None:
     world = KWOKWorld({"manage-nodes": "false"})
-    world.apply(node_pool(), NODE_CLASS, deployment("web", 1))
+    world.apply(four_cpu_pool(), KWOK_NODE_CLASS, deployment("web", 1))
     world.settle()
     (claim,) = world.claims()
     (entry,) = world.ledger.entries()
@@ -26,7 +27,7 @@ def test_a_nodeclaim_whose_instance_vanished_is_deleted_with_its_node() -> None:
 
 def test_a_nodeclaim_is_kept_while_its_node_is_ready_whatever_the_cloud_says() -> None:
     world = KWOKWorld()
-    world.apply(node_pool(), NODE_CLASS, deployment("web", 1))
+    world.apply(four_cpu_pool(), KWOK_NODE_CLASS, deployment("web", 1))
     world.settle()
     (claim,) = world.claims()
     (entry,) = world.ledger.entries()
@@ -37,7 +38,7 @@ def test_a_nodeclaim_is_kept_while_its_node_is_ready_whatever_the_cloud_says() -
 
 def test_an_instance_without_a_nodeclaim_is_deleted_after_thirty_seconds() -> None:
     world = KWOKWorld()
-    world.apply(node_pool(), NODE_CLASS)
+    world.apply(four_cpu_pool(), KWOK_NODE_CLASS)
     world.settle()
     node_class = world.cluster.get(KWOKNodeClass, "default")
     assert node_class is not None
@@ -56,10 +57,8 @@ def test_an_instance_without_a_nodeclaim_is_deleted_after_thirty_seconds() -> No
 def test_a_nodeclaim_adopts_the_instance_launched_for_it_before_a_crash() -> None:
     world = KWOKWorld()
     # The adopted node stays empty: keep consolidation from removing it during the wait.
-    pool = node_pool().replace(
-        "spec:\n  template:", "spec:\n  disruption: {consolidateAfter: Never}\n  template:"
-    )
-    world.apply(pool, NODE_CLASS)
+    pool = four_cpu_pool(disruption="{consolidateAfter: Never}")
+    world.apply(pool, KWOK_NODE_CLASS)
     world.settle()
     node_class = world.cluster.get(KWOKNodeClass, "default")
     assert node_class is not None

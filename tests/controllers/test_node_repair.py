@@ -19,7 +19,8 @@ from nodewright.controllers.health import allowed_unhealthy, snake_case, unhealt
 from nodewright.controllers.lifecycle import format_timestamp
 from nodewright.controllers.options import Options
 from nodewright.plugin.model import RepairPolicy
-from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment
+from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 TOLERATION = timedelta(minutes=10)  # the KWOK provider's, for Ready False and Unknown
 REPAIRED = {"reason": "unhealthy", "nodepool": "default", "capacity_type": "on-demand"}
@@ -31,10 +32,8 @@ def _world(
 ) -> KWOKWorld:
     """``nodes`` nodes of the default NodePool, one 3-CPU pod on each (4-CPU nodes)."""
     world = KWOKWorld(options=Options(node_repair=gate))
-    pool = node_pool()
-    if budget:
-        pool += f'  disruption:\n    budgets: [{{nodes: "{budget}"}}]\n'
-    world.apply(pool, NODE_CLASS, deployment("web", nodes, "3", annotations))
+    pool = four_cpu_pool(disruption=f'{{budgets: [{{nodes: "{budget}"}}]}}' if budget else None)
+    world.apply(pool, KWOK_NODE_CLASS, deployment("web", nodes, "3", annotations=annotations))
     world.settle()
     assert len(world.nodes()) == nodes
     return world

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodewright.api.karpenter import NodeClaim
-from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool, pdb
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
+from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 
 def _resync_writes(world: KWOKWorld) -> int:
@@ -19,12 +20,17 @@ def _resync_writes(world: KWOKWorld) -> int:
 
 def test_a_resync_after_scaling_up_and_down_finds_nothing_new() -> None:
     world = KWOKWorld()
-    pool = node_pool("expireAfter: 30m").replace(
-        "spec:\n  template:",
-        "spec:\n  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, "
-        "consolidateAfter: 10s}\n  template:",
+    pool = four_cpu_pool(
+        "expireAfter: 30m",
+        disruption="{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 10s}",
     )
-    world.apply(NODE_CLASS, pool, deployment("web", 12), deployment("db", 3), pdb("db", 1))
+    world.apply(
+        KWOK_NODE_CLASS,
+        pool,
+        deployment("web", 12),
+        deployment("db", 3),
+        pod_disruption_budget("db", 1),
+    )
     world.settle()
     assert world.nodes()
     assert _resync_writes(world) == 0
@@ -39,7 +45,7 @@ def test_a_resync_finds_what_a_lost_change_left_undone() -> None:
     """The resync is a real safety net: with the lifecycle's feed cut, a NodeClaim created
     meanwhile is only launched by the resync."""
     world = KWOKWorld()
-    world.apply(NODE_CLASS, node_pool())
+    world.apply(KWOK_NODE_CLASS, four_cpu_pool())
     world.settle()
     lifecycle = next(c for c in world.sim.operator.controllers if c.name == "nodeclaim.lifecycle")
     world.cluster.state.close(lifecycle._changes)  # type: ignore[attr-defined]

@@ -16,20 +16,14 @@ from nodewright.api.labels import (
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
 from nodewright.api.meta import find_condition
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
 from nodewright_kwok.ledger import TERMINATED
-from tests.controllers.kwok_world import (
-    NODE_CLASS,
-    Availability,
-    KWOKWorld,
-    deployment,
-    node_pool,
-    pdb,
-)
+from tests.controllers.kwok_world import Availability, KWOKWorld, four_cpu_pool
 
 
 def _world(pool: str = "", *workloads: str) -> KWOKWorld:
     world = KWOKWorld()
-    world.apply(node_pool(pool), NODE_CLASS, *workloads)
+    world.apply(four_cpu_pool(pool), KWOK_NODE_CLASS, *workloads)
     world.settle()
     return world
 
@@ -84,7 +78,7 @@ def test_a_nodeclaim_deleted_by_hand_drains_its_node_the_same_way() -> None:
 
 
 def test_the_drain_never_breaks_a_pod_disruption_budget() -> None:
-    world = _world("", deployment("web", 6), pdb("web", 1))
+    world = _world("", deployment("web", 6), pod_disruption_budget("web", 1))
     assert len(world.nodes()) == 2
     availability = Availability(world, "web")
     victim = world.nodes()[0]
@@ -192,7 +186,7 @@ def test_termination_waits_for_volume_attachments_to_go() -> None:
 
 def test_a_not_ready_node_whose_instance_is_gone_is_released_without_draining() -> None:
     world = KWOKWorld({"manage-nodes": "false"})
-    world.apply(node_pool(), NODE_CLASS, deployment("web", 1))
+    world.apply(four_cpu_pool(), KWOK_NODE_CLASS, deployment("web", 1))
     world.settle()
     (node,) = world.nodes()
     assert not node.ready

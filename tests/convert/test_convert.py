@@ -10,7 +10,8 @@ import yaml
 
 from nodewright.api.convert import convert_documents, format_seconds
 from nodewright.commands import main
-from tests.conftest import KWOK_CLASS, Simulate, deployment
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment
+from tests.conftest import Simulate
 
 # Seed 000 (an AWS blog on pod affinity): the v1alpha5 Provisioner with an inline provider.
 SEED_000_PROVISIONER = """
@@ -303,7 +304,7 @@ spec:
 
 
 def test_current_documents_pass_through_unchanged() -> None:
-    documents = list(yaml.safe_load_all(KWOK_CLASS + deployment("web", 1)))
+    documents = list(yaml.safe_load_all(KWOK_NODE_CLASS + deployment("web", 1)))
     documents = [d for d in documents if d]
     result = convert_documents(documents)
     assert result.converted == 0
@@ -355,7 +356,7 @@ spec:
       requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
 ---
 """
-    result = simulate(old_pool + KWOK_CLASS + deployment("web", 3))
+    result = simulate(old_pool + KWOK_NODE_CLASS + deployment("web", 3))
     assert result.exit_code == 0, result.stderr
     assert len(result.nodes()) >= 1
     assert not result.pending()

@@ -13,7 +13,8 @@ import pytest
 
 from nodewright.commands import main
 from nodewright.schedulerconfig import SchedulerConfigError, load_scheduler_config
-from tests.conftest import KWOK_CLASS, Simulate, SimulateResult, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate, SimulateResult
 
 ZONE_SPREAD = (
     "{podTopologySpread: {defaultConstraints: [{maxSkew: 1, "
@@ -63,7 +64,7 @@ def zones_of_pods(result: SimulateResult) -> Counter[str]:
 
 
 def test_replicas_spread_over_zones_only_with_the_default(simulate: Simulate) -> None:
-    manifests = node_pool() + KWOK_CLASS + deployment("web", 3, cpu="100m")
+    manifests = node_pool() + KWOK_NODE_CLASS + deployment("web", 3, cpu="100m")
     plain = simulate(manifests)
     assert plain.exit_code == 0
     assert len(plain.nodes()) == 1
@@ -80,7 +81,9 @@ def test_replicas_spread_over_zones_only_with_the_default(simulate: Simulate) ->
 
 def test_a_pod_with_its_own_spread_keeps_it(simulate: Simulate) -> None:
     manifests = (
-        node_pool() + KWOK_CLASS + deployment("web", 3, cpu="100m", extra_spec=OWN_LOOSE_SPREAD)
+        node_pool()
+        + KWOK_NODE_CLASS
+        + deployment("web", 3, cpu="100m", extra_spec=OWN_LOOSE_SPREAD)
     )
     result = simulate(manifests, None, "--scheduler-config", ZONE_SPREAD)
     assert result.exit_code == 0
@@ -89,13 +92,16 @@ def test_a_pod_with_its_own_spread_keeps_it(simulate: Simulate) -> None:
 
 def test_bare_pods_are_spread_only_when_a_service_selects_them(simulate: Simulate) -> None:
     alone = simulate(
-        node_pool() + KWOK_CLASS + bare_pods(3), None, "--scheduler-config", ZONE_SPREAD
+        node_pool() + KWOK_NODE_CLASS + bare_pods(3), None, "--scheduler-config", ZONE_SPREAD
     )
     assert alone.exit_code == 0
     assert len(alone.nodes()) == 1, "no owner and no Service: no selector, no default"
 
     served = simulate(
-        node_pool() + KWOK_CLASS + SERVICE + bare_pods(3), None, "--scheduler-config", ZONE_SPREAD
+        node_pool() + KWOK_NODE_CLASS + SERVICE + bare_pods(3),
+        None,
+        "--scheduler-config",
+        ZONE_SPREAD,
     )
     assert served.exit_code == 0
     assert served.pending() == []
@@ -109,7 +115,7 @@ def test_the_config_may_be_a_file(simulate: Simulate, tmp_path: Path) -> None:
         "      topologyKey: topology.kubernetes.io/zone\n      whenUnsatisfiable: DoNotSchedule\n"
     )
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 3, cpu="100m"),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 3, cpu="100m"),
         None,
         "--scheduler-config",
         str(config),
@@ -176,7 +182,7 @@ def test_an_empty_config_means_no_defaults() -> None:
 
 
 def test_simulate_refuses_a_malformed_config(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, None, "--scheduler-config", "{bogus: 1}")
+    result = simulate(node_pool() + KWOK_NODE_CLASS, None, "--scheduler-config", "{bogus: 1}")
     assert result.exit_code == 2
     assert "error: --scheduler-config: decoding scheduler config, bogus:" in result.stderr
 

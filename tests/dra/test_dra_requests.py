@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from nodewright.commands import main
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 from tests.disruption.harness import Harness
 
 SKIPPED = (
@@ -59,7 +60,10 @@ spec:
 
 def test_pods_with_claims_are_skipped_and_launch_no_node(simulate: Simulate) -> None:
     manifests = (
-        node_pool() + KWOK_CLASS + deployment("gpu", 2, extra_spec=CLAIMS) + deployment("web", 1)
+        node_pool()
+        + KWOK_NODE_CLASS
+        + deployment("gpu", 2, extra_spec=CLAIMS)
+        + deployment("web", 1)
     )
     result = simulate(manifests)
     assert result.exit_code == 0
@@ -75,14 +79,14 @@ def test_pods_with_claims_are_skipped_and_launch_no_node(simulate: Simulate) -> 
 
 
 def test_a_container_claim_alone_makes_the_pod_skipped(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS + CONTAINER_CLAIM)
+    result = simulate(node_pool() + KWOK_NODE_CLASS + CONTAINER_CLAIM)
     assert result.exit_code == 0
     assert result.nodes() == []
     assert [e["message"] for e in result.events("FailedScheduling")] == [SKIPPED]
 
 
 def test_daemonset_pods_with_claims_add_no_overhead(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS + DRA_DAEMONSET + deployment("web", 1))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + DRA_DAEMONSET + deployment("web", 1))
     assert result.exit_code == 0
     (node,) = result.nodes()
     # 30 CPUs of daemonset overhead would need a 32-CPU type; the web pod alone fits 2 CPUs.
@@ -90,7 +94,7 @@ def test_daemonset_pods_with_claims_add_no_overhead(simulate: Simulate) -> None:
 
 
 def test_false_is_refused_by_simulate(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, None, "--no-ignore-dra-requests")
+    result = simulate(node_pool() + KWOK_NODE_CLASS, None, "--no-ignore-dra-requests")
     assert result.exit_code == 2
     assert "error: --no-ignore-dra-requests: false is not supported" in result.stderr
 

@@ -16,9 +16,8 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -60,16 +59,6 @@ class CustomResourceDefinition(KubeObject):
 
 def suffix() -> str:
     return uuid.uuid4().hex[:6]
-
-
-def eventually(
-    check: Callable[[], bool], what: str, timeout: float = TIMEOUT, every: float = 0.5
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g}s: {what}")
-        time.sleep(every)
 
 
 def kubectl(*args: str, stdin: str | None = None, kubeconfig: str = KUBECONFIG) -> str:

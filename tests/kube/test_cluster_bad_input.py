@@ -17,9 +17,8 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +32,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
 from nodewright.settings import RunSettings
 from nodewright_kwok.nodeclass import KWOKNodeClass
+from tests.kube.polling import eventually
 
 KUBECONFIG = os.environ.get("NODEWRIGHT_TEST_KUBECONFIG", "")
 KUBECTL = shutil.which("kubectl")
@@ -56,15 +56,6 @@ def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
         timeout=120,
         check=False,
     )
-
-
-def _eventually(check: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(1.0)
-    raise AssertionError(f"not within {timeout:g}s: {what}")
 
 
 @pytest.fixture(scope="module")
@@ -298,22 +289,28 @@ def test_what_the_crds_accept_gets_a_condition_and_an_event(
     applied = kubectl("apply", "-f", "-", stdin=classes + "---\n" + text + "---\n" + good)
     assert applied.returncode == 0, applied.stderr
     try:
-        _eventually(
+        eventually(
             lambda: _condition(name, condition).get("status") == "False",
             f"{condition} False on NodePool {name}",
+            TIMEOUT,
+            every=1.0,
         )
         assert words in _condition(name, condition).get("message", "")
-        _eventually(
+        eventually(
             lambda: any(
                 e.get("type") == "Warning" and (not reason or e.get("reason") == reason)
                 for e in _events(name)
             ),
             f"a Warning event on NodePool {name}",
+            TIMEOUT,
+            every=1.0,
         )
         # The controller keeps working: the valid NodePool beside it becomes ready.
-        _eventually(
+        eventually(
             lambda: _condition(f"good-{suffix}", "Ready").get("status") == "True",
             "the valid NodePool ready",
+            TIMEOUT,
+            every=1.0,
         )
         if condition == "ValidationSucceeded":  # simulate refuses it at load time too
             assert _loader_refuses(classes + "---\n" + text, tmp_path)

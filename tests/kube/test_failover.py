@@ -7,7 +7,7 @@ import dataclasses
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,10 @@ from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer
+from tests.kube.polling import eventually
+
+#: Seconds a replica may take to lead, sync its caches, launch or clean up.
+WAIT = 20.0
 
 MANIFESTS = """
 apiVersion: karpenter.kwok.sh/v1alpha1
@@ -65,15 +69,6 @@ class CrashingKWOK(KWOKProvider):
     def configure(self, context: ProviderContext) -> None:
         super().configure(context)
         self.faults.crash_at("launch.after")
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not met in {timeout}s: {what}")
 
 
 @dataclasses.dataclass
@@ -160,10 +155,10 @@ def test_standby_takes_over_a_leader_killed_mid_provisioning(
 ) -> None:
     ledger = Ledger()  # the fake cloud, shared by both replicas
     first = _start(apiserver, CrashingKWOK(ledger=ledger), "replica-a")
-    _eventually(lambda: _holder(user) == "replica-a", what="replica-a leads")
+    eventually(lambda: _holder(user) == "replica-a", "replica-a leads", WAIT)
     second = _start(apiserver, KWOKProvider(ledger=ledger), "replica-b")
     try:
-        _eventually(second.service.cluster.synced, what="standby caches")
+        eventually(second.service.cluster.synced, "standby caches", WAIT)
         assert not second.service.leading
         _pending_pods(user, 6)
 
@@ -175,7 +170,7 @@ def test_standby_takes_over_a_leader_killed_mid_provisioning(
         assert second.service.passes == 0  # the standby never ran a pass while a led
 
         # replica-b takes the Lease once it expires and finishes the job
-        _eventually(lambda: _holder(user) == "replica-b", what="replica-b takes over")
+        eventually(lambda: _holder(user) == "replica-b", "replica-b takes over", WAIT)
 
         def settled() -> bool:
             claims = user.list(NodeClaim)
@@ -184,7 +179,7 @@ def test_standby_takes_over_a_leader_killed_mid_provisioning(
                 c.status.provider_id and c.status.provider_id in nodes for c in claims
             )
 
-        _eventually(settled, what="every NodeClaim launched and registered")
+        eventually(settled, "every NodeClaim launched and registered", WAIT)
         time.sleep(1.0)  # a few more passes: nothing more may launch
         claims = user.list(NodeClaim)
         provider_ids = [c.status.provider_id for c in claims]
@@ -207,7 +202,7 @@ def test_graceful_shutdown_releases_the_lease_and_probes_answer(
 ) -> None:
     replica = _start(apiserver, KWOKProvider(), "only")
     try:
-        _eventually(lambda: replica.service.passes > 0, what="a first pass")
+        eventually(lambda: replica.service.passes > 0, "a first pass", WAIT)
         base = "http://127.0.0.1"
         health = replica.service.health_port
         with urllib.request.urlopen(f"{base}:{health}/healthz", timeout=5) as answer:
@@ -232,7 +227,7 @@ def test_without_leader_election_one_replica_runs_at_once(
     replica = _start(apiserver, KWOKProvider(), "solo", disable_leader_election=True)
     try:
         _pending_pods(user, 2)
-        _eventually(lambda: bool(user.list(NodeClaim)), what="a NodeClaim")
+        eventually(lambda: bool(user.list(NodeClaim)), "a NodeClaim", WAIT)
         assert user.read(Lease, "karpenter-leader-election", "kube-system") is None
     finally:
         replica.service.request_stop()
@@ -247,7 +242,7 @@ def test_a_leader_that_cannot_renew_steps_down_and_exits(
 
     replica = _start(apiserver, KWOKProvider(), "flaky")
     try:
-        _eventually(lambda: replica.service.passes > 0, what="a first pass")
+        eventually(lambda: replica.service.passes > 0, "a first pass", WAIT)
         apiserver.inject(Fault("PUT", "/leases/", status=500, times=10_000))
         replica.thread.join(15)
         assert replica.outcome == [1]  # exit status 1: the pod restarts as a standby
@@ -264,7 +259,7 @@ def test_a_new_leader_with_its_own_ledger_adopts_and_deletes_the_old_leaders_ins
     """Two processes do not share a fake cloud: the new leader finds the old leader's
     instances through their Nodes, and terminates them when their NodeClaims go."""
     first = _start(apiserver, KWOKProvider(), "replica-a")
-    _eventually(lambda: _holder(user) == "replica-a", what="replica-a leads")
+    eventually(lambda: _holder(user) == "replica-a", "replica-a leads", WAIT)
     _pending_pods(user, 4)
 
     def registered() -> bool:
@@ -274,7 +269,7 @@ def test_a_new_leader_with_its_own_ledger_adopts_and_deletes_the_old_leaders_ins
             c.status.provider_id and c.status.provider_id in nodes for c in claims
         )
 
-    _eventually(registered, what="replica-a launched and registered its nodes")
+    eventually(registered, "replica-a launched and registered its nodes", WAIT)
     launched = sorted(c.status.provider_id or "" for c in user.list(NodeClaim))
     first.service.request_stop()
     first.thread.join(10)
@@ -283,8 +278,8 @@ def test_a_new_leader_with_its_own_ledger_adopts_and_deletes_the_old_leaders_ins
     successor = KWOKProvider()  # a new process: an empty ledger
     second = _start(apiserver, successor, "replica-b")
     try:
-        _eventually(lambda: _holder(user) == "replica-b", what="replica-b takes over")
-        _eventually(lambda: second.service.passes > 0, what="replica-b runs")
+        eventually(lambda: _holder(user) == "replica-b", "replica-b takes over", WAIT)
+        eventually(lambda: second.service.passes > 0, "replica-b runs", WAIT)
         assert sorted(i.provider_id for i in successor.list_instances()) == launched
         time.sleep(0.5)  # a few passes: nothing is launched again
         assert sorted(c.status.provider_id or "" for c in user.list(NodeClaim)) == launched
@@ -294,8 +289,8 @@ def test_a_new_leader_with_its_own_ledger_adopts_and_deletes_the_old_leaders_ins
             user.delete(Pod, pod.name, pod.namespace)
         for claim in user.list(NodeClaim):  # ... and so do its nodes
             user.delete(NodeClaim, claim.name)
-        _eventually(lambda: not user.list(NodeClaim), what="NodeClaims terminated")
-        _eventually(lambda: not user.list(Node), what="their Nodes deleted by replica-b")
+        eventually(lambda: not user.list(NodeClaim), "NodeClaims terminated", WAIT)
+        eventually(lambda: not user.list(Node), "their Nodes deleted by replica-b", WAIT)
         assert successor.list_instances() == []
     finally:
         second.service.request_stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -26,15 +25,7 @@ from nodewright.cluster.kube import (
 from nodewright.cluster.objects import mutable
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import TOKEN, FakeApiServer, Fault
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+from tests.kube.polling import eventually
 
 
 def _other(apiserver: FakeApiServer, **changes: object) -> KubeCluster:
@@ -59,14 +50,14 @@ def test_cache_follows_changes_made_by_others(kube: KubeCluster, apiserver: Fake
     other = _other(apiserver)
     try:
         other.create(Node(metadata=ObjectMeta(name="n1")))
-        _eventually(lambda: kube.get(Node, "n1") is not None)
+        eventually(lambda: kube.get(Node, "n1") is not None)
         node = mutable(other.get(Node, "n1"))  # type: ignore[type-var]
         assert node is not None
         node.metadata.labels["zone"] = "a"
         other.update(node)
-        _eventually(lambda: (kube.get(Node, "n1") or node).metadata.labels.get("zone") == "a")
+        eventually(lambda: (kube.get(Node, "n1") or node).metadata.labels.get("zone") == "a")
         other.delete(Node, "n1")
-        _eventually(lambda: kube.get(Node, "n1") is None)
+        eventually(lambda: kube.get(Node, "n1") is None)
     finally:
         other.close()
     lists, _ = kube.informer_stats(Node)
@@ -83,7 +74,7 @@ def test_watch_relists_after_410_gone(kube: KubeCluster, apiserver: FakeApiServe
         other.create(Node(metadata=ObjectMeta(name="during")))
         apiserver.compact()  # the cache's resourceVersion is now too old to watch from
         apiserver.resume_watches()
-        _eventually(lambda: kube.get(Node, "during") is not None)
+        eventually(lambda: kube.get(Node, "during") is not None)
     finally:
         other.close()
     lists, gone = kube.informer_stats(Node)
@@ -134,7 +125,7 @@ def test_concurrent_writers_conflict(kube: KubeCluster, apiserver: FakeApiServer
         with pytest.raises(ConflictError, match="has been modified"):
             kube.update(mine)
         # the caller's retry: read again (the cache catches up) and write
-        _eventually(lambda: (kube.get(Node, "n1") or mine).metadata.labels.get("by") == "them")
+        eventually(lambda: (kube.get(Node, "n1") or mine).metadata.labels.get("by") == "them")
         fresh = mutable(kube.get(Node, "n1"))  # type: ignore[type-var]
         assert fresh is not None
         fresh.metadata.labels["by"] = "me"
@@ -234,6 +225,6 @@ def test_caches_relist_every_resync_period(apiserver: FakeApiServer) -> None:
     quick = _other(apiserver, resync_period=0.3)
     try:
         quick.list(Node)
-        _eventually(lambda: quick.informer_stats(Node)[0] >= 3)
+        eventually(lambda: quick.informer_stats(Node)[0] >= 3)
     finally:
         quick.close()

@@ -3,24 +3,13 @@ like every cached kind, and their status written through the status subresource.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from nodewright.api.meta import Condition, ObjectMeta
 from nodewright.api.nodeoverlay import NodeOverlay, NodeOverlaySpec, NodeSelectorRequirement
 from nodewright.cluster.kube import KubeCluster, collection_path
 from nodewright.cluster.objects import mutable
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+from tests.kube.polling import eventually
 
 
 def test_overlays_are_watched_and_their_status_written(
@@ -43,7 +32,7 @@ def test_overlays_are_watched_and_their_status_written(
                 ),
             )
         )
-        _eventually(lambda: kube.get(NodeOverlay, "gpu") is not None)
+        eventually(lambda: kube.get(NodeOverlay, "gpu") is not None)
     finally:
         other.close()
     seen = kube.get(NodeOverlay, "gpu")

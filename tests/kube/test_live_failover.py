@@ -27,6 +27,7 @@ from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
 from tests.kube import live
+from tests.kube.polling import eventually
 
 pytestmark = live.LIVE
 
@@ -142,9 +143,9 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
     first = Replica(CrashingKWOK(ledger=ledger), "replica-a", namespace)
     second: Replica | None = None
     try:
-        live.eventually(lambda: _holder(admin, namespace) == "replica-a", "replica-a leads", 60)
+        eventually(lambda: _holder(admin, namespace) == "replica-a", "replica-a leads", 60)
         second = Replica(KWOKProvider(ledger=ledger), "replica-b", namespace)
-        live.eventually(second.service.cluster.synced, "the standby's caches", 60)
+        eventually(second.service.cluster.synced, "the standby's caches", 60)
         live.apply(_manifests(pool, namespace, replicas=4))
 
         first.thread.join(120)
@@ -153,7 +154,9 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
         assert len(ledger.entries()) == 1  # launched, then died before recording it
         assert second.service.passes == 0  # the standby never ran while a led
 
-        live.eventually(lambda: _holder(admin, namespace) == "replica-b", "replica-b takes over")
+        eventually(
+            lambda: _holder(admin, namespace) == "replica-b", "replica-b takes over", live.TIMEOUT
+        )
 
         def settled() -> bool:
             claims = admin.list(NodeClaim, labels={POOL_LABEL: pool})
@@ -166,7 +169,7 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
                 and all(p.status.phase == "Running" for p in pods)
             )
 
-        live.eventually(settled, "every NodeClaim launched, registered, its pods running")
+        eventually(settled, "every NodeClaim launched, registered, its pods running", live.TIMEOUT)
         time.sleep(3.0)  # more passes: nothing more may launch
         claims = admin.list(NodeClaim, labels={POOL_LABEL: pool})
         nodes = admin.list(Node, labels={POOL_LABEL: pool})
@@ -180,8 +183,10 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
         assert lease.spec.lease_transitions == 1
 
         live.kubectl("scale", "deploy/inflate", "-n", namespace, "--replicas=0")
-        live.eventually(
-            lambda: not admin.list(Node, labels={POOL_LABEL: pool}), "the empty nodes removed"
+        eventually(
+            lambda: not admin.list(Node, labels={POOL_LABEL: pool}),
+            "the empty nodes removed",
+            live.TIMEOUT,
         )
     finally:
         if second is not None:

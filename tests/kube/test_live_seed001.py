@@ -32,6 +32,7 @@ from nodewright.settings import RunSettings
 from nodewright_kwok.heartbeat import NODE_LEASE_NAMESPACE
 from tests.kube import live
 from tests.kube.live import HOLD, KWOK_CONTROLLER, Identity, Request, RequestLog
+from tests.kube.polling import eventually
 
 pytestmark = live.LIVE
 
@@ -176,8 +177,10 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
             watcher.start()
             live.apply(_manifests(pool, namespace))
             live.kubectl("scale", "deploy/inflate", "-n", namespace, f"--replicas={REPLICAS}")
-            live.eventually(
-                lambda: bool(_pods_running(admin, namespace)), f"{REPLICAS} inflate pods run"
+            eventually(
+                lambda: bool(_pods_running(admin, namespace)),
+                f"{REPLICAS} inflate pods run",
+                live.TIMEOUT,
             )
             run.running = _pods_running(admin, namespace)
             started = time.monotonic()
@@ -202,7 +205,7 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
                     Node, labels={POOL_LABEL: pool}
                 )
 
-            live.eventually(emptied, "scaled to zero: every NodeClaim and Node gone")
+            eventually(emptied, "scaled to zero: every NodeClaim and Node gone", live.TIMEOUT)
             time.sleep(2.0)  # the garbage collector deletes the Nodes' Leases
             run.left_after = (
                 [c.name for c in admin.list(NodeClaim, labels={POOL_LABEL: pool})],

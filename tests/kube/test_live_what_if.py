@@ -21,6 +21,7 @@ import yaml
 from nodewright.cluster.kube.transport import Answer, Transport
 from nodewright.commands import main
 from tests.kube import live
+from tests.kube.polling import eventually
 
 pytestmark = live.LIVE
 
@@ -160,7 +161,7 @@ def cluster_with_an_empty_node() -> Iterator[str]:
         pods = json.loads(out)["items"]
         return len(pods) == 3 and all(p["spec"].get("nodeName") for p in pods)
 
-    live.eventually(placed, "the Deployment's pods bound to node a", timeout=60)
+    eventually(placed, "the Deployment's pods bound to node a", timeout=60)
     try:
         yield pool
     finally:

@@ -38,6 +38,7 @@ from nodewright.cluster.kube.patch import JSON_PATCH, precondition_failed
 from nodewright_kwok import kubelet
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import NOT_APPLIED, FakeApiServer
+from tests.kube.polling import eventually
 
 REAL_KUBECONFIG = os.environ.get("NODEWRIGHT_TEST_KUBECONFIG", "")
 
@@ -102,13 +103,6 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
             fake.stop()
 
 
-def _eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.05)
-
-
 def _pod(server: Server, name: str) -> Pod:
     pod = Pod(
         metadata=ObjectMeta(name=f"{name}-{server.suffix}", namespace=server.namespace),
@@ -134,7 +128,7 @@ def _cached(cluster: KubeCluster, kind: type[Any], name: str, namespace: str, ve
         found = cluster.get(kind, name, namespace)
         return found is not None and int(found.metadata.resource_version or 0) >= int(version)
 
-    _eventually(caught_up, f"the cache holds {kind.KIND} {name} at {version}")
+    eventually(caught_up, f"the cache holds {kind.KIND} {name} at {version}", timeout=10.0)
     return cluster.get(kind, name, namespace).clone()  # reads are shared: change a copy
 
 

@@ -9,7 +9,8 @@ from prometheus_client import REGISTRY, generate_latest
 from nodewright import metrics
 from nodewright.metrics import sample
 from nodewright.metrics.text import PREFORMATTED
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 
 def _created(pool: str = "default") -> float:
@@ -31,7 +32,7 @@ def test_provisioning_records_nodeclaims_nodes_pods_and_scheduler(simulate: Simu
     )
     before_startups = sample("karpenter_pods_startup_duration_seconds_count")
 
-    result = simulate(node_pool(limits="{cpu: 100}") + KWOK_CLASS + deployment("web", 5))
+    result = simulate(node_pool(limits="{cpu: 100}") + KWOK_NODE_CLASS + deployment("web", 5))
     assert result.exit_code == 0, result.stderr
     launched = len(result.nodes())
     assert launched >= 1
@@ -92,7 +93,7 @@ steps:
   - scale: {kind: Deployment, name: web, replicas: 0}
   - advance: 5m
 """
-    result = simulate(node_pool() + KWOK_CLASS + deployment("web", 3), scenario)
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 3), scenario)
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     assert sample("karpenter_voluntary_disruption_decisions_total", labels) > before_decisions
@@ -111,7 +112,7 @@ steps:
 def test_many_runs_register_nothing_twice_and_stay_fast(simulate: Simulate) -> None:
     started = time.perf_counter()
     for _ in range(5):
-        assert simulate(node_pool() + KWOK_CLASS + deployment("web", 2)).exit_code == 0
+        assert simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 2)).exit_code == 0
     # Each run is a fraction of a second; metrics must not make it noticeably slower.
     assert time.perf_counter() - started < 15
     names = [m.name for m in REGISTRY.collect() if m.name.startswith("karpenter_nodeclaims")]
@@ -123,7 +124,7 @@ def test_series_formatted_when_they_change_read_as_prometheus_client_writes_them
 ) -> None:
     """The per-node and per-pod lines kept formatted are what a scrape of the same series
     through prometheus_client would write, escaping included."""
-    assert simulate(node_pool() + KWOK_CLASS + deployment("web", 3)).exit_code == 0
+    assert simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 3)).exit_code == 0
     metrics.pods_state.set(("odd", "pod"), ("a\\b", 'say "hi"', "line\nbreak", *[""] * 7))
     try:
         exposition = metrics.exposition().decode()

@@ -10,12 +10,12 @@ from nodewright.api.manifests import load_paths
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation
-from tests.conftest import KWOK_CLASS, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 
 
 def test_a_settled_simulation_holds_no_undrained_changes(tmp_path: Path) -> None:
     manifests = tmp_path / "manifests.yaml"
-    manifests.write_text(node_pool() + KWOK_CLASS + deployment("inflate", 200))
+    manifests.write_text(node_pool() + KWOK_NODE_CLASS + deployment("inflate", 200))
     host = PluginHost.load(only=["kwok"])
     simulation = Simulation(host)
     simulation.apply(load_paths([manifests], kind_registry(host)))

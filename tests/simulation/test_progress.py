@@ -6,10 +6,9 @@ import io
 import logging
 
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
-from tests.conftest import KWOK_CLASS, Simulate
-from tests.conftest import deployment as conftest_deployment
-from tests.conftest import node_pool as conftest_pool
-from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
+from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 
 class _Terminal(io.StringIO):
@@ -19,7 +18,7 @@ class _Terminal(io.StringIO):
 
 def test_the_line_shows_time_pods_nodes_and_price() -> None:
     world = KWOKWorld()
-    world.apply(NODE_CLASS, node_pool(), deployment("web", 5))
+    world.apply(KWOK_NODE_CLASS, four_cpu_pool(), deployment("web", 5))
     world.settle()
     screen = _Terminal()
     line = ProgressLine(world.sim, screen)
@@ -49,7 +48,7 @@ def test_log_lines_are_printed_above_the_line() -> None:
 
 
 def test_no_line_when_the_output_is_not_a_terminal(simulate: Simulate) -> None:
-    result = simulate(KWOK_CLASS + conftest_pool() + conftest_deployment("web", 3))
+    result = simulate(KWOK_NODE_CLASS + node_pool() + deployment("web", 3))
     assert result.exit_code == 0
     assert "3 pod(s) bound" in result.stdout
     assert "\x1b[K" not in result.stdout

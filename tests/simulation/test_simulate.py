@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +43,7 @@ def test_the_cheapest_fitting_instance_type_is_launched(simulate: Simulate) -> N
         " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]"
     )
     # 1.5 CPU does not fit a 1-CPU type; the 2-CPU "c" family is the cheapest that does.
-    result = simulate(pool + KWOK_CLASS + deployment("web", 1, cpu="1500m", memory="1Gi"))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 1, cpu="1500m", memory="1Gi"))
     assert result.exit_code == 0, result.stderr
     (node,) = result.nodes()
     assert node["instanceType"] == "c-2x-amd64-linux"
@@ -54,7 +55,7 @@ def test_the_cheapest_fitting_instance_type_is_launched(simulate: Simulate) -> N
 
 def test_spot_is_chosen_when_the_pool_allows_it_because_it_is_cheaper(simulate: Simulate) -> None:
     pool = node_pool(requirements="[{key: kubernetes.io/os, operator: In, values: [linux]}]")
-    result = simulate(pool + KWOK_CLASS + deployment("web", 1, cpu="500m"))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 1, cpu="500m"))
     (node,) = result.nodes()
     assert node["capacityType"] == "spot"
 
@@ -66,7 +67,7 @@ def test_pods_are_packed_first_fit_decreasing_onto_few_nodes(simulate: Simulate)
     )
     # Each 4-CPU node fits 3.9 CPU: one 3-CPU pod and three 300m pods share a node.
     manifests = (
-        pool + KWOK_CLASS + deployment("big", 2, cpu="3") + deployment("small", 6, cpu="300m")
+        pool + KWOK_NODE_CLASS + deployment("big", 2, cpu="3") + deployment("small", 6, cpu="300m")
     )
     result = simulate(manifests)
     assert result.exit_code == 0, result.stderr
@@ -99,7 +100,7 @@ def test_node_selector_and_required_node_affinity_are_honoured(simulate: Simulat
                     - {key: kubernetes.io/arch, operator: In, values: [arm64]}
         """,
     )
-    result = simulate(pool + KWOK_CLASS + zoned + arm)
+    result = simulate(pool + KWOK_NODE_CLASS + zoned + arm)
     assert result.exit_code == 0, result.stderr
     assert result.pending() == []
     by_pod = {p: n for n in result.nodes() for p in n["pods"]}
@@ -113,7 +114,7 @@ def test_node_selector_and_required_node_affinity_are_honoured(simulate: Simulat
 def test_the_heavier_node_pool_wins(simulate: Simulate) -> None:
     light = node_pool("light", weight=1, labels="{pool: light}")
     heavy = node_pool("heavy", weight=50, labels="{pool: heavy}")
-    result = simulate(light + heavy + KWOK_CLASS + deployment("web", 3, cpu="1"))
+    result = simulate(light + heavy + KWOK_NODE_CLASS + deployment("web", 3, cpu="1"))
     assert result.exit_code == 0, result.stderr
     assert {n["nodePool"] for n in result.nodes()} == {"heavy"}
 
@@ -124,7 +125,7 @@ def test_node_pool_limits_leave_pods_pending_with_a_reason(simulate: Simulate) -
         limits="{cpu: 4}",
     )
     # Each pod needs its own 2-CPU node; the limit of 4 CPU allows two such nodes.
-    result = simulate(pool + KWOK_CLASS + deployment("web", 4, cpu="1500m"))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 4, cpu="1500m"))
     assert result.exit_code == 0, result.stderr
     assert len(result.nodes()) == 2
     pending = result.pending()
@@ -142,7 +143,7 @@ def test_taints_need_tolerations(simulate: Simulate) -> None:
         cpu="500m",
         extra_spec="tolerations: [{key: dedicated, value: gpu, effect: NoSchedule}]",
     )
-    result = simulate(tainted + KWOK_CLASS + tolerant + deployment("plain", 1, cpu="500m"))
+    result = simulate(tainted + KWOK_NODE_CLASS + tolerant + deployment("plain", 1, cpu="500m"))
     assert result.exit_code == 0, result.stderr
     (node,) = result.nodes()
     assert node["nodePool"] == "gpu"
@@ -156,7 +157,7 @@ def test_taints_need_tolerations(simulate: Simulate) -> None:
 
 def test_a_pod_nothing_fits_is_pending_with_karpenters_wording(simulate: Simulate) -> None:
     pool = node_pool(requirements="[{key: kubernetes.io/arch, operator: In, values: [amd64]}]")
-    result = simulate(pool + KWOK_CLASS + deployment("huge", 1, cpu="1000"))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("huge", 1, cpu="1000"))
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     (pod,) = result.pending()
@@ -168,7 +169,7 @@ def test_a_pod_nothing_fits_is_pending_with_karpenters_wording(simulate: Simulat
 
 
 def test_nominated_events_name_the_nodeclaim(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS + deployment("web", 2, cpu="500m"))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 2, cpu="500m"))
     nominated = result.events("Nominated")
     assert len(nominated) == 2
     node_names = {n["name"] for n in result.nodes()}
@@ -178,7 +179,7 @@ def test_nominated_events_name_the_nodeclaim(simulate: Simulate) -> None:
 
 
 def test_launched_nodes_carry_karpenters_labels(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS + deployment("web", 1, cpu="500m"))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 1, cpu="500m"))
     (node,) = result.nodes()
     labels = node["labels"]
     for key in (
@@ -201,7 +202,7 @@ def test_a_node_pool_matching_no_instance_type_says_so(simulate: Simulate) -> No
     pool = node_pool(
         requirements="[{key: karpenter.kwok.sh/instance-family, operator: In, values: [zz]}]"
     )
-    result = simulate(pool + KWOK_CLASS + deployment("web", 1))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 1))
     assert result.exit_code == 0, result.stderr
     (event,) = result.events("NoCompatibleInstanceTypes")
     assert event["object"] == "nodepool/default"
@@ -212,7 +213,7 @@ def test_a_node_pool_matching_no_instance_type_says_so(simulate: Simulate) -> No
 def test_deleting_a_node_by_hand_drains_it_and_terminates_its_instance(simulate: Simulate) -> None:
     from nodewright_kwok.plugin import ledger
 
-    manifests = node_pool() + KWOK_CLASS + deployment("web", 3, cpu="1")
+    manifests = node_pool() + KWOK_NODE_CLASS + deployment("web", 3, cpu="1")
     first = simulate(manifests)
     (node,) = first.nodes()
     result = simulate(manifests, f"- delete: {{kind: Node, name: {node['name']}}}\n")

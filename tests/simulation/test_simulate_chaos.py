@@ -3,7 +3,8 @@ repeated exactly, and a different seed gives a different run."""
 
 from __future__ import annotations
 
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 SCALE_UP = "- scale: {kind: Deployment, name: web, namespace: default, replicas: 30}\n"
 CHAOS = "kwok.fault-rate=launch:0.5,get:0.2,capacity:0.3"
@@ -11,7 +12,7 @@ CHAOS = "kwok.fault-rate=launch:0.5,get:0.2,capacity:0.3"
 
 def _chaos(simulate: Simulate, seed: int) -> tuple[str, dict[str, object]]:
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 0, cpu="3"),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 0, cpu="3"),
         SCALE_UP,
         "--seed",
         str(seed),
@@ -41,7 +42,7 @@ def test_a_chaos_run_still_places_every_pod(simulate: Simulate) -> None:
 
 def test_no_capacity_at_all_leaves_pods_pending_and_says_why(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 2),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 2),
         None,
         "--provider-option",
         "kwok.fault-rate=capacity:1",

@@ -3,7 +3,8 @@ and --feature-gates, so what they change can be tried offline."""
 
 from __future__ import annotations
 
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 SPREAD_BY_PREFERENCE = """
 affinity:
@@ -17,7 +18,9 @@ affinity:
 
 
 def test_preferences_are_respected_unless_the_policy_ignores_them(simulate: Simulate) -> None:
-    manifests = node_pool() + KWOK_CLASS + deployment("web", 3, extra_spec=SPREAD_BY_PREFERENCE)
+    manifests = (
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 3, extra_spec=SPREAD_BY_PREFERENCE)
+    )
     respected = simulate(manifests)
     assert respected.exit_code == 0
     assert len(respected.nodes()) == 3  # one pod per node, as preferred
@@ -31,7 +34,7 @@ MIN_VALUES = "[{key: karpenter.kwok.sh/instance-family, operator: Exists, minVal
 
 
 def test_min_values_that_cannot_be_met_launch_only_with_best_effort(simulate: Simulate) -> None:
-    manifests = node_pool(requirements=MIN_VALUES) + KWOK_CLASS + deployment("web", 2)
+    manifests = node_pool(requirements=MIN_VALUES) + KWOK_NODE_CLASS + deployment("web", 2)
     strict = simulate(manifests)
     assert strict.exit_code == 0
     assert strict.nodes() == []
@@ -41,7 +44,7 @@ def test_min_values_that_cannot_be_met_launch_only_with_best_effort(simulate: Si
 
 
 def test_an_unknown_feature_gate_is_refused(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_CLASS, None, "--feature-gates", "SpotToSpot=true")
+    result = simulate(node_pool() + KWOK_NODE_CLASS, None, "--feature-gates", "SpotToSpot=true")
     assert result.exit_code == 2
     assert "error: --feature-gates SpotToSpot=true: unknown feature gate 'SpotToSpot'" in (
         result.stderr

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE_TO_10 = "- scale: {kind: Deployment, name: web, namespace: default, replicas: 10}\n"
@@ -21,7 +22,7 @@ def _errors(stderr: str) -> list[str]:
 
 def test_a_typo_in_a_provider_option_stops_the_run_naming_the_option(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 3),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 3),
         None,
         "--provider-option",
         "kwok.registraton-delay=5s",
@@ -39,7 +40,7 @@ def test_a_typo_in_a_provider_option_stops_the_run_naming_the_option(simulate: S
 
 def test_an_option_for_a_provider_that_is_not_installed_stops_the_run(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS, None, "--provider-option", "kwk.registration-delay=5s"
+        node_pool() + KWOK_NODE_CLASS, None, "--provider-option", "kwk.registration-delay=5s"
     )
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
@@ -53,7 +54,7 @@ def test_an_option_for_a_provider_that_is_not_installed_stops_the_run(simulate: 
 
 def test_a_bad_fault_value_stops_the_run_naming_the_option(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS, None, "--provider-option", "kwok.fault-api-errors=lanch=2"
+        node_pool() + KWOK_NODE_CLASS, None, "--provider-option", "kwok.fault-api-errors=lanch=2"
     )
     assert result.exit_code == 2
     (error,) = _errors(result.stderr)
@@ -130,7 +131,7 @@ def test_an_unconfigured_provider_nobody_uses_does_not_stop_a_kwok_run(
     simulate: Simulate, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _clear_aws_environment(monkeypatch, tmp_path)
-    result = simulate(node_pool() + KWOK_CLASS + deployment("web", 2))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 2))
     assert result.exit_code == 0, result.stderr
     assert result.pending() == []
 
@@ -141,7 +142,7 @@ def test_a_provider_failing_while_the_report_is_built_leaves_the_launch_price_wi
     # Every "get" of an instance fails: the node never registers its pods, and the report
     # cannot ask the provider for the instance's price.
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 0),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 0),
         SCALE_TO_10,
         "--provider-option",
         "kwok.fault-api-errors=get=1000",
@@ -161,7 +162,7 @@ def test_a_provider_failing_while_the_report_is_built_leaves_the_launch_price_wi
 def test_the_run_waits_for_an_instance_still_launching(simulate: Simulate) -> None:
     # Registration takes longer than the 60 s quiet period that ends a settle.
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 0, cpu="100m"),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 0, cpu="100m"),
         SCALE_TO_10,
         "--provider-option",
         "kwok.registration-delay=90s",
@@ -175,7 +176,7 @@ def test_the_run_waits_for_an_instance_still_launching(simulate: Simulate) -> No
 
 def test_a_launch_that_keeps_failing_does_not_hold_the_run(simulate: Simulate) -> None:
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("web", 2),
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 2),
         None,
         "--provider-option",
         "kwok.fault-instance-quota=0",

@@ -6,7 +6,8 @@ from nodewright.api.core import Container, Node, Pod, PodSpec, ResourceRequireme
 from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, MIN_VALUES_RELAXED_ANNOTATION
 from nodewright.api.meta import ObjectMeta
 from nodewright.controllers.options import Options
-from tests.controllers.kwok_world import NODE_CLASS, KWOKWorld, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 FAMILY = "karpenter.kwok.sh/instance-family"
 
@@ -14,8 +15,8 @@ FAMILY = "karpenter.kwok.sh/instance-family"
 def test_a_pod_may_select_a_provider_label_its_node_pool_does_not_name() -> None:
     world = KWOKWorld()
     world.apply(
-        NODE_CLASS,
-        node_pool(),
+        KWOK_NODE_CLASS,
+        four_cpu_pool(),
         deployment("memory-heavy", 1, extra_spec=f"nodeSelector: {{{FAMILY}: m}}"),
     )
     world.settle()
@@ -45,8 +46,8 @@ spec:
 def test_an_arm64_daemonset_keeps_arm64_types_off_a_claim_it_would_overfill() -> None:
     world = KWOKWorld()
     world.apply(
-        NODE_CLASS,
-        node_pool(),
+        KWOK_NODE_CLASS,
+        four_cpu_pool(),
         daemonset("arm-agent", "3", f"{{{ARCH_LABEL}: arm64}}"),
         deployment("web", 1, cpu="1500m"),
     )
@@ -64,7 +65,7 @@ def test_an_arm64_daemonset_keeps_arm64_types_off_a_claim_it_would_overfill() ->
 
 def test_an_everywhere_daemonset_is_added_to_the_claim_requests() -> None:
     world = KWOKWorld()
-    world.apply(NODE_CLASS, node_pool(), daemonset("agent", "500m"), deployment("web", 1))
+    world.apply(KWOK_NODE_CLASS, four_cpu_pool(), daemonset("agent", "500m"), deployment("web", 1))
     world.settle()
     (claim,) = world.claims()
     assert claim.spec.resources.requests["cpu"] == "1500m"
@@ -96,7 +97,7 @@ def _pending(name: str, cpu: str) -> Pod:
 def test_an_existing_node_keeps_room_for_daemons_not_running_there_yet() -> None:
     """The provisioner's own pass, before the DaemonSet controller has run its pod."""
     world = KWOKWorld()
-    world.apply(NODE_CLASS, node_pool(), STATIC_NODE)
+    world.apply(KWOK_NODE_CLASS, four_cpu_pool(), STATIC_NODE)
     world.settle()  # the NodePool is ready
     world.apply(daemonset("agent", "1"))
     pod = _pending("big", "1500m")
@@ -108,7 +109,7 @@ def test_an_existing_node_keeps_room_for_daemons_not_running_there_yet() -> None
 
 def test_daemons_already_running_on_a_node_are_not_counted_twice() -> None:
     world = KWOKWorld()
-    world.apply(NODE_CLASS, node_pool(), STATIC_NODE, daemonset("agent", "1"))
+    world.apply(KWOK_NODE_CLASS, four_cpu_pool(), STATIC_NODE, daemonset("agent", "1"))
     world.settle()  # the agent now runs on static-1
     agents = [p for p in world.cluster.list(Pod) if p.spec.node_name == "static-1"]
     assert len(agents) == 1
@@ -137,20 +138,23 @@ spec:
 """
 
 
+#: The 4 CPU KWOK types (families c, s and m) asking for three families.
+THREE_FAMILIES_OF_FOUR_CPUS = (
+    "[{key: kubernetes.io/os, operator: In, values: [linux]},"
+    " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]},"
+    " {key: karpenter.kwok.sh/instance-family, operator: Exists, minValues: 3},"
+    ' {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}]'
+)
+
+
 def _pool_with_min_families() -> str:
-    """The 4 CPU KWOK types (families c, s and m) asking for three families."""
-    pool = node_pool()
-    return pool.replace(
-        "        - {key: karpenter.kwok.sh/instance-cpu",
-        "        - {key: karpenter.kwok.sh/instance-family, operator: Exists, minValues: 3}\n"
-        "        - {key: karpenter.kwok.sh/instance-cpu",
-    )
+    return node_pool(weight=None, requirements=THREE_FAMILIES_OF_FOUR_CPUS)
 
 
 def test_strict_min_values_keep_a_pod_pending() -> None:
     world = KWOKWorld()
     # 12Gi does not fit the 8Gi "c" family: two families remain.
-    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
+    world.apply(KWOK_NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
     world.settle()
     assert world.claims() == []
     assert any("minValues requirement is not met" in m for m in world.messages("FailedScheduling"))
@@ -160,7 +164,7 @@ def test_best_effort_min_values_annotate_the_node_claim() -> None:
     world = KWOKWorld()
     world.sim.options = Options(min_values_policy="BestEffort")
     world.restart()
-    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
+    world.apply(KWOK_NODE_CLASS, _pool_with_min_families(), memory_app("big", "12Gi"))
     world.settle()
     (claim,) = world.claims()
     assert claim.metadata.annotations[MIN_VALUES_RELAXED_ANNOTATION] == "true"
@@ -173,7 +177,7 @@ def test_min_values_met_are_annotated_as_not_relaxed() -> None:
     world = KWOKWorld()
     world.sim.options = Options(min_values_policy="BestEffort")
     world.restart()
-    world.apply(NODE_CLASS, _pool_with_min_families(), memory_app("small", "1Gi"))
+    world.apply(KWOK_NODE_CLASS, _pool_with_min_families(), memory_app("small", "1Gi"))
     world.settle()
     (claim,) = world.claims()
     assert claim.metadata.annotations[MIN_VALUES_RELAXED_ANNOTATION] == "false"

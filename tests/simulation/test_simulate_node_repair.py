@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from nodewright.commands import main
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "node-repair"
 ONE_PER_NODE = """
@@ -22,7 +23,7 @@ affinity:
       - topologyKey: kubernetes.io/hostname
         labelSelector: {matchLabels: {app: web}}
 """
-MANIFESTS = node_pool() + KWOK_CLASS + deployment("web", 3, extra_spec=ONE_PER_NODE)
+MANIFESTS = node_pool() + KWOK_NODE_CLASS + deployment("web", 3, extra_spec=ONE_PER_NODE)
 GATE = ("--feature-gates", "NodeRepair=true")
 
 

@@ -32,7 +32,8 @@ from nodewright.controllers.catalog import NodePoolNotEvaluatedError
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
-from tests.conftest import KWOK_CLASS, Simulate, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, node_pool
+from tests.conftest import Simulate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "nodeoverlay"
 GPU = "example.com/gpu"
@@ -129,7 +130,7 @@ def test_each_overlay_reports_whether_it_applies() -> None:
     simulation = _simulation(
         True,
         node_pool()
-        + KWOK_CLASS
+        + KWOK_NODE_CLASS
         + _overlay("valid", price + '  price: "0.01"\n  weight: 5')
         + _overlay("same-weight", price + '  priceAdjustment: "+1"\n  weight: 5')
         + _overlay(
@@ -157,7 +158,7 @@ def test_overlays_are_left_alone_with_the_gate_off() -> None:
     simulation = _simulation(
         False,
         node_pool()
-        + KWOK_CLASS
+        + KWOK_NODE_CLASS
         + _overlay("gpu", '  requirements: []\n  capacity: {example.com/gpu: "1"}'),
     )
     overlay = simulation.cluster.get(NodeOverlay, "gpu")
@@ -166,7 +167,7 @@ def test_overlays_are_left_alone_with_the_gate_off() -> None:
 
 
 def test_a_nodepool_is_not_provisioned_for_until_overlays_were_evaluated_for_it() -> None:
-    simulation = _simulation(True, node_pool() + KWOK_CLASS)
+    simulation = _simulation(True, node_pool() + KWOK_NODE_CLASS)
     catalog = simulation.operator.catalog
     pool = simulation.cluster.get(NodePool, "default")
     assert pool is not None
@@ -180,7 +181,7 @@ def test_a_nodepool_is_not_provisioned_for_until_overlays_were_evaluated_for_it(
 
 def test_the_overlaid_catalog_is_rebuilt_only_when_overlays_or_the_catalog_change() -> None:
     overlay = _overlay("gpu", '  requirements: []\n  capacity: {example.com/gpu: "1"}')
-    simulation = _simulation(True, node_pool() + KWOK_CLASS + overlay)
+    simulation = _simulation(True, node_pool() + KWOK_NODE_CLASS + overlay)
     catalog = simulation.operator.catalog
     pool = simulation.cluster.get(NodePool, "default")
     assert pool is not None
@@ -222,7 +223,9 @@ def test_simulate_refuses_a_malformed_overlay_naming_the_field(simulate: Simulat
     bad = _overlay(
         "bad", '  requirements: []\n  price: "1"\n  priceAdjustment: "+1"\n  capacity: {cpu: "1"}'
     )
-    result = simulate(node_pool() + KWOK_CLASS + bad, None, "--feature-gates", "NodeOverlay=true")
+    result = simulate(
+        node_pool() + KWOK_NODE_CLASS + bad, None, "--feature-gates", "NodeOverlay=true"
+    )
     assert result.exit_code == 2
     assert "NodeOverlay \"bad\": spec: cannot set both 'price' and 'priceAdjustment'" in (
         result.stderr

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 RESERVATION_LABEL = "karpenter.kwok.sh/reservation-id"
 
@@ -29,7 +30,7 @@ def catalog(tmp_path: Path) -> str:
 def test_pods_fill_the_reservation_first_then_wait_one_pass_for_on_demand(
     simulate: Simulate, tmp_path: Path
 ) -> None:
-    manifests = node_pool() + KWOK_CLASS + deployment("app", 3, cpu="3", memory="1Gi")
+    manifests = node_pool() + KWOK_NODE_CLASS + deployment("app", 3, cpu="3", memory="1Gi")
     result = simulate(manifests, None, "--provider-option", catalog(tmp_path))
     assert result.exit_code == 0, result.stderr
     assert not result.pending()
@@ -56,7 +57,7 @@ def test_a_pod_that_selects_the_reservation_waits_when_it_is_full(
         memory="1Gi",
         extra_spec=f'nodeSelector: {{"{RESERVATION_LABEL}": cr-0123}}',
     )
-    manifests = node_pool() + KWOK_CLASS + pinned
+    manifests = node_pool() + KWOK_NODE_CLASS + pinned
     result = simulate(manifests, None, "--provider-option", catalog(tmp_path))
     assert result.exit_code == 0, result.stderr
     assert [n["capacityType"] for n in result.nodes()] == ["reserved", "reserved"]
@@ -69,15 +70,12 @@ def test_consolidation_moves_a_node_into_reserved_capacity_that_freed_up(
 ) -> None:
     path = tmp_path / "one.yaml"
     path.write_text(CATALOG.replace("reservationCapacity: 2", "reservationCapacity: 1"))
-    pool = node_pool().replace(
-        "spec:\n  weight",
-        "spec:\n  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, "
-        "consolidateAfter: 0s}\n  weight",
-        1,
+    pool = node_pool(
+        disruption="{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}"
     )
     manifests = (
         pool
-        + KWOK_CLASS
+        + KWOK_NODE_CLASS
         + deployment("first", 1, cpu="3", memory="1Gi")
         + deployment("second", 1, cpu="3", memory="1Gi")
     )

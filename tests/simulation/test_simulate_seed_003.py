@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.conftest import Simulate, deployment
+from nodewright.testing.manifests import deployment
+from tests.conftest import Simulate
 
 SPREADS = """
 topologySpreadConstraints:

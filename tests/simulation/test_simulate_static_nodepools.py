@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import KWOK_CLASS, Simulate, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, node_pool
+from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "static"
@@ -55,7 +56,7 @@ def test_the_static_example_scales_up_to_its_node_limit_and_down_keeping_the_bus
 def test_without_the_gate_a_static_pool_launches_nothing_and_says_why(
     simulate: Simulate,
 ) -> None:
-    result = simulate(static_pool() + KWOK_CLASS)
+    result = simulate(static_pool() + KWOK_NODE_CLASS)
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     assert 'NodePool "warm" is static (spec.replicas) but the StaticCapacity feature gate' in (
@@ -65,7 +66,7 @@ def test_without_the_gate_a_static_pool_launches_nothing_and_says_why(
 
 def test_scaling_a_static_pool_to_zero_removes_every_node(simulate: Simulate) -> None:
     scenario = "- scale: {kind: NodePool, name: warm, replicas: 0}\n"
-    result = simulate(static_pool(3) + KWOK_CLASS, scenario, *GATE)
+    result = simulate(static_pool(3) + KWOK_NODE_CLASS, scenario, *GATE)
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     assert len(result.report["removedNodes"]) == 3
@@ -73,7 +74,7 @@ def test_scaling_a_static_pool_to_zero_removes_every_node(simulate: Simulate) ->
 
 def test_a_dynamic_pool_cannot_be_scaled(simulate: Simulate) -> None:
     scenario = "- scale: {kind: NodePool, name: default, replicas: 2}\n"
-    result = simulate(node_pool() + KWOK_CLASS, scenario, *GATE)
+    result = simulate(node_pool() + KWOK_NODE_CLASS, scenario, *GATE)
     assert result.exit_code == 2
     assert (
         "steps[0].scale: NodePool 'default' is dynamic (no spec.replicas), so it cannot be "
@@ -83,12 +84,14 @@ def test_a_dynamic_pool_cannot_be_scaled(simulate: Simulate) -> None:
 
 def test_scaling_a_missing_pool_or_with_a_namespace_is_refused(simulate: Simulate) -> None:
     missing = simulate(
-        static_pool() + KWOK_CLASS, "- scale: {kind: NodePool, name: cold, replicas: 1}\n", *GATE
+        static_pool() + KWOK_NODE_CLASS,
+        "- scale: {kind: NodePool, name: cold, replicas: 1}\n",
+        *GATE,
     )
     assert missing.exit_code == 2
     assert "steps[0].scale: NodePool 'cold' does not exist" in missing.stderr
     namespaced = simulate(
-        static_pool() + KWOK_CLASS,
+        static_pool() + KWOK_NODE_CLASS,
         "- scale: {kind: NodePool, name: warm, namespace: default, replicas: 1}\n",
         *GATE,
     )
@@ -98,7 +101,7 @@ def test_scaling_a_missing_pool_or_with_a_namespace_is_refused(simulate: Simulat
 
 def test_scaling_past_the_simulation_bound_is_refused(simulate: Simulate) -> None:
     scenario = "- scale: {kind: NodePool, name: warm, replicas: 10001}\n"
-    result = simulate(static_pool() + KWOK_CLASS, scenario, *GATE)
+    result = simulate(static_pool() + KWOK_NODE_CLASS, scenario, *GATE)
     assert result.exit_code == 2
     assert "static NodePools would ask for 10001 nodes; a simulation runs at most" in (
         result.stderr
@@ -109,9 +112,9 @@ def test_applying_a_switch_between_static_and_dynamic_is_refused(
     simulate: Simulate, tmp_path: Path
 ) -> None:
     (tmp_path / "dynamic.yaml").write_text(
-        static_pool().replace("  replicas: 2\n", "") + KWOK_CLASS
+        static_pool().replace("  replicas: 2\n", "") + KWOK_NODE_CLASS
     )
-    result = simulate(static_pool() + KWOK_CLASS, "- apply: dynamic.yaml\n", *GATE)
+    result = simulate(static_pool() + KWOK_NODE_CLASS, "- apply: dynamic.yaml\n", *GATE)
     assert result.exit_code == 2
     assert (
         'steps[0].apply: NodePool "warm": spec.replicas: Cannot transition NodePool between '

@@ -15,7 +15,8 @@ from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.manifests import KindRegistry, load_text
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
-from tests.conftest import KWOK_CLASS, Simulate, deployment, node_pool
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
+from tests.conftest import Simulate
 
 ZONE_A = "test-zone-a"
 
@@ -30,7 +31,7 @@ def test_required_zonal_pod_affinity_puts_every_replica_in_one_zone(simulate: Si
             labelSelector: {matchLabels: {app: inflate}}
     """
     result = simulate(
-        node_pool() + KWOK_CLASS + deployment("inflate", 8, cpu="1", extra_spec=affinity)
+        node_pool() + KWOK_NODE_CLASS + deployment("inflate", 8, cpu="1", extra_spec=affinity)
     )
     assert result.exit_code == 0, result.stderr
     assert result.pending() == []
@@ -56,7 +57,7 @@ def test_zonal_spread_with_the_hostname_limit_spreads_over_nodes_and_zones(
         requirements="[{key: topology.kubernetes.io/zone, operator: In,"
         " values: [test-zone-a, test-zone-b, test-zone-c]}]"
     )
-    result = simulate(pool + KWOK_CLASS + deployment("web", 12, cpu="500m", extra_spec=spread))
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 12, cpu="500m", extra_spec=spread))
     assert result.exit_code == 0, result.stderr
     assert result.pending() == []
     zone_of = {node["name"]: node["zone"] for node in result.nodes()}
@@ -112,7 +113,7 @@ spec:
     for kind in host.node_class_kinds():
         registry.register(kind.model, kind.extra_versions)
     simulation = Simulation(host)
-    objects = load_text(node_pool() + KWOK_CLASS + manifests, "seed-000.yaml", registry)
+    objects = load_text(node_pool() + KWOK_NODE_CLASS + manifests, "seed-000.yaml", registry)
     simulation.apply(objects)
     simulation.settle()
     cluster = simulation.cluster
@@ -138,7 +139,7 @@ def test_a_pod_whose_claim_is_missing_is_ignored_with_a_reason(simulate: Simulat
       - name: data
         persistentVolumeClaim: {claimName: missing}
     """
-    result = simulate(node_pool() + KWOK_CLASS + deployment("db", 1, extra_spec=volume))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("db", 1, extra_spec=volume))
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     (pending,) = result.pending()

@@ -17,7 +17,7 @@ from nodewright.plugin import TemporaryProviderError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright.testing import FakeProvider
-from tests.conftest import deployment
+from nodewright.testing.manifests import deployment
 
 FAKE_POOL = """
 apiVersion: testing.nodewright.dev/v1

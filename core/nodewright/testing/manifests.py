@@ -1,0 +1,121 @@
+"""Manifest text for tests: NodePools, Deployments and PodDisruptionBudgets as a user writes
+them, to feed ``nodewright simulate`` or a simulated cluster.
+
+Each builder returns one YAML document ending in ``---``, so documents concatenate::
+
+    simulate(KWOK_NODE_CLASS + node_pool(requirements=...) + deployment("web", 3))
+
+A provider's tests pass their own NodeClass as ``node_class_ref`` (the KWOK one is the default),
+e.g. ``{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from types import MappingProxyType
+
+#: ``spec.template.spec.nodeClassRef`` of the default KWOKNodeClass below.
+KWOK_NODE_CLASS_REF: Mapping[str, str] = MappingProxyType(
+    {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+)
+
+KWOK_NODE_CLASS = """
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata:
+  name: default
+---
+"""
+
+
+def node_pool(
+    name: str = "default",
+    *,
+    weight: int | None = 1,
+    requirements: str = "[]",
+    taints: str = "[]",
+    limits: str = "{}",
+    labels: str = "{}",
+    template_spec: str = "",
+    disruption: str | None = None,
+    node_class_ref: Mapping[str, str] = KWOK_NODE_CLASS_REF,
+) -> str:
+    """A NodePool; ``requirements``, ``taints``, ``limits``, ``labels`` and ``disruption``
+    are YAML flow text, ``template_spec`` more YAML lines for ``spec.template.spec``;
+    ``weight`` and ``disruption`` None leave them unset."""
+    weight_line = "" if weight is None else f"\n  weight: {weight}"
+    disruption_line = "" if disruption is None else f"\n  disruption: {disruption}"
+    extra = "\n" + _indent(template_spec, 6) if template_spec else ""
+    ref = "".join(f"\n        {key}: {value}" for key, value in node_class_ref.items())
+    return f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+spec:{weight_line}{disruption_line}
+  template:
+    metadata:
+      labels: {labels}
+    spec:
+      requirements: {requirements}
+      taints: {taints}
+      nodeClassRef:{ref}{extra}
+  limits: {limits}
+---
+"""
+
+
+def deployment(
+    name: str,
+    replicas: int,
+    cpu: str = "1",
+    memory: str = "100Mi",
+    *,
+    annotations: str = "{}",
+    extra_spec: str = "",
+) -> str:
+    """A Deployment of ``replicas`` pods labelled ``app: <name>``, each requesting ``cpu`` and
+    ``memory``; ``extra_spec`` is more YAML for the pod spec, ``annotations`` YAML flow text
+    for the pods."""
+    spec = _indent(extra_spec, 6)
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+      annotations: {annotations}
+    spec:
+{spec}
+      containers:
+        - name: app
+          image: pause
+          resources:
+            requests: {{cpu: "{cpu}", memory: "{memory}"}}
+---
+"""
+
+
+def pod_disruption_budget(app: str, max_unavailable: int) -> str:
+    """A PodDisruptionBudget over the pods labelled ``app: <app>``."""
+    return f"""
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: {app}, namespace: default}}
+spec:
+  maxUnavailable: {max_unavailable}
+  selector: {{matchLabels: {{app: {app}}}}}
+---
+"""
+
+
+def _indent(text: str, spaces: int) -> str:
+    return textwrap.indent(textwrap.dedent(text).strip(), " " * spaces) if text else ""
