@@ -1,6 +1,6 @@
 """The AWS provider's hook implementations (entry point ``aws`` in ``nodewright.providers``).
 
-Each hook delegates to one :class:`~nodewright_aws.provider.AWSProvider`. Loading this
+Each hook delegates to one :class:`~nodewright_aws.cloudprovider.AWSProvider`. Loading this
 module and ``configure`` make no AWS call: a missing region or credentials is reported on
 first use, as a NodeClass condition or a provider error naming what to set.
 """
@@ -8,7 +8,7 @@ first use, as a NodeClass condition or a provider error naming what to set.
 from __future__ import annotations
 
 from nodewright.plugin.delegate import ProviderPlugin
-from nodewright_aws.provider import AWSProvider, provider_info
+from nodewright_aws.cloudprovider import AWSProvider, provider_info
 
 
 class AWSPlugin(ProviderPlugin[AWSProvider]):

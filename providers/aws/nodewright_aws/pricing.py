@@ -13,15 +13,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
+
+import botocore.exceptions
+
+from nodewright_aws.clients import AWSClients, error_text
 
 log = logging.getLogger(__name__)
 
 STATIC_TABLE = "static_prices.json"
 FALLBACK_REGION = "us-east-1"
+#: How often both price sources are asked again.
+PRICING_REFRESH = timedelta(hours=12)
 
 
 def load_static_prices() -> dict[str, dict[str, float]]:
@@ -143,3 +149,52 @@ class PriceBook:
         if not self.spot_refreshed:
             return self.on_demand.get(instance_type)
         return self.spot.get((instance_type, zone))
+
+
+class PricingProvider:
+    """The region's price book, refreshed from the Pricing API and spot history every
+    12 hours (first on first use); a failed refresh keeps what was known."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        now: Callable[[], datetime],
+        spot_types: Callable[[], Iterable[str]],
+    ) -> None:
+        self.clients = clients
+        self.now = now
+        #: The instance types to ask spot prices for (none: every type).
+        self.spot_types = spot_types
+        self.prices: PriceBook | None = None
+        self.next_refresh: datetime | None = None
+
+    def book(self) -> PriceBook:
+        region = self.clients.region
+        if self.prices is None or self.prices.region != region:
+            self.prices = PriceBook(region)
+        if self.next_refresh is None or self.now() >= self.next_refresh:
+            self.refresh()
+        return self.prices
+
+    def due(self, now: datetime) -> bool:
+        """A book exists and its refresh time has come."""
+        due = self.next_refresh
+        return self.prices is not None and due is not None and now >= due
+
+    def refresh(self) -> None:
+        """Refresh both price sources; failures keep the previous (or static) data."""
+        region = self.clients.region
+        book = self.prices or PriceBook(region)
+        self.prices = book
+        now = self.now()
+        self.next_refresh = now + PRICING_REFRESH
+        try:
+            book.update_on_demand(fetch_on_demand(self.clients.pricing, region), now)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+            log.warning(
+                "on-demand prices not refreshed, keeping the known ones: %s", error_text(error)
+            )
+        try:
+            book.update_spot(fetch_spot(self.clients.ec2, now, self.spot_types()), now)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+            log.warning("spot prices not refreshed, keeping the known ones: %s", error_text(error))

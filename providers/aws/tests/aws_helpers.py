@@ -16,8 +16,8 @@ from moto.ssm.models import Parameter, ssm_backends
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import LaunchRequest, ProviderContext
 from nodewright.testing.conformance import make_node_claim, node_claim_requirements
+from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.nodeclass import EC2NodeClass
-from nodewright_aws.provider import AWSProvider
 
 REGION = "us-west-2"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")

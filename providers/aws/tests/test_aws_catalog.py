@@ -12,7 +12,7 @@ from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REG
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import InstanceType
 from nodewright_aws import labels as L
-from nodewright_aws.instancetypes import kube_reserved_cpu_millis
+from nodewright_aws.instancetype import kube_reserved_cpu_millis
 
 MI = 1024 * 1024 * 1000  # one MiB in milli-units
 
@@ -128,7 +128,7 @@ def test_a_type_without_a_price_has_unavailable_offerings(world: World) -> None:
     provider = configured_provider(world)
     nc = node_class()
     types = provider.instance_types(nc)
-    book = provider.price_book()
+    book = provider.pricing.book()
     book.on_demand.pop("c5.large")
     offerings = provider.offerings(nc, types)
     on_demand = [o for o in offerings["c5.large"] if o.capacity_type == "on-demand"]
@@ -140,10 +140,10 @@ def test_discovery_is_cached_and_refreshed_with_the_clock(world: World) -> None:
     clock = SimulatedClock()
     provider = configured_provider(world, clock=clock)
     provider.instance_types(node_class())
-    first = provider.discovery.refreshed_at
+    first = provider.instance_type_provider.data.refreshed_at
     clock.advance(timedelta(hours=1))
     provider.instance_types(node_class())
-    assert provider.discovery.refreshed_at == first
+    assert provider.instance_type_provider.data.refreshed_at == first
     clock.advance(timedelta(hours=12))
     provider.instance_types(node_class())
-    assert provider.discovery.refreshed_at == clock.now()
+    assert provider.instance_type_provider.data.refreshed_at == clock.now()

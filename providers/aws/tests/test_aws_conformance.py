@@ -8,9 +8,9 @@ import pytest
 from aws_helpers import World, moto_session, node_class, options
 
 from nodewright.testing import ProviderConformance
+from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.plugin import AWSPlugin
-from nodewright_aws.provider import AWSProvider
 
 
 class TestAWSConformance(ProviderConformance):

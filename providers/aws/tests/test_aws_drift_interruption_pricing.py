@@ -25,6 +25,7 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.testing import make_node_claim
+from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.interruption import (
     REBALANCE,
     SCHEDULED_CHANGE,
@@ -34,7 +35,6 @@ from nodewright_aws.interruption import (
 )
 from nodewright_aws.launch import static_hash
 from nodewright_aws.nodeclass import EC2NodeClass
-from nodewright_aws.provider import AWSProvider
 
 
 def launched_claim(provider: AWSProvider, nc: EC2NodeClass, world: World) -> NodeClaim:
@@ -224,7 +224,7 @@ def test_spot_interruption_from_sqs_deletes_the_node_claim_and_marks_the_offerin
     )
     provider.reconcile(clock.now())
     assert cluster.get(NodeClaim, "claim-spot") is None
-    assert {i.kind for i in provider.interruptions} == {SPOT_INTERRUPTION, REBALANCE}
+    assert {i.kind for i in provider.interruption.seen} == {SPOT_INTERRUPTION, REBALANCE}
     assert sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", []) == []
     offerings = provider.offerings(nc, provider.instance_types(nc))["m5.large"]
     spot_there = [o for o in offerings if o.zone == instance.zone and o.capacity_type == "spot"]
@@ -264,9 +264,9 @@ def test_on_demand_prices_come_from_the_pricing_api(world: World) -> None:
         stub.assert_no_pending_responses()
     on_demand = {o.price for o in offerings["m5.large"] if o.capacity_type == "on-demand"}
     assert on_demand == {0.5}
-    assert provider.prices is not None
-    assert provider.prices.on_demand["m5.metal"] == pytest.approx(4.6)
-    assert "bad" not in provider.prices.on_demand
+    assert provider.pricing.prices is not None
+    assert provider.pricing.prices.on_demand["m5.metal"] == pytest.approx(4.6)
+    assert "bad" not in provider.pricing.prices.on_demand
 
 
 def test_a_zone_without_a_spot_record_has_an_unavailable_spot_offering(world: World) -> None:

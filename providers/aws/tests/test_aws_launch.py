@@ -28,7 +28,7 @@ from nodewright.clock import SimulatedClock
 from nodewright.plugin.errors import InstanceNotFoundError, InsufficientCapacityError, LaunchError
 from nodewright.plugin.model import LaunchResult
 from nodewright_aws import labels as L
-from nodewright_aws.provider import AWSProvider
+from nodewright_aws.cloudprovider import AWSProvider
 
 
 class FleetSpy:

@@ -12,7 +12,7 @@ from botocore.awsrequest import AWSResponse
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.plugin.errors import InsufficientCapacityError
 from nodewright_aws import labels as L
-from nodewright_aws.provider import AWSProvider
+from nodewright_aws.cloudprovider import AWSProvider
 
 RESERVATION = "cr-0123456789abcdef0"
 

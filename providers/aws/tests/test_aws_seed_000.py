@@ -30,9 +30,9 @@ from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import load_checked
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.scenario import load_scenario, run_step, scenario_hint
+from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.plugin import AWSPlugin
 from nodewright_aws.pricing import PriceBook
-from nodewright_aws.provider import AWSProvider
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "aws-seed-000"
 REGION = "eu-west-1"

@@ -16,7 +16,7 @@ from aws_helpers import (
 
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import ProviderContext
-from nodewright_aws.provider import AWSProvider
+from nodewright_aws.cloudprovider import AWSProvider
 
 
 def test_ready_with_subnets_groups_amis_and_instance_profile(world: World) -> None:

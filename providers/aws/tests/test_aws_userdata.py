@@ -15,7 +15,7 @@ from aws_helpers import CLUSTER, World, configured_provider, node_class, request
 from nodewright.api.core import Taint
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.plugin.errors import LaunchError
-from nodewright_aws.provider import AWSProvider
+from nodewright_aws.cloudprovider import AWSProvider
 
 ENDPOINT = "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n").decode()

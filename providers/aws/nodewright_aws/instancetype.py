@@ -1,4 +1,5 @@
-"""Instance types from DescribeInstanceTypes, derived as Karpenter's AWS provider does.
+"""Instance types from DescribeInstanceTypes, derived as Karpenter's AWS provider does, and
+:class:`InstanceTypeProvider`, which discovers them (and their zones) every 12 hours.
 
 Labels follow ``computeRequirements`` (every ``karpenter.k8s.aws/*`` key is defined; an
 unknown value is DoesNotExist), capacity ``computeCapacity`` (ENI-limited pods, VM memory
@@ -7,10 +8,12 @@ overhead, -64 MiB on arm64) and overhead ``kubeReservedResources`` / ``evictionT
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.api.labels import (
@@ -20,11 +23,14 @@ from nodewright.api.labels import (
     REGION_LABEL,
     WINDOWS_BUILD_LABEL,
 )
+from nodewright.plugin.errors import TemporaryProviderError
 from nodewright.plugin.model import InstanceType, InstanceTypeOverhead
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import ResourceList, parse_resources
 from nodewright_aws import labels as L
-from nodewright_aws.nodeclass import EC2NodeClassSpec
+from nodewright_aws.clients import AWSClients, MissingConfigurationError, aws_errors
+from nodewright_aws.nodeclass import EC2NodeClass, EC2NodeClassSpec
+from nodewright_aws.options import Settings
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -37,6 +43,8 @@ _WINDOWS_BUILDS = {
 }
 #: The family's default root/ephemeral volume size (Karpenter's resolver defaults).
 DEFAULT_EPHEMERAL_STORAGE = 20 * GIB
+#: How often DescribeInstanceTypes and DescribeInstanceTypeOfferings are read again.
+DISCOVERY_REFRESH = timedelta(hours=12)
 
 
 @dataclass(frozen=True)
@@ -289,3 +297,107 @@ def usable(info: Mapping[str, Any]) -> bool:
 def capacity_types(info: Mapping[str, Any]) -> tuple[str, ...]:
     classes: Iterable[str] = info.get("SupportedUsageClasses", ["on-demand"])
     return tuple(c for c in ("spot", "on-demand") if c in classes)
+
+
+@dataclass
+class InstanceTypeData:
+    """Raw DescribeInstanceTypes / DescribeInstanceTypeOfferings data."""
+
+    infos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    zones: dict[str, frozenset[str]] = field(default_factory=dict)
+    refreshed_at: datetime | None = None
+
+
+class InstanceTypeProvider:
+    """The region's usable instance types (narrowed by ``aws.instance-types``) and the zones
+    offering each, read every 12 hours; built per EC2NodeClass on demand."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        settings: Settings,
+        zone_ids: Callable[[EC2NodeClass], Mapping[str, str]],
+        now: Callable[[], datetime],
+    ) -> None:
+        self.clients = clients
+        self.settings = settings
+        #: Zone name to zone ID of a class's subnets.
+        self.zone_ids = zone_ids
+        self.now = now
+        self.data = InstanceTypeData()
+
+    def refresh(self, force: bool = False) -> InstanceTypeData:
+        now = self.now()
+        last = self.data.refreshed_at
+        if not force and last is not None and now - last < DISCOVERY_REFRESH:
+            return self.data
+        ec2 = self.clients.ec2
+        filters: list[dict[str, Any]] = [
+            {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+            {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
+        ]
+        if self.settings.instance_types:
+            filters.append({"Name": "instance-type", "Values": list(self.settings.instance_types)})
+        infos: dict[str, dict[str, Any]] = {}
+        zones: dict[str, set[str]] = {}
+        with aws_errors("discovering instance types"):
+            for page in ec2.get_paginator("describe_instance_types").paginate(
+                Filters=filters,
+                PaginationConfig={"PageSize": 100},
+            ):
+                for info in page.get("InstanceTypes", []):
+                    if usable(info) and self._wanted(info["InstanceType"]):
+                        infos[info["InstanceType"]] = dict(info)
+            # All offerings, narrowed here: not every EC2 implementation (moto) honours
+            # wildcards in the instance-type filter of this call.
+            for page in ec2.get_paginator("describe_instance_type_offerings").paginate(
+                LocationType="availability-zone",
+                PaginationConfig={"PageSize": 1000},
+            ):
+                for offering in page.get("InstanceTypeOfferings", []):
+                    if offering["InstanceType"] not in infos:
+                        continue
+                    zones.setdefault(offering["InstanceType"], set()).add(offering["Location"])
+        self.data = InstanceTypeData(infos, {k: frozenset(v) for k, v in zones.items()}, now)
+        return self.data
+
+    def _wanted(self, name: str) -> bool:
+        patterns = self.settings.instance_types
+        return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+    def spot_price_types(self) -> Iterable[str]:
+        """The types to ask spot prices for: the discovered ones when ``aws.instance-types``
+        narrows them, else none (every type)."""
+        return self.data.infos.keys() if self.settings.instance_types else ()
+
+    def list(self, node_class: EC2NodeClass) -> list[InstanceType]:
+        """The class's instance types, each with the zone IDs of the class's subnets."""
+        try:
+            data = self.refresh()
+        except MissingConfigurationError as error:
+            raise TemporaryProviderError(str(error)) from None
+        settings = CapacitySettings(
+            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
+        )
+        region = self.clients.region
+        zone_ids = self.zone_ids(node_class)
+        types = []
+        for name in sorted(data.infos):
+            built = build_instance_type(data.infos[name], region, node_class.spec, settings)
+            ids = sorted(zone_ids[z] for z in data.zones.get(name, ()) if z in zone_ids)
+            requirement = (
+                Requirement.of(L.ZONE_ID, "In", ids)
+                if ids
+                else Requirement.of(L.ZONE_ID, "DoesNotExist")
+            )
+            types.append(
+                InstanceType(
+                    built.name, built.requirements.add(requirement), built.capacity, built.overhead
+                )
+            )
+        return types
+
+    def build(self, name: str) -> InstanceType | None:
+        """A discovered type without a class's settings (for describing a running instance)."""
+        info = self.data.infos.get(name)
+        return build_instance_type(info, self.clients.region) if info is not None else None

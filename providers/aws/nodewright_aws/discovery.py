@@ -1,25 +1,39 @@
-"""Resolving an EC2NodeClass's selectors into subnets, security groups, AMIs and an
-instance profile (Karpenter's nodeclass status controller), with Ready only when all
-resolve and a message naming the field that did not."""
+"""Discovery: an EC2NodeClass's selectors resolved into subnets, security groups, AMIs and an
+instance profile (Karpenter's subnet, securitygroup, amifamily and instanceprofile providers
+and its nodeclass status controller), with Ready only when all resolve and a message naming
+the field that did not. :class:`NodeClassDiscovery` keeps each class's result for a minute."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import botocore.exceptions
 
 from nodewright.api.labels import ARCH_LABEL
-from nodewright_aws.clients import AWSClients, error_code, error_text
+from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
+from nodewright.plugin.model import InstanceType
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright_aws.clients import (
+    AWSClients,
+    MissingConfigurationError,
+    aws_errors,
+    error_code,
+    error_text,
+)
+from nodewright_aws.cluster import EKSCluster
 from nodewright_aws.labels import INSTANCE_ACCELERATOR_COUNT, INSTANCE_GPU_COUNT
 from nodewright_aws.nodeclass import AMISelectorTerm, EC2NodeClass
 
 log = logging.getLogger(__name__)
 
 _ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+#: How long a class's resolution is reused before EC2 is asked again.
+RESOLUTION_TTL = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -383,3 +397,81 @@ def resolve(
                 )
             return result
     return result
+
+
+def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> AMI | None:
+    """The first AMI whose requirements (architecture, accelerators) the type meets."""
+    for ami in amis:
+        wanted = Requirements(Requirement.of(k, op, v) for k, op, v in ami.requirements)
+        if not instance_type.requirements.intersects(wanted):
+            return ami
+    return None
+
+
+class NodeClassDiscovery:
+    """Each EC2NodeClass's resolution, reused for a minute (per class generation)."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        cluster: EKSCluster,
+        default_instance_profile: str | None,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.clients = clients
+        self.cluster = cluster
+        self.default_instance_profile = default_instance_profile
+        self.now = now
+        self.resolutions: dict[tuple[str, int], tuple[datetime, Resolution]] = {}
+
+    def resolution(self, node_class: EC2NodeClass) -> Resolution:
+        key = (node_class.name, node_class.metadata.generation or 0)
+        now = self.now()
+        cached = self.resolutions.get(key)
+        if cached is not None and now - cached[0] < RESOLUTION_TTL:
+            return cached[1]
+        with aws_errors(f"resolving EC2NodeClass {node_class.name!r}"):
+            result = resolve(
+                self.clients,
+                node_class,
+                self.cluster.name,
+                self.cluster.kubernetes_version(),
+                self.default_instance_profile,
+            )
+        self.resolutions = {k: v for k, v in self.resolutions.items() if k[0] != node_class.name}
+        self.resolutions[key] = (now, result)
+        return result
+
+    def ready(self, node_class: EC2NodeClass) -> Resolution:
+        """The class's resolution; NodeClassNotReadyError naming the problem if not ready."""
+        try:
+            result = self.resolution(node_class)
+        except MissingConfigurationError as error:
+            raise NodeClassNotReadyError(str(error)) from None
+        if not result.ready:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name!r} is not ready: {result.problem}"
+            )
+        return result
+
+    def zone_ids(self, node_class: EC2NodeClass) -> dict[str, str]:
+        """Zone name to zone ID of the class's subnets; {} while they cannot be resolved."""
+        try:
+            result = self.resolution(node_class)
+        except (MissingConfigurationError, TemporaryProviderError):
+            return {}
+        return {s.zone: s.zone_id or s.zone for s in result.subnets}
+
+    def amis(self, node_class: EC2NodeClass) -> list[AMI]:
+        try:
+            return self.resolution(node_class).amis
+        except (MissingConfigurationError, TemporaryProviderError):
+            return []
+
+    def zone_id_of_subnet(self, subnet_id: str | None) -> str:
+        """The zone ID of a subnet some class resolved to; "" if none did."""
+        for _, resolution in self.resolutions.values():
+            for s in resolution.subnets:
+                if s.id == subnet_id:
+                    return s.zone_id
+        return ""

@@ -1,0 +1,274 @@
+"""The AWS provider: the hooks of the contract over one-concept parts, as Karpenter's
+``cloudprovider`` sits over its providers (``discovery``: subnets, security groups, AMIs;
+``instancetype``, ``offering``, ``pricing``, ``launchtemplate``, ``instance``, ``drift``,
+``interruption``). Every AWS call happens lazily, inside a hook, never in ``configure``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import botocore.exceptions
+
+from nodewright.api.karpenter import NodeClaim, NodeClass
+from nodewright.plugin.errors import ProviderError, TemporaryProviderError
+from nodewright.plugin.model import (
+    ClockLike,
+    Instance,
+    InstanceType,
+    LaunchRequest,
+    LaunchResult,
+    NodeClassKind,
+    NodeClassReadiness,
+    Offering,
+    ProviderContext,
+    ProviderInfo,
+    RepairPolicy,
+)
+from nodewright_aws import labels as L
+from nodewright_aws.capacityreservation import capacity_reservations
+from nodewright_aws.clients import AWSClients, MissingConfigurationError, error_text
+from nodewright_aws.cluster import EKSCluster
+from nodewright_aws.crd import ec2_node_class_crd
+from nodewright_aws.discovery import NodeClassDiscovery
+from nodewright_aws.drift import drift_reason, restamp
+from nodewright_aws.instance import InstanceProvider
+from nodewright_aws.instancetype import InstanceTypeProvider
+from nodewright_aws.interruption import InterruptionHandler
+from nodewright_aws.launchtemplate import LaunchTemplateProvider
+from nodewright_aws.nodeclass import EC2NodeClass
+from nodewright_aws.offering import OfferingProvider
+from nodewright_aws.offline.catalog import load_catalog
+from nodewright_aws.offline.cloud import OfflineAWS
+from nodewright_aws.options import Settings, parse_settings
+from nodewright_aws.pricing import PricingProvider
+from nodewright_aws.unavailable import UnavailableOfferings
+
+log = logging.getLogger(__name__)
+
+NAME = "aws"
+INSTALL_HINT = 'pip install "nodewright[aws]"'
+#: How often ``reconcile`` wants to run (the interruption queue's poll period).
+INTERRUPTION_PERIOD = timedelta(seconds=10)
+
+
+def provider_info() -> ProviderInfo:
+    return ProviderInfo(
+        name=NAME,
+        node_classes=(
+            NodeClassKind(
+                group=L.GROUP, kind=EC2NodeClass.KIND, model=EC2NodeClass, crd=ec2_node_class_crd
+            ),
+        ),
+        restricted_label_domains=frozenset({L.GROUP}),
+        well_known_labels=L.WELL_KNOWN_LABELS,
+        install_hint=INSTALL_HINT,
+    )
+
+
+#: Karpenter AWS's repair policies: the kubelet's Ready, and the conditions the EKS node
+#: monitoring agent posts.
+REPAIR_POLICIES = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
+    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
+    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
+    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
+    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
+)
+
+
+class AWSProvider:
+    def __init__(self, session_factory: Callable[[str], Any] | None = None) -> None:
+        self._session_factory = session_factory
+        self.settings = Settings()
+        self.clock: ClockLike | None = None
+        self.context: ProviderContext | None = None
+        self.cluster_name = "nodewright"
+        #: The in-process account under ``aws.offline=REGION`` (None when online).
+        self.offline: OfflineAWS | None = None
+        self._assemble(AWSClients(self.settings, session_factory))
+
+    def _assemble(self, clients: AWSClients) -> None:
+        """Fresh parts over ``clients``: what was learnt from AWS is dropped, as a new
+        configuration may name another account."""
+        self.clients = clients
+        settings = self.settings
+        now = self.now
+        self.cluster = EKSCluster(clients, settings, self.cluster_name)
+        self.discovery = NodeClassDiscovery(
+            clients, self.cluster, settings.default_instance_profile, now
+        )
+        self.unavailable = UnavailableOfferings()
+        self.instance_type_provider = InstanceTypeProvider(
+            clients, settings, self.discovery.zone_ids, now
+        )
+        self.pricing = PricingProvider(clients, now, self.instance_type_provider.spot_price_types)
+        self.offering_provider = OfferingProvider(
+            instance_types=self.instance_type_provider,
+            pricing=self.pricing,
+            discovery=self.discovery,
+            unavailable=self.unavailable,
+            reservations=lambda node_class: capacity_reservations(clients, node_class),
+            now=now,
+        )
+        self.launch_templates = LaunchTemplateProvider(clients, settings, self.cluster, now)
+        self.instances = InstanceProvider(
+            clients=clients,
+            settings=settings,
+            cluster_name=self.cluster_name,
+            discovery=self.discovery,
+            instance_types=self.instance_type_provider,
+            pricing=self.pricing,
+            launch_templates=self.launch_templates,
+            unavailable=self.unavailable,
+            now=now,
+        )
+        self.interruption = InterruptionHandler(
+            clients, settings.interruption_queue or "", self.context, self.unavailable, now
+        )
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def configure(self, context: ProviderContext) -> None:
+        self.settings = parse_settings(context.options)
+        self.offline = None
+        self.context = context
+        self.clock = context.clock
+        self.cluster_name = self.settings.cluster_name or context.cluster_name
+        session_factory = self._session_factory
+        if self.settings.offline:
+            session_factory = self._offline_sessions()
+        self._assemble(AWSClients(self.settings, session_factory))
+
+    def _offline_sessions(self) -> Callable[[str], Any]:
+        """Sessions of an in-process account answering from the bundled catalog."""
+        assert self.settings.region is not None
+        self.offline = OfflineAWS(
+            load_catalog(), self.settings.region, self.now, self.settings.kubernetes_version
+        )
+        log.info(
+            "aws: offline in %s; instance types and offerings: %s; prices: %s",
+            self.settings.region,
+            self.offline.catalog.sources["instance_types"],
+            self.offline.catalog.sources["prices"],
+        )
+        return self.offline.session
+
+    def now(self) -> datetime:
+        return self.clock.now() if self.clock is not None else datetime.now(UTC)
+
+    def configuration_problem(self) -> str | None:
+        """No region, or no credentials boto3 can find (made, not used: no AWS call)."""
+        try:
+            self.clients.client("ec2")
+        except MissingConfigurationError as error:
+            return str(error)
+        return None
+
+    @property
+    def region(self) -> str:
+        return self.clients.region
+
+    def report_notes(self) -> list[str]:
+        """Offline, where the figures come from and which prices are approximate."""
+        if self.offline is None:
+            return []
+        catalog = self.offline.catalog
+        launched = sorted({i["InstanceType"] for i in self.offline.ec2.cloud.instances.values()})
+        modelled = [name for name in launched if name not in catalog.listed]
+        lines = [
+            f"offline catalog of {self.offline.region} (no AWS call): instance types and zones "
+            f"from {catalog.sources['instance_types'].split(':')[0]}'s recorded EC2 data; "
+            f"on-demand prices are us-east-1 list prices (in every region) for "
+            f"{len(catalog.listed)} types and modelled for the others; every spot price is "
+            "modelled (30-45 % of on-demand): approximate figures"
+        ]
+        if modelled:
+            lines.append(f"modelled (approximate) on-demand prices launched: {', '.join(modelled)}")
+        return lines
+
+    def kubernetes_version(self) -> str | None:
+        return self.cluster.kubernetes_version()
+
+    # -- node classes --------------------------------------------------------------------
+
+    def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
+        assert isinstance(node_class, EC2NodeClass)
+        try:
+            result = self.discovery.resolution(node_class)
+        except MissingConfigurationError as error:
+            return NodeClassReadiness(False, "AWSNotConfigured", str(error))
+        except TemporaryProviderError as error:
+            return NodeClassReadiness(False, "AWSUnavailable", str(error))
+        if not result.ready:
+            return NodeClassReadiness(False, result.reason, result.problem, result.status())
+        status = result.status()
+        if node_class.spec.capacity_reservation_selector_terms:
+            status["capacity_reservations"] = capacity_reservations(self.clients, node_class)
+        return NodeClassReadiness(True, "Ready", "", status)
+
+    # -- catalog ---------------------------------------------------------------------------
+
+    def instance_types(self, node_class: NodeClass) -> list[InstanceType]:
+        assert isinstance(node_class, EC2NodeClass)
+        return self.instance_type_provider.list(node_class)
+
+    def offerings(
+        self, node_class: NodeClass, instance_types: Sequence[InstanceType]
+    ) -> dict[str, list[Offering]]:
+        assert isinstance(node_class, EC2NodeClass)
+        return self.offering_provider.offerings(node_class, instance_types)
+
+    # -- instances -------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
+        return self.instances.launch(request)
+
+    def get(self, provider_id: str) -> Instance:
+        return self.instances.get(provider_id)
+
+    def list_instances(self) -> list[Instance]:
+        return self.instances.list()
+
+    def delete(self, provider_id: str) -> None:
+        self.instances.delete(provider_id)
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
+
+    def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
+        assert isinstance(node_class, EC2NodeClass)
+        return drift_reason(node_claim, node_class, self.discovery, self.instances)
+
+    # -- background work -------------------------------------------------------------------
+
+    def reconcile(self, now: datetime) -> timedelta:
+        try:
+            if self.pricing.due(now):
+                self.pricing.refresh()
+            if self.launch_templates.templates:  # only once this provider has launched
+                self.launch_templates.cleanup()
+            if self.settings.interruption_queue:
+                self.interruption.handle(self.interruption.poll())
+            self.restamp_hashes()
+        except (
+            ProviderError,
+            botocore.exceptions.BotoCoreError,
+            botocore.exceptions.ClientError,
+        ) as error:
+            log.warning(
+                "aws background work failed: %s",
+                error_text(error) if isinstance(error, botocore.exceptions.ClientError) else error,
+            )
+        return INTERRUPTION_PERIOD
+
+    def restamp_hashes(self) -> list[str]:
+        """Re-stamp NodeClaims hashed under another version (see :func:`drift.restamp`)."""
+        cluster = self.context.cluster if self.context is not None else None
+        if cluster is None:  # configured without a cluster (provider-level tests)
+            return []
+        return restamp(cluster)

@@ -1,0 +1,75 @@
+"""Drift (Karpenter's cloudprovider drift): the class's static hash first (no AWS call), then
+the instance's AMI, security groups and subnet against what the class resolves to now. Also
+re-stamps NodeClaims hashed under another hash version, so later class changes drift them."""
+
+from __future__ import annotations
+
+import botocore.exceptions
+
+from nodewright.api.karpenter import NodeClaim
+from nodewright.plugin.errors import ProviderError
+from nodewright.plugin.hashes import restamp_hashes
+from nodewright.plugin.model import ProviderCluster
+from nodewright_aws import labels as L
+from nodewright_aws.discovery import NodeClassDiscovery
+from nodewright_aws.instance import InstanceProvider, parse_provider_id
+from nodewright_aws.launch import static_hash
+from nodewright_aws.nodeclass import EC2NodeClass
+
+
+def static_fields_drifted(node_claim: NodeClaim, node_class: EC2NodeClass) -> bool:
+    """Karpenter's static drift: the NodeClaim's ``ec2nodeclass-hash`` annotation differs
+    from the class's hash. A missing annotation, or one written under another hash version
+    (the hashing changed, not the class), is not drift."""
+    annotations = node_claim.metadata.annotations
+    stored = annotations.get(L.NODECLASS_HASH_ANNOTATION)
+    version = annotations.get(L.NODECLASS_HASH_VERSION_ANNOTATION)
+    if not stored or version != L.NODECLASS_HASH_VERSION:
+        return False
+    return stored != static_hash(node_class)
+
+
+def drift_reason(
+    node_claim: NodeClaim,
+    node_class: EC2NodeClass,
+    discovery: NodeClassDiscovery,
+    instances: InstanceProvider,
+) -> str | None:
+    """Why the claim's instance drifted from its class, or None (also when AWS cannot say)."""
+    provider_id = node_claim.status.provider_id
+    if not provider_id:
+        return None
+    if static_fields_drifted(node_claim, node_class):  # first: it needs no AWS call
+        return "NodeClassDrift"
+    try:
+        resolution = discovery.resolution(node_class)
+        description = instances.describe(parse_provider_id(provider_id))
+    except (ProviderError, botocore.exceptions.ClientError):
+        return None
+    if description is None or not resolution.ready:
+        return None
+    image = node_claim.status.image_id or description.get("ImageId", "")
+    if image and image not in {a.id for a in resolution.amis}:
+        return "AMIDrift"
+    groups = {g["GroupId"] for g in description.get("SecurityGroups", [])}
+    if groups and groups != {g["id"] for g in resolution.security_groups}:
+        return "SecurityGroupDrift"
+    subnet = description.get("SubnetId")
+    if subnet and subnet not in {s.id for s in resolution.subnets}:
+        return "SubnetDrift"
+    return None
+
+
+def restamp(cluster: ProviderCluster) -> list[str]:
+    """Re-stamp NodeClaims hashed under another version (Karpenter's ``v6`` on takeover)
+    with the class's current hash, so later class changes drift them."""
+    return restamp_hashes(
+        cluster,
+        EC2NodeClass,
+        L.NODECLASS_HASH_VERSION_ANNOTATION,
+        L.NODECLASS_HASH_VERSION,
+        lambda node_class: {
+            L.NODECLASS_HASH_ANNOTATION: static_hash(node_class),
+            L.NODECLASS_HASH_VERSION_ANNOTATION: L.NODECLASS_HASH_VERSION,
+        },
+    )
