@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from nodewright.api.karpenter import NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
-from nodewright.plugin.host import LoadedProvider, PluginHost
+from nodewright.plugin.host import PluginHost
+from nodewright.plugin.registry import LoadedProvider
 
 _CONFIGURE_FAILED = "nodewright_configure failed: "
 

@@ -61,7 +61,8 @@ from nodewright.plugin import (
     ProviderContext,
     ProviderError,
 )
-from nodewright.plugin.host import LoadedProvider, PluginHost
+from nodewright.plugin.host import PluginHost
+from nodewright.plugin.registry import LoadedProvider
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import CPU, MEMORY, PODS
 
