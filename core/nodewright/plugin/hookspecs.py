@@ -1,5 +1,9 @@
 """The provider contract: every hook a nodewright provider may implement.
 
+Each hook says when it is **called**, what it **returns**, what it **raises** (and what the
+core does with an exception) and whether it must be **idempotent**; a test holds every hook
+to that.
+
 This module is the reference for provider authors; ``docs/plugins/hooks.md`` is generated
 from it. Hooks come in two kinds:
 
@@ -63,6 +67,11 @@ def nodewright_provider_info() -> ProviderInfo:  # type: ignore[empty-body]
     same name or the same NodeClass kind are a
     :class:`~nodewright.plugin.errors.PluginConflictError` naming both.
 
+    **Raises** nothing. An exception, or a value that is not a valid ``ProviderInfo`` (a
+    name other than lower-case letters, digits and dashes; a NodeClass model whose kind or
+    group differs from the declared one), marks the plugin broken with an error naming it;
+    the other plugins still load.
+
     **Idempotent**: must return the same value on every call; must not do I/O.
     """
 
@@ -77,7 +86,10 @@ def nodewright_configure(context: ProviderContext) -> None:
 
     **Returns** nothing.
 
-    **Raises** ``ValueError`` for an invalid option; the message must name the option.
+    **Raises** ``ValueError`` for an invalid option; the message must name the option. Any
+    exception marks the provider broken (``nodewright_configure failed: ...``, naming it).
+
+    **Idempotent**: not required: called once per process.
     """
 
 
@@ -93,6 +105,11 @@ def nodewright_configuration_problem() -> str | None:
     **Returns** one line naming what to set (``no AWS region: set --provider-option
     aws.region=<region> or AWS_REGION``), never a secret; None when nothing is missing.
     Optional: a provider without it is assumed configured.
+
+    **Raises** nothing: return the problem instead. An unexpected exception is reported as
+    the provider's problem, naming it.
+
+    **Idempotent**: yes; no cloud call.
     """
 
 
@@ -107,6 +124,11 @@ def nodewright_report_notes() -> Sequence[str] | None:
     **Returns** lines (each a sentence, never a secret), or None or an empty sequence when
     there is nothing to say. Optional. Each line becomes a ``note:`` of the report, prefixed
     with the provider's name.
+
+    **Raises** nothing; an exception becomes the note "could not say what its figures rest
+    on" with the error.
+
+    **Idempotent**: yes.
     """
 
 
@@ -125,6 +147,10 @@ def nodewright_node_class_status(node_class: NodeClass) -> NodeClassReadiness | 
 
     **Returns** a :class:`~nodewright.plugin.model.NodeClassReadiness`. Returning ``None``
     means "ready" for providers with nothing to resolve.
+
+    **Raises** nothing on purpose: a NodeClass that cannot be used is a ``NodeClassReadiness``
+    with ``ready=False``, a reason and a message. An unexpected exception makes the
+    NodeClass not ready, with reason ``ProviderError`` and a message naming the provider.
 
     **Idempotent**: yes; it may call the cloud to resolve selectors.
     """
@@ -151,6 +177,8 @@ def nodewright_instance_types(node_class: NodeClass) -> Sequence[InstanceType] |
 
     **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when the cloud cannot
     be reached; the core keeps its previous catalog.
+
+    **Idempotent**: yes; it may call the cloud.
     """
 
 
@@ -170,6 +198,8 @@ def nodewright_offerings(
     :class:`~nodewright.plugin.Reservation` with the number of instances it can still take
     *now* (running instances already subtracted); the solver hands out no more than that in
     one pass, and NodeClaims it places there are pinned to the reservation's label.
+
+    **Raises** as ``nodewright_instance_types`` does.
 
     **Idempotent**: yes.
     """
@@ -221,9 +251,14 @@ def nodewright_get(provider_id: str) -> Instance | None:
     **Called** on the provider that launched it, by the lifecycle and garbage-collection
     controllers.
 
+    **Returns** the instance as it is now (its ``state`` says whether it is still starting or
+    terminating).
+
     **Raises** :class:`~nodewright.plugin.errors.InstanceNotFoundError` when it does not exist,
     including once ``delete`` has finished with it. Garbage collection deletes a launched
     NodeClaim whose instance is missing from ``list`` only after ``get`` confirms this.
+
+    **Idempotent**: yes; a read.
     """
 
 
@@ -239,6 +274,12 @@ def nodewright_list() -> Sequence[Instance] | None:
     **Returns** all instances, including those still starting, each with the name of the
     NodeClaim it was launched for and the time it was launched; terminated instances must not
     be listed.
+
+    **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when the cloud cannot
+    be reached: garbage collection leaves this provider's instances alone and asks again
+    soon.
+
+    **Idempotent**: yes; a read.
     """
 
 
@@ -273,6 +314,11 @@ def nodewright_node_labels(node_claim: NodeClaim, instance: Instance) -> Mapping
     are rejected unless the contributing provider owns that domain.
 
     **Returns** a mapping of label keys to values, or ``None``.
+
+    **Raises** nothing; an exception, or a value that is not a mapping of strings to
+    strings, is logged with the plugin's name and that plugin's labels are left out.
+
+    **Idempotent**: yes; the core may ask again for the same NodeClaim.
     """
 
 
@@ -283,6 +329,11 @@ def nodewright_is_drifted(node_claim: NodeClaim, node_class: NodeClass) -> str |
     **Called** on the owner periodically for every launched NodeClaim.
 
     **Returns** a drift reason (a short CamelCase word, e.g. ``AMIDrift``) or ``None``.
+
+    **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when it cannot tell
+    now: the last answer stands and the core asks again later.
+
+    **Idempotent**: yes; asked again for each NodeClaim every few minutes.
     """
 
 
@@ -308,9 +359,10 @@ def nodewright_repair_policies() -> Sequence[RepairPolicy] | None:
     report (the kubelet's ``Ready``, a node monitoring agent's). ``None`` or an empty
     sequence: the provider's nodes are never repaired. Optional.
 
-    **Idempotent: required.** Must return the same policies on every call and do no I/O.
     **Raises** nothing; a provider that raises or returns something else is reported with its
     name and its nodes are not repaired.
+
+    **Idempotent: required.** Must return the same policies on every call and do no I/O.
     """
 
 
@@ -329,4 +381,10 @@ def nodewright_reconcile(now: datetime) -> timedelta | None:
 
     **Returns** how long until it wants to be called again (``None``: the default period).
     Must not block for long; must not sleep.
+
+    **Raises** nothing; an exception, or a value that is not a ``timedelta`` >= 0, is logged
+    with the plugin's name and the plugin is called again after the default period (10
+    seconds).
+
+    **Idempotent**: must be safe to repeat: a pass cut short (a restart) runs again.
     """
