@@ -84,7 +84,8 @@ class OpenNodeClaim:
         self._floor: tuple[int, int, int] | None = None
         self.hostname = ""
         self._memo = memo
-        #: Position among claims with as many pods (see :meth:`Scheduler._open_claims`).
+        #: Position among claims with as many pods (see
+        #: :meth:`~nodewright.scheduling.solver.scheduler.Scheduler._open_claims`).
         self.rank = 0
         #: Grows whenever the claim's requirements narrow.
         self.version = 0

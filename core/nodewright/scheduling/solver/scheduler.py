@@ -68,6 +68,9 @@ def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
 
 
 class Scheduler:
+    """One solve (Karpenter's ``Scheduler``): the queue, the candidates, and the memo tables
+    that let pods of one shape skip candidates they have already ruled out."""
+
     def __init__(
         self,
         existing: Sequence[ExistingNode],
