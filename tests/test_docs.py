@@ -3,16 +3,12 @@ test named after it, the tutorial's code is the tested example's code, and the s
 
 from __future__ import annotations
 
+import ast
 import inspect
-import json
-import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
-
-import pytest
 
 from nodewright.plugin import errors
 from nodewright.plugin.reference import hook_functions, render, signature
@@ -68,14 +64,43 @@ def test_the_reference_command_prints_the_page() -> None:
 # -- the tutorial and its example ------------------------------------------------------------
 
 
+def tutorial_snippets() -> dict[Path, list[str]]:
+    """The tutorial's Python snippets, by the example file their first line names."""
+    snippets: dict[Path, list[str]] = {}
+    for block in fenced_blocks(PLUGIN_DOCS / "writing-a-provider.md", "python"):
+        first, _, code = block.partition("\n")
+        assert first.startswith("# "), f"this tutorial snippet does not name its file:\n{block}"
+        snippets.setdefault(EXAMPLE / first.removeprefix("# "), []).append(code.strip("\n"))
+    return snippets
+
+
+def without_docstring(source: str) -> str:
+    tree = ast.parse(source)
+    if not (tree.body and ast.get_docstring(tree)):
+        return source
+    lines = source.splitlines(keepends=True)
+    del lines[tree.body[0].lineno - 1 : tree.body[0].end_lineno]
+    return "".join(lines)
+
+
 def test_tutorial_python_is_the_example_code() -> None:
-    sources = {p: p.read_text() for p in EXAMPLE.rglob("*.py")}
-    blocks = fenced_blocks(PLUGIN_DOCS / "writing-a-provider.md", "python")
-    assert len(blocks) >= 8
-    for block in blocks:
-        assert any(block.strip("\n") in source for source in sources.values()), (
-            f"this tutorial snippet is not in docs/plugins/example/:\n{block}"
-        )
+    """Each snippet is a piece of the example file it names, in the file's order, and the
+    snippets of a file show all of it but its module docstring: no import is left out."""
+    snippets = tutorial_snippets()
+    files = [p for p in EXAMPLE.rglob("*.py") if without_docstring(p.read_text()).strip()]
+    assert sorted(snippets) == sorted(files)
+    for path, codes in snippets.items():
+        rest, start = without_docstring(path.read_text()), 0
+        for code in codes:
+            at = rest.find(code, start)
+            assert at >= 0, f"this snippet is not in {path.name} after the one before:\n{code}"
+            rest, start = rest[:at] + rest[at + len(code) :], at
+        assert rest.strip() == "", f"the tutorial does not show this part of {path.name}:\n{rest}"
+
+
+def test_tutorial_yaml_is_the_example_manifests() -> None:
+    (block,) = fenced_blocks(PLUGIN_DOCS / "writing-a-provider.md", "yaml")
+    assert block == (EXAMPLE / "manifests" / "toy.yaml").read_text()
 
 
 def test_tutorial_toml_is_the_example_pyproject() -> None:
@@ -91,43 +116,6 @@ def test_tutorial_covers_every_hook_the_example_implements() -> None:
     assert set(implemented) <= set(HOOKS)
     for hook in implemented:
         assert f"def {hook}" in tutorial
-
-
-@pytest.mark.slow
-def test_example_distribution_is_found_through_its_entry_point(tmp_path: Path) -> None:
-    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
-    dist_info = tmp_path / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    group = "nodewright.providers"
-    entries = project["entry-points"][group]
-    (dist_info / "entry_points.txt").write_text(
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items())
-    )
-    (dist_info / "RECORD").write_text("")
-    script = (
-        "import json; from nodewright.plugin.host import PluginHost; "
-        "print(json.dumps(PluginHost.load(only=['toy']).describe()))"
-    )
-    path = os.pathsep.join([str(tmp_path), str(EXAMPLE), os.environ.get("PYTHONPATH", "")])
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path},
-        check=True,
-        timeout=60,
-    )
-    (row,) = json.loads(completed.stdout)
-    assert (row["name"], row["distribution"], row["version"], row["status"]) == (
-        "toy",
-        "nodewright-toy",
-        "0.1.0",
-        "ok",
-    )
-    assert row["node_classes"] == "ToyNodeClass (toy.nodewright.dev)"
 
 
 # -- testing providers and errors ------------------------------------------------------------

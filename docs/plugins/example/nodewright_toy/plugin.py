@@ -1,31 +1,20 @@
-"""The toy provider: three machine sizes in two zones of an imaginary cloud.
+"""The toy provider: machines in an imaginary cloud, kept in memory.
 
 Built step by step in docs/plugins/writing-a-provider.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import ClassVar
 
-from pydantic import Field
-
-from nodewright.api.karpenter import NodeClass
-from nodewright.api.labels import (
-    ARCH_LABEL,
-    CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_LABEL,
-    OS_LABEL,
-    ZONE_LABEL,
-)
-from nodewright.api.meta import StrictModel
 from nodewright.plugin import (
+    CAPACITY_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
     Instance,
     InstanceNotFoundError,
     InstanceType,
-    InstanceTypeOverhead,
     InsufficientCapacityError,
     LaunchRequest,
     NodeClassKind,
@@ -34,69 +23,8 @@ from nodewright.plugin import (
     ProviderInfo,
     hookimpl,
 )
-from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import resources
-
-# -- the NodeClass ------------------------------------------------------------------------
-
-GROUP = "toy.nodewright.dev"
-SIZE_LABEL = f"{GROUP}/size"
-
-
-class ToyNodeClassSpec(StrictModel):
-    zones: list[str] = Field(default_factory=lambda: ["toy-1a", "toy-1b"])
-
-
-class ToyNodeClass(NodeClass):
-    API_VERSION: ClassVar[str] = f"{GROUP}/v1"
-    KIND: ClassVar[str] = "ToyNodeClass"
-
-    spec: ToyNodeClassSpec = Field(default_factory=ToyNodeClassSpec)
-
-
-# -- the catalog --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Size:
-    name: str
-    cpu: str
-    memory: str
-    on_demand_price: float
-
-
-SIZES = (
-    Size("toy.small", cpu="1", memory="2Gi", on_demand_price=0.02),
-    Size("toy.medium", cpu="2", memory="4Gi", on_demand_price=0.04),
-    Size("toy.large", cpu="4", memory="8Gi", on_demand_price=0.08),
-)
-
-
-def instance_type(size: Size) -> InstanceType:
-    return InstanceType(
-        name=size.name,
-        requirements=Requirements.from_labels(
-            {
-                INSTANCE_TYPE_LABEL: size.name,
-                ARCH_LABEL: "amd64",
-                OS_LABEL: "linux",
-                SIZE_LABEL: size.name.removeprefix("toy."),
-            }
-        ),
-        capacity=resources(cpu=size.cpu, memory=size.memory, pods=32),
-        overhead=InstanceTypeOverhead(kube_reserved=resources(cpu="100m", memory="256Mi")),
-    )
-
-
-def offerings(size: Size, zones: Sequence[str]) -> list[Offering]:
-    spot = round(size.on_demand_price * 0.3, 4)
-    return [
-        *(Offering(zone, "spot", spot) for zone in zones),
-        *(Offering(zone, "on-demand", size.on_demand_price) for zone in zones),
-    ]
-
-
-# -- the provider -------------------------------------------------------------------------
+from nodewright_toy.catalog import SIZE_LABEL, SIZES, instance_type, offerings
+from nodewright_toy.nodeclass import GROUP, ToyNodeClass, toy_node_class_crd
 
 
 class ToyProvider:
@@ -112,7 +40,9 @@ class ToyProvider:
     def nodewright_provider_info(self) -> ProviderInfo:
         return ProviderInfo(
             name="toy",
-            node_classes=(NodeClassKind(GROUP, "ToyNodeClass", ToyNodeClass),),
+            node_classes=(
+                NodeClassKind(GROUP, ToyNodeClass.KIND, ToyNodeClass, crd=toy_node_class_crd),
+            ),
             restricted_label_domains=frozenset({GROUP}),
             well_known_labels=frozenset({SIZE_LABEL}),
         )
@@ -120,6 +50,10 @@ class ToyProvider:
     @hookimpl
     def nodewright_configure(self, context: ProviderContext) -> None:
         self.context = context
+
+    def now(self) -> datetime:
+        # Time comes from the core's clock, so simulations are reproducible.
+        return self.context.clock.now() if self.context else datetime(2026, 1, 1, tzinfo=UTC)
 
     @hookimpl
     def nodewright_instance_types(self) -> list[InstanceType]:
@@ -149,7 +83,7 @@ class ToyProvider:
         instance = Instance(
             provider_id=provider_id,
             node_claim=request.node_claim.name,
-            node_pool=request.node_claim.metadata.labels.get("karpenter.sh/nodepool", ""),
+            node_pool=request.node_claim.metadata.labels.get(NODEPOOL_LABEL, ""),
             node_class=request.node_class.name,
             instance_type=chosen.name,
             zone=offering.zone,
@@ -164,10 +98,6 @@ class ToyProvider:
         self.machines[provider_id] = instance
         self.launched_for[request.idempotency_key] = provider_id
         return instance
-
-    def now(self) -> datetime:
-        # Time comes from the core's clock, so simulations are reproducible.
-        return self.context.clock.now() if self.context else datetime(2026, 1, 1, tzinfo=UTC)
 
     @hookimpl
     def nodewright_get(self, provider_id: str) -> Instance:
