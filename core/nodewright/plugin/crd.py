@@ -13,12 +13,17 @@ as ``Annotated`` metadata the model itself ignores::
 
     from pydantic import Field
 
-    from nodewright.plugin import Int32, Rule, Schema
+    from nodewright.plugin import Int32, Rule, Schema, StrictModel
 
     class MySpec(StrictModel):
-        image: Annotated[str, Schema(pattern=r"^img-[0-9a-z]+$"), Rule("self == oldSelf",
-                         "image is immutable")]
+        image: Annotated[
+            str,
+            Schema(pattern=r"^img-[0-9a-z]+$"),
+            Rule("self == oldSelf", "image is immutable"),
+        ]
         max_pods: Int32 | None = Field(default=None, ge=0)
+
+The tutorial (docs/plugins/writing-a-provider.md) shows a whole NodeClass with its CRD.
 
 Rules on a whole model (CEL over several fields) go in its ``model_config``:
 ``ConfigDict(json_schema_extra=validations(Rule(...), ...))``; a field's
