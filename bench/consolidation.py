@@ -28,7 +28,7 @@ from nodewright.api.apps import Deployment
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodePool
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.disruption.history import NodeRecord
+from nodewright.controllers.nodehistory import NodeRecord
 from nodewright.controllers.options import Options
 from nodewright.controllers.state import is_terminal
 from nodewright.plugin.host import PluginHost

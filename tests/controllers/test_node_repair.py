@@ -14,9 +14,9 @@ from nodewright import metrics
 from nodewright.api.core import Node, NodeCondition, NodeStatus
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import TERMINATION_TIMESTAMP_ANNOTATION
+from nodewright.api.timestamps import format_timestamp
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.health import allowed_unhealthy, snake_case, unhealthy_condition
-from nodewright.controllers.lifecycle import format_timestamp
 from nodewright.controllers.options import Options
 from nodewright.plugin.model import RepairPolicy
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -230,33 +229,6 @@ def test_operator_length_and_string(token: str) -> None:
 )
 def test_string_of_combined_sets(requirement: Requirement, text: str) -> None:
     assert str(requirement) == text
-
-
-# -- Any ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("token", "allowed"),
-    [
-        ("-", lambda v: v == ""),
-        ("A", lambda v: v == "A"),
-        ("AB", lambda v: v in ("A", "B")),
-        ("19", lambda v: v in ("1", "9")),
-        ("*", lambda v: v != ""),
-        ("!A", lambda v: v not in ("", "A")),
-        ("!12", lambda v: v not in ("", "1", "2")),
-        (">1", lambda v: int(v) >= 2),
-        (">9", lambda v: 10 <= int(v) < MAX_INT64),
-        ("<1", lambda v: v == "0"),
-        ("<9", lambda v: 0 <= int(v) < 9),
-    ],
-)
-def test_any_value_is_in_the_set(token: str, allowed: Callable[[str], bool]) -> None:
-    sample = SAMPLES[token]
-    for _ in range(20):
-        value = sample.any_value()
-        assert allowed(value), value
-        assert value == "" or sample.has(value)
 
 
 # -- Gte and Lte ----------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from nodewright.scheduling.volumes import (
     node_volume_limits,
     pod_volume_usage,
     pod_volumes,
-    volume_limit_problem,
 )
 
 ZONE = "topology.kubernetes.io/zone"
@@ -357,14 +356,9 @@ def test_node_volume_limits_come_from_csi_node_drivers_with_a_count() -> None:
     assert node_volume_limits(None) == {}
 
 
-def test_volume_limit_counts_unique_claims_per_driver() -> None:
+def test_volume_usage_adds_unique_claims_per_driver() -> None:
     used = {EBS: frozenset({"default/a", "default/b"})}
-    assert volume_limit_problem({EBS: 3}, used, {EBS: frozenset({"default/c"})}) is None
-    assert volume_limit_problem({EBS: 2}, used, {EBS: frozenset({"default/a"})}) is None
-    assert volume_limit_problem({EBS: 2}, used, {EBS: frozenset({"default/c"})}) == (
-        f"would exceed volume limit for {EBS}, 3 > 2"
-    )
-    assert volume_limit_problem({}, used, {EBS: frozenset({"default/c"})}) is None
+    assert add_usage(used, {EBS: frozenset({"default/a"})}) == used
     assert add_usage(used, {EBS: frozenset({"default/c"}), "x": frozenset({"default/d"})}) == {
         EBS: frozenset({"default/a", "default/b", "default/c"}),
         "x": frozenset({"default/d"}),

@@ -45,9 +45,6 @@ VIRTUAL_POD_ANNOTATION = "karpenter.sh/capacity-buffer-fake-pod"
 BUFFER_NAME_ANNOTATION = "karpenter.sh/capacity-buffer-name"
 BUFFER_NAMESPACE_ANNOTATION = "karpenter.sh/capacity-buffer-namespace"
 
-#: Kinds a ``scalableRef`` may name (group ``apps``).
-SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
-
 
 class LocalObjectRef(StrictModel):
     name: str = ""

@@ -121,10 +121,6 @@ class ConversionNote:
         return str(self.error)
 
 
-#: Kept for readers of older code: a warning is a :class:`ConversionNote`.
-ConversionWarning = ConversionNote
-
-
 @dataclass
 class ConversionResult:
     documents: list[dict[str, Any]] = field(default_factory=list)

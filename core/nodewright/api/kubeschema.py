@@ -59,10 +59,6 @@ def kubernetes_version() -> str:
     return str(_table()["kubernetes"])
 
 
-def has_schema(api_version: str, kind: str) -> bool:
-    return f"{api_version}/{kind}" in _table()["kinds"]
-
-
 def schema_problems(
     document: Mapping[str, object], api_version: str, kind: str
 ) -> list[SchemaProblem]:

@@ -32,14 +32,14 @@ from nodewright.api.labels import (
     NODEPOOL_LABEL,
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
+from nodewright.api.timestamps import format_timestamp, parse_timestamp
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog
-from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.lifecycle import format_timestamp, parse_timestamp
+from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import PluginError, ProviderError, UnknownNodeClassError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.core import Node, Taint
@@ -40,6 +40,7 @@ from nodewright.api.labels import (
 from nodewright.api.meta import OwnerReference, find_condition, is_true, set_condition
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY
 from nodewright.api.quantity import format_quantity
+from nodewright.api.timestamps import format_timestamp
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
@@ -160,10 +161,10 @@ class NodeClaimLifecycle:
             return None  # deleted for taking too long
         conditions = claim.status.conditions
         if not is_true(conditions, CONDITION_LAUNCHED):
-            return _earliest(self._launch(claim), timeout)
+            return _sooner_requeue(self._launch(claim), timeout)
         found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
         if not is_true(conditions, CONDITION_REGISTERED):
-            return _earliest(self._register(claim, found), timeout)
+            return _sooner_requeue(self._register(claim, found), timeout)
         node = found[0] if len(found) == 1 else None
         if node is None:
             return None
@@ -587,20 +588,8 @@ class NodeClaimLifecycle:
         return gone
 
 
-def format_timestamp(instant: datetime) -> str:
-    """RFC 3339 in UTC with seconds, as Kubernetes writes timestamps."""
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_timestamp(text: str) -> datetime:
-    """Read an RFC 3339 timestamp (``2026-01-01T00:00:00Z``); raises ValueError."""
-    parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {text!r} has no time zone")
-    return parsed
-
-
-def _earliest(first: timedelta | None, second: timedelta | None) -> timedelta | None:
+def _sooner_requeue(first: timedelta | None, second: timedelta | None) -> timedelta | None:
+    """The sooner of two requeue delays, ignoring None and ``timedelta.max`` (no deadline)."""
     waits = [w for w in (first, second) if w is not None and w != timedelta.max]
     return min(waits, default=None)
 

@@ -27,7 +27,7 @@ from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.disruption.candidates import (
+from nodewright.controllers.disruptioncost import (
     blocks_disruption,
     eviction_cost,
     lifetime_remaining,

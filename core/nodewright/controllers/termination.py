@@ -32,13 +32,13 @@ from nodewright.api.labels import (
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
 from nodewright.api.meta import KubeObject, find_condition, set_condition
+from nodewright.api.timestamps import parse_timestamp
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, EvictionBlockedError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.lifecycle import parse_timestamp
 from nodewright.controllers.state import is_terminal, owner_kind
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.logfields import fields, ref

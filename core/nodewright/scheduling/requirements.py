@@ -13,7 +13,6 @@ a custom key a pod requires with ``In``/``Exists`` must be defined by the other 
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -157,19 +156,6 @@ class Requirement:
             greater_than = less_than = None
         return Requirement(self.key, complement, values, greater_than, less_than, min_values)
 
-    def any_value(self, rng: random.Random | None = None) -> str:
-        """A value from the set: the smallest for finite sets, an integer for complements."""
-        if not self.complement:
-            return min(self.values) if self.values else ""
-        low = (self.greater_than + 1) if self.greater_than is not None else 0
-        high = (self.less_than - 1) if self.less_than is not None else 2**31 - 1
-        generator = rng or random.Random(0)
-        for _ in range(100):
-            candidate = str(generator.randint(low, max(low, high)))
-            if candidate not in self.values:
-                return candidate
-        return ""
-
     def __str__(self) -> str:
         """Karpenter's rendering: ``key In [a b c d e and 2 others]``, ``key Exists >=3 <=9``."""
         if self.operator in (EXISTS, DOES_NOT_EXIST):
@@ -214,10 +200,6 @@ def _typo_hint(key: str, well_known: Iterable[str], defined: Iterable[str]) -> s
             if key in candidate or candidate.endswith(suffix):
                 return f' (typo of "{candidate}"?)'
     return ""
-
-
-class IncompatibleError(ValueError):
-    """Two sets of requirements that no node could satisfy together; says which keys."""
 
 
 class Requirements(Mapping[str, Requirement]):
@@ -280,11 +262,6 @@ class Requirements(Mapping[str, Requirement]):
         return self._hash
 
     # -- algebra ---------------------------------------------------------------------------
-
-    def get_or_exists(self, key: str) -> Requirement:
-        """The requirement for ``key``; an undefined key allows any value (``Exists``)."""
-        found = self._items.get(key)
-        return found if found is not None else Requirement(key, True, frozenset())
 
     def add(self, *others: Requirements | Requirement) -> Requirements:
         """The intersection of these requirements with ``others``."""

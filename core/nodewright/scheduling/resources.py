@@ -88,10 +88,3 @@ def fits(requests: Mapping[str, int], available: Mapping[str, int]) -> bool:
         if value > 0 and value > available.get(name, 0):
             return False
     return True
-
-
-def exceeded(requests: Mapping[str, int], available: Mapping[str, int]) -> list[str]:
-    """Names of the resources for which ``requests`` exceed ``available``, sorted."""
-    return sorted(
-        name for name, value in requests.items() if value > 0 and value > available.get(name, 0)
-    )

@@ -384,20 +384,3 @@ def add_usage(*usages: VolumeUsage) -> dict[str, frozenset[str]]:
         for driver, ids in usage.items():
             total[driver] = total.get(driver, frozenset()) | ids
     return total
-
-
-def volume_limit_problem(
-    limits: Mapping[str, int], used: VolumeUsage, adding: VolumeUsage
-) -> str | None:
-    """Why ``adding`` does not fit beside ``used`` under ``limits``, or None when it does.
-
-    A claim already attached to the node does not count twice.
-    """
-    for driver in sorted(adding):
-        limit = limits.get(driver)
-        if limit is None:
-            continue
-        count = len(used.get(driver, frozenset()) | adding[driver])
-        if count > limit:
-            return f"would exceed volume limit for {driver}, {count} > {limit}"
-    return None

@@ -19,7 +19,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.clock import SIMULATION_EPOCH
-from nodewright.controllers.disruption.history import NodeRecord
+from nodewright.controllers.nodehistory import NodeRecord
 from nodewright.controllers.state import is_terminal, owner_kind
 from nodewright.plugin.errors import (
     InstanceNotFoundError,

@@ -216,7 +216,7 @@ class Simulation:
             self.kube.reconcile()
             wake = self.operator.run_once()
             if self.kubelets is not None:
-                wake = _earliest(wake, self.kubelets.reconcile())
+                wake = _earlier_wake(wake, self.kubelets.reconcile())
             self._log_bindings()
             if self.cluster.resource_version() == before:
                 break
@@ -268,7 +268,8 @@ def _is_true(condition: Condition | None) -> bool:
     return condition is not None and condition.status == "True"
 
 
-def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:
+def _earlier_wake(first: datetime | None, second: datetime | None) -> datetime | None:
+    """The earlier of two instants something is due (None: nothing is)."""
     if first is None or second is None:
         return first or second
     return min(first, second)

@@ -94,10 +94,6 @@ def _diff(
     return False
 
 
-#: The API server's message for every JSON patch it could not apply (a ``test`` that failed,
-#: a path that is missing): a bare 422 with no ``details``, the patch library's words dropped.
-PATCH_NOT_APPLIED = "the server rejected our request due to an error in our request"
-
 #: The patch library's own words, which some servers (and proxies) pass on.
 _PATCH_LIBRARY_WORDS = ("test failed", "testing value", "missing path", "missing value")
 
@@ -106,8 +102,9 @@ def precondition_failed(answer: Answer) -> bool:
     """True when the server could not apply a JSON patch we built: the object changed under
     us (a ``test`` failed, or a path it needs is gone), not an invalid request.
 
-    A real API server answers this with a bare 422 (:data:`PATCH_NOT_APPLIED`, empty
-    ``details``); a 422 for an object that would be invalid names it in ``details`` and lists
+    A real API server answers this with a bare 422 (the message ``the server rejected our
+    request due to an error in our request``, empty ``details``, the patch library's words
+    dropped); a 422 for an object that would be invalid names it in ``details`` and lists
     the fields at fault as ``causes``. The caller then falls back to a replace carrying the
     resourceVersion it read, which is a 409 (ConflictError) when someone else wrote first.
     """

@@ -21,10 +21,9 @@ from nodewright.api.labels import INSTANCE_TYPE_LABEL
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
-    eviction_cost,
-    is_active,
     offering_price,
 )
+from nodewright.controllers.disruptioncost import eviction_cost, is_active
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.state import owner_kind
 from nodewright.scheduling.instancetype import InstanceType

@@ -51,8 +51,8 @@ from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.candidates import REASON_EXPIRED
-from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.podevents import PodEvents, PodState
+from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import requirements_from_api
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import PluginError, TemporaryProviderError, UnknownNodeClassError

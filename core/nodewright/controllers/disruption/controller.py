@@ -27,7 +27,6 @@ from nodewright.controllers.disruption.candidates import (
     pools_and_types,
 )
 from nodewright.controllers.disruption.conditions import NodeClaimDisruptionConditions
-from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import (
     Command,
     Context,
@@ -42,6 +41,7 @@ from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.disruption.rescheduling import PodRequests
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import NodeCache
 from nodewright.plugin.host import PluginHost
@@ -112,10 +112,10 @@ class DisruptionController:
         now = self._clock.now()
         if self.pending is not None:
             if now < self.pending.due:
-                return _earliest(self.pending.due - now, queue_wake)
+                return _sooner_than_queue(self.pending.due - now, queue_wake)
             pending, self.pending = self.pending, None
             started = self._validate_and_start(pending.command)
-            return timedelta(0) if started else _earliest(POLLING_PERIOD, queue_wake)
+            return timedelta(0) if started else _sooner_than_queue(POLLING_PERIOD, queue_wake)
         snapshot = self._snapshot()
         stale = self.queue.stale(self.verdicts.marked())
         if stale:
@@ -148,10 +148,10 @@ class DisruptionController:
             if method.validated:
                 log.debug("Validating %s in %s", command.describe(), VALIDATION_DELAY)
                 self.pending = PendingCommand(command, now + VALIDATION_DELAY)
-                return _earliest(VALIDATION_DELAY, queue_wake)
+                return _sooner_than_queue(VALIDATION_DELAY, queue_wake)
             self._start(command)
             return timedelta(0)
-        return _earliest(POLLING_PERIOD, queue_wake)
+        return _sooner_than_queue(POLLING_PERIOD, queue_wake)
 
     # -- budgets ------------------------------------------------------------------------------
 
@@ -297,5 +297,6 @@ def _consolidation_type(command: Command) -> str:
     return ""
 
 
-def _earliest(first: timedelta, second: timedelta | None) -> timedelta:
-    return first if second is None else min(first, second)
+def _sooner_than_queue(wait: timedelta, queue_wake: timedelta | None) -> timedelta:
+    """``wait``, or the orchestration queue's wake-up when that comes sooner."""
+    return wait if queue_wake is None else min(wait, queue_wake)

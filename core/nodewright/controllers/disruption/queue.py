@@ -30,9 +30,9 @@ from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.disruption.history import NodeHistory
 from nodewright.controllers.disruption.methods import Command
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import node_claim_for
 from nodewright.logfields import fields, ref, shortened
 from nodewright.scheduling.resources import format_resources

@@ -18,10 +18,9 @@ from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
-    blocks_disruption,
-    is_reschedulable,
 )
-from nodewright.controllers.provisioning import daemon_pods, node_pool_template
+from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
+from nodewright.controllers.nodepooltemplates import daemon_pods, node_pool_template
 from nodewright.controllers.state import VOLUME_KINDS, is_provisionable
 from nodewright.scheduling.model import (
     ExistingNode,
