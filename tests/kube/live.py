@@ -19,12 +19,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
 
-from nodewright.api.meta import KubeObject
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.transport import Answer
 
@@ -47,14 +46,6 @@ EMULATION = pytest.mark.skipif(
 )
 #: The provider options that fit the control plane.
 PROVIDER_OPTIONS = "kwok.manage-nodes=false" if KWOK_CONTROLLER else ""
-
-REPOSITORY = Path(__file__).resolve().parents[2]
-
-
-class CustomResourceDefinition(KubeObject):
-    API_VERSION: ClassVar[str] = "apiextensions.k8s.io/v1"
-    KIND: ClassVar[str] = "CustomResourceDefinition"
-    NAMESPACED: ClassVar[bool] = False
 
 
 def suffix() -> str:

@@ -77,7 +77,3 @@ class OtherProvider(FakeProvider):
             node_classes=(NodeClassKind("other.example.com", "OtherNodeClass", OtherNodeClass),),
             restricted_label_domains=frozenset({"other.example.com"}),
         )
-
-
-def other_node_class(name: str = "default") -> OtherNodeClass:
-    return OtherNodeClass.model_validate({"metadata": {"name": name}})

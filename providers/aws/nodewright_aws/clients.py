@@ -29,18 +29,6 @@ THROTTLING_CODES = frozenset(
 UNAUTHORIZED_CODES = frozenset(
     {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "AuthFailure"}
 )
-NOT_FOUND_CODES = frozenset(
-    {
-        "InvalidInstanceID.NotFound",
-        "InvalidLaunchTemplateName.NotFoundException",
-        "InvalidLaunchTemplateId.NotFound",
-        "InvalidCapacityReservationId.NotFound",
-        "QueueDoesNotExist",
-        "AWS.SimpleQueueService.NonExistentQueue",
-        "NoSuchEntity",
-        "ParameterNotFound",
-    }
-)
 
 
 class MissingConfigurationError(NodeClassNotReadyError):

@@ -30,7 +30,6 @@ INSTANCE_TENANCY = f"{GROUP}/instance-tenancy"
 CAPACITY_RESERVATION_ID = f"{GROUP}/capacity-reservation-id"
 CAPACITY_RESERVATION_TYPE = f"{GROUP}/capacity-reservation-type"
 ZONE_ID = "topology.k8s.aws/zone-id"
-EC2NODECLASS_LABEL = f"{GROUP}/ec2nodeclass"
 
 #: Every label an instance type defines (a DoesNotExist requirement when unknown).
 INSTANCE_TYPE_LABELS = frozenset(
@@ -73,7 +72,6 @@ EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 #: The NodeClaim's uid: how a repeated launch finds the instance it already made.
 IDEMPOTENCY_TAG = "nodewright.sh/nodeclaim-uid"
-NAME_TAG = "Name"
 
 #: spec.tags may not set these (Karpenter's RestrictedTagPatterns).
 RESTRICTED_TAGS = frozenset({EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NODECLAIM_TAG, EC2NODECLASS_TAG})
@@ -81,12 +79,11 @@ RESTRICTED_TAGS = frozenset({EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NODECLAIM_TAG, 
 # Annotations
 NODECLASS_HASH_ANNOTATION = f"{GROUP}/ec2nodeclass-hash"
 NODECLASS_HASH_VERSION_ANNOTATION = f"{GROUP}/ec2nodeclass-hash-version"
-#: Karpenter's current hash version (its hashstructure value of the spec).
-KARPENTER_NODECLASS_HASH_VERSION = "v6"
 #: The version nodewright writes: its hash is computed differently from Karpenter's, so it
-#: must not claim Karpenter's version. A different version is "not drifted" on both sides
-#: (Karpenter re-stamps NodeClaims whose version differs from its own), so NodeClaims move
-#: between Karpenter and nodewright without being replaced.
+#: must not claim Karpenter's version (``v6``, the hashstructure value of the spec). A
+#: different version is "not drifted" on both sides (Karpenter re-stamps NodeClaims whose
+#: version differs from its own), so NodeClaims move between Karpenter and nodewright
+#: without being replaced.
 NODECLASS_HASH_VERSION = "nodewright-v1"
 
 PROVIDER_ID_PREFIX = "aws:///"

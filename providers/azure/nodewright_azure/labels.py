@@ -20,7 +20,6 @@ SKU_GPU_NAME = f"{GROUP}/sku-gpu-name"
 SKU_GPU_MANUFACTURER = f"{GROUP}/sku-gpu-manufacturer"
 SKU_GPU_COUNT = f"{GROUP}/sku-gpu-count"
 PLACEMENT_SCOPE = f"{GROUP}/placement-scope"
-AKSNODECLASS = f"{GROUP}/aksnodeclass"
 
 AKS_SKU_CPU = f"{AKS_GROUP}/sku-cpu"
 AKS_SKU_MEMORY = f"{AKS_GROUP}/sku-memory"

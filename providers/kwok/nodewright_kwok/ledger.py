@@ -35,7 +35,6 @@ class LedgerEntry:
     #: The NodeClaim's labels and annotations at launch, copied onto the Node.
     node_labels: Mapping[str, str] = field(default_factory=dict)
     node_annotations: Mapping[str, str] = field(default_factory=dict)
-    terminated_at: datetime | None = None
 
     @property
     def node_name(self) -> str:

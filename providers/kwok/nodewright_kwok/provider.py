@@ -407,7 +407,6 @@ class KWOKProvider:
             if node is not None and node.spec.provider_id == provider_id:
                 self.cluster.delete(Node, entry.node_name)
         entry.set_state(TERMINATED)
-        entry.terminated_at = self.clock.now()
         log.info("kwok: terminated %s", provider_id)
         self.faults.crash_point("delete.after")
 
