@@ -30,6 +30,33 @@ _.block_owner_deletion
 _.deletion_grace_period_seconds
 _.volume_initialization_rate  # EC2NodeClass blockDeviceMappings[].ebs
 
+# NodeClass fields that only shape the generated CRD: Karpenter's providers accept them, the
+# provider here does not act on them (yet).
+_.ip_prefix_count  # EC2NodeClass
+_.availability_zone  # EC2NodeClass status.capacityReservations[]
+_.end_time
+_.reservation_type
+_.available_instance_count
+_.query_logging  # AKSNodeClass spec.localDNS and its overrides
+_.forward_destination
+_.forward_policy
+_.max_concurrent
+_.cache_duration
+_.serve_stale_duration
+_.serve_stale
+_.vnet_dns_overrides
+_.kube_dns_overrides
+_.local_dns
+_.local_dns_state
+_.linux_os_config  # AKSNodeClass spec.linuxOSConfig and its fields
+_.swap_file_size
+_.sysctls
+_.transparent_huge_page_enabled
+_.transparent_huge_page_defrag
+_.size_gb  # the sample model of tests/plugin/test_crd_generation.py
+_.disk
+_.bytes_per_second
+
 # Read by the standard library or a client library, not by our code.
 _.model_post_init  # pydantic calls it after validation
 _.maxlevel  # reprlib.Repr's limits (api/excerpt.py)

@@ -169,19 +169,6 @@ def requirement(*, restricted: bool) -> Schema:
     )
 
 
-def resolved_requirement() -> Schema:
-    """A requirement as a NodeClass status reports it (what a resolved image or AMI needs):
-    written by the controller, so without the rules :func:`requirement` checks."""
-    return obj(
-        {
-            "key": string(),
-            "operator": string(),
-            "values": {"type": "array", "items": string(), "x-kubernetes-list-type": "atomic"},
-        },
-        required=["key", "operator"],
-    )
-
-
 def node_class_ref(*, immutable_kind: bool) -> Schema:
     schema = obj(
         {

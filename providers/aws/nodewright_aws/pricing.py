@@ -128,19 +128,15 @@ class PriceBook:
         self.on_demand: dict[str, float] = dict(table.get(region) or table.get(FALLBACK_REGION, {}))
         self.spot: dict[tuple[str, str], float] = {}
         self.spot_refreshed = False
-        self.on_demand_refreshed_at: datetime | None = None
-        self.spot_refreshed_at: datetime | None = None
 
-    def update_on_demand(self, prices: Mapping[str, float], now: datetime) -> None:
+    def update_on_demand(self, prices: Mapping[str, float]) -> None:
         if prices:
             self.on_demand.update(prices)
-            self.on_demand_refreshed_at = now
 
-    def update_spot(self, prices: Mapping[tuple[str, str], float], now: datetime) -> None:
+    def update_spot(self, prices: Mapping[tuple[str, str], float]) -> None:
         if prices:
             self.spot.update(prices)
             self.spot_refreshed = True
-            self.spot_refreshed_at = now
 
     def on_demand_price(self, instance_type: str) -> float | None:
         return self.on_demand.get(instance_type)
@@ -189,12 +185,12 @@ class PricingProvider:
         now = self.now()
         self.next_refresh = now + PRICING_REFRESH
         try:
-            book.update_on_demand(fetch_on_demand(self.clients.pricing, region), now)
+            book.update_on_demand(fetch_on_demand(self.clients.pricing, region))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
             log.warning(
                 "on-demand prices not refreshed, keeping the known ones: %s", error_text(error)
             )
         try:
-            book.update_spot(fetch_spot(self.clients.ec2, now, self.spot_types()), now)
+            book.update_spot(fetch_spot(self.clients.ec2, now, self.spot_types()))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
             log.warning("spot prices not refreshed, keeping the known ones: %s", error_text(error))

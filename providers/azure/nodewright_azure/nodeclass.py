@@ -37,8 +37,6 @@ API_VERSION = f"{GROUP}/v1beta1"
 API_VERSION_V1ALPHA2 = f"{GROUP}/v1alpha2"
 KIND = "AKSNodeClass"
 
-IMAGE_FAMILIES = ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux")
-DEFAULT_IMAGE_FAMILY = "Ubuntu"
 DEFAULT_OS_DISK_SIZE_GB = 128
 
 _SUBNET_ID = re.compile(
