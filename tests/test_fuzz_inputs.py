@@ -10,6 +10,8 @@ below as regression tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -36,7 +38,7 @@ def test_mutated_manifests_keep_the_property(manifest: tuple[str, str]) -> None:
 
 
 def _property_holds(text: str, suffix: str = ".yaml") -> list[object]:
-    outcomes = fuzzing.check_input(text, suffix)
+    outcomes: list[Any] = fuzzing.check_input(text, suffix)
     for outcome in outcomes:
         assert outcome.violations == [], (outcome.command, outcome.stderr[:2000])
         assert outcome.exit_code == 2, (outcome.command, outcome.stderr)

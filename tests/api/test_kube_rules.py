@@ -30,9 +30,10 @@ def problems(text: str) -> list[str]:
     """Each problem as ``line: field: message`` (the file is ``m.yaml``)."""
     with pytest.raises((ManifestError, ManifestErrors)) as raised:
         load_text(text, "m.yaml", KindRegistry())
-    return [
-        f"{e.source.removeprefix('m.yaml:')}: {e.field}: {e.message}" for e in raised.value.errors
-    ]
+    found = raised.value
+    assert isinstance(found, (ManifestError, ManifestErrors))
+    errors = found.errors if isinstance(found, ManifestErrors) else [found]
+    return [f"{e.source.removeprefix('m.yaml:')}: {e.field}: {e.message}" for e in errors]
 
 
 def pod(metadata: str = "{name: web}", spec: str = "{containers: [{name: app}]}") -> str:

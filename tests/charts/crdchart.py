@@ -42,8 +42,10 @@ def templates() -> dict[str, str]:
             continue
         for kind in provider.info.node_classes:
             if kind.crd is not None:
-                crd = kind.crd()
-                files[f"{crd['metadata']['name']}.yaml"] = _template(dump(crd), provider.info.name)
+                schema = kind.crd()
+                files[f"{schema['metadata']['name']}.yaml"] = _template(
+                    dump(schema), provider.info.name
+                )
     return files
 
 

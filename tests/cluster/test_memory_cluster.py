@@ -44,7 +44,7 @@ def cluster(clock: SimulatedClock) -> MemoryCluster:
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **meta: object) -> Pod:
-    return Pod(metadata=ObjectMeta(name=name, labels=labels or {}, **meta))  # type: ignore[arg-type]
+    return Pod(metadata=ObjectMeta(name=name, labels=labels or {}, **meta))
 
 
 def running(cluster: MemoryCluster, name: str, labels: dict[str, str], **meta: object) -> Pod:
@@ -270,7 +270,7 @@ def owned_by(owner: ReplicaSet | Deployment | Node, name: str, **meta: object) -
         uid=owner.metadata.uid or "",
         controller=True,
     )
-    return Pod(metadata=ObjectMeta(name=name, owner_references=[ref], **meta))  # type: ignore[arg-type]
+    return Pod(metadata=ObjectMeta(name=name, owner_references=[ref], **meta))
 
 
 def test_removal_cascades_to_dependents(cluster: MemoryCluster) -> None:

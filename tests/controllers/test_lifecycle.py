@@ -98,7 +98,9 @@ def test_initialization_waits_for_readiness_startup_taints_and_extended_resource
     world.sim.advance(timedelta(seconds=1))
     assert world.condition(claim, "Initialized") == ("Unknown", "NodeNotReady")
 
-    node = mutable(world.cluster.get(Node, node.name))  # type: ignore[type-var]
+    found = world.cluster.get(Node, node.name)
+    assert found is not None
+    node = mutable(found)
     node.spec.taints.append(
         Taint(key="node.cloudprovider.kubernetes.io/uninitialized", effect="NoSchedule")
     )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import celpy  # type: ignore[import-untyped]
+import celpy.adapter
 from celpy import celtypes
 
 
@@ -50,9 +50,9 @@ def _program(expression: str) -> Any:
 
 def evaluate(expression: str, value: Any, old: Any = None) -> bool:
     """Whether ``expression`` holds for ``self`` = ``value`` (and ``oldSelf`` = ``old``)."""
-    activation = {"self": celpy.json_to_cel(value)}
+    activation = {"self": celpy.adapter.json_to_cel(value)}
     if old is not None:
-        activation["oldSelf"] = celpy.json_to_cel(old)
+        activation["oldSelf"] = celpy.adapter.json_to_cel(old)
     try:
         result = _program(expression).evaluate(activation)
     except Exception:  # an evaluation error is a failed rule

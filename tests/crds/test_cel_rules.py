@@ -16,7 +16,7 @@ from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
 from tests.crds.cel import Broken, evaluate, validate
 
-Edit = Callable[[dict[str, Any]], None]
+Edit = Callable[[dict[str, Any]], object]  # what it returns is ignored
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +101,11 @@ def _static(pool: dict[str, Any]) -> None:
     pool["spec"].pop("weight")
 
 
+def _static_with_a_cpu_limit(pool: dict[str, Any]) -> None:
+    _static(pool)
+    pool["spec"].update({"limits": {"cpu": "10"}})
+
+
 def _messages(broken: list[Broken]) -> list[str]:
     return [b.message for b in broken]
 
@@ -183,7 +188,7 @@ INVALID_NODE_POOLS: dict[str, tuple[Edit, str]] = {
         "'weight' is not supported on static NodePools",
     ),
     "static pool with a cpu limit": (
-        lambda pool: (_static(pool), pool["spec"].update({"limits": {"cpu": "10"}})),
+        _static_with_a_cpu_limit,
         "only 'limits.nodes' is supported on static NodePools",
     ),
 }

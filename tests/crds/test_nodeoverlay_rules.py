@@ -17,7 +17,7 @@ from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
 from tests.crds.cel import validate
 
-Edit = Callable[[dict[str, Any]], None]
+Edit = Callable[[dict[str, Any]], object]  # what it returns is ignored
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import pytest
 from nodewright.api.core import Event, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
+from nodewright.controllers.disruption import candidates as candidates_module
 from nodewright.controllers.disruption import conditions as conditions_module
 from nodewright.controllers.disruption import verdicts as verdicts_module
 from nodewright_kwok.provider import KWOKProvider
@@ -201,12 +202,11 @@ def test_a_pass_works_out_only_the_nodes_and_nodeclaims_that_changed(
     harness.run(30)
     judged: list[str] = []
     reconciled: list[str] = []
-    judge = verdicts_module.judge
     reconcile = conditions_module.NodeClaimDisruptionConditions._reconcile
 
     def counting_judge(node: Any, *args: Any, **kwargs: Any) -> Any:
         judged.append(node.name)
-        return judge(node, *args, **kwargs)
+        return candidates_module.judge(node, *args, **kwargs)
 
     def counting_reconcile(self: Any, claim: Any, *args: Any) -> Any:
         reconciled.append(claim.name)

@@ -165,7 +165,7 @@ class FakeApiServer:
         cert.configure_cert(context)
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
-        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
         server.socket = context.wrap_socket(server.socket, server_side=True)
         self._server = server
         threading.Thread(target=server.serve_forever, daemon=True, name="fake-apiserver").start()
@@ -328,7 +328,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 
         # -- plumbing ----------------------------------------------------------------------
 
-        def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None):
+        def _send(self, code: int, body: object, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             with api.lock:
                 api.requests.append((self.command, self.path, code))
@@ -650,10 +650,8 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     if k in old_meta
                 }
                 new["metadata"] = {**meta, **kept}
-                spec_of = lambda o: {  # noqa: E731
-                    k: v for k, v in o.items() if k not in ("metadata", "status")
-                }
-                if spec_of(new) != spec_of(current):
+                ignored = {"metadata": None, "status": None}  # a spec change bumps generation
+                if {**new, **ignored} != {**current, **ignored}:
                     new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
             else:
                 raise _Reply(404, _status(404, "NotFound", f"no subresource {r.sub}"))

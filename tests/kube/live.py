@@ -17,20 +17,24 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from nodewright.api.labels import NODEPOOL_LABEL
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.transport import Answer
+from nodewright.testing.manifests import deployment, kwok_node_class, node_pool
 
 KUBECONFIG = os.environ.get("NODEWRIGHT_TEST_KUBECONFIG", "")
 KWOK_CONTROLLER = os.environ.get("NODEWRIGHT_TEST_KWOK_CONTROLLER", "") not in ("", "0", "false")
 #: How long nodes may take to appear, pods to run, nodes to go.
 TIMEOUT = float(os.environ.get("NODEWRIGHT_TEST_TIMEOUT", "300"))
+#: Seconds between two looks at the real control plane while waiting.
+POLL = 0.5
 #: How long a scaled-up cluster is watched for Nodes going NotReady (the node lifecycle
 #: controller's grace period is 50 s; a silent kubelet shows within one).
 HOLD = float(os.environ.get("NODEWRIGHT_TEST_HOLD", "90"))
@@ -50,6 +54,51 @@ PROVIDER_OPTIONS = "kwok.manage-nodes=false" if KWOK_CONTROLLER else ""
 
 def suffix() -> str:
     return uuid.uuid4().hex[:6]
+
+
+#: The image of examples/inflate.
+PAUSE_IMAGE = "public.ecr.aws/eks-distro/kubernetes/pause:3.7"
+
+
+def run_manifests(
+    pool: str,
+    requirements: str,
+    workloads: str,
+    *,
+    disruption: str = "{consolidationPolicy: WhenEmpty, consolidateAfter: 30s}",
+    template_spec: str = "",
+    limits: str = "{}",
+) -> str:
+    """One live run's KWOKNodeClass and NodePool, both named ``pool`` so runs never share
+    them, then its ``workloads``: the live tests differ only in these."""
+    node_class_ref = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": pool}
+    return (
+        kwok_node_class(pool)
+        + node_pool(
+            pool,
+            weight=None,
+            requirements=requirements,
+            template_spec=template_spec,
+            limits=limits,
+            disruption=disruption,
+            node_class_ref=node_class_ref,
+        )
+        + workloads
+    )
+
+
+def inflate(pool: str, namespace: str, replicas: int) -> str:
+    """examples/inflate's Deployment (1 CPU a pod, no grace period) in ``namespace``, its pods
+    selecting this run's NodePool."""
+    return deployment(
+        "inflate",
+        replicas,
+        memory=None,
+        namespace=namespace,
+        container="inflate",
+        image=PAUSE_IMAGE,
+        extra_spec=f"terminationGracePeriodSeconds: 0\nnodeSelector: {{{NODEPOOL_LABEL}: {pool}}}",
+    )
 
 
 def kubectl(*args: str, stdin: str | None = None, kubeconfig: str = KUBECONFIG) -> str:
@@ -221,7 +270,7 @@ _PATH = re.compile(
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-def as_request(method: str, path: str, query: dict[str, str] | None) -> Request | None:
+def as_request(method: str, path: str, query: Mapping[str, str] | None) -> Request | None:
     """The RBAC attributes of a request, or None for discovery (not a resource)."""
     found = _PATH.match(path.split("?", 1)[0])
     if found is None:
@@ -253,13 +302,19 @@ class RequestLog:
         call, stream = transport.call, transport.stream
 
         def logged_call(
-            method: str, path: str, query: dict[str, str] | None = None, *args: Any, **kwargs: Any
+            method: str,
+            path: str,
+            query: Mapping[str, str] | None = None,
+            *args: Any,
+            **kwargs: Any,
         ) -> Answer:
             answer = call(method, path, query, *args, **kwargs)
             self._record(method, path, query, answer.status)
             return answer
 
-        def logged_stream(path: str, query: dict[str, str], read_timeout: float) -> Any:
+        def logged_stream(
+            path: str, query: Mapping[str, str], read_timeout: float
+        ) -> tuple[int, Any]:
             status, raw = stream(path, query, read_timeout)
             self._record("GET", path, query, status)
             return status, raw
@@ -267,7 +322,7 @@ class RequestLog:
         transport.call = logged_call  # type: ignore[method-assign]
         transport.stream = logged_stream  # type: ignore[method-assign]
 
-    def _record(self, method: str, path: str, query: dict[str, str] | None, status: int) -> None:
+    def _record(self, method: str, path: str, query: Mapping[str, str] | None, status: int) -> None:
         request = as_request(method, path, query)
         if request is not None:
             with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from tests.kube.fake_apiserver import TOKEN, FakeApiServer, Fault
 from tests.kube.polling import eventually
 
 
-def _other(apiserver: FakeApiServer, **changes: object) -> KubeCluster:
+def _other(apiserver: FakeApiServer, **changes: Any) -> KubeCluster:
     return KubeCluster.connect(
         str(apiserver.kubeconfig), settings=dataclasses.replace(FAST, **changes)
     )

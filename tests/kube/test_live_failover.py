@@ -43,40 +43,14 @@ class CrashingKWOK(KWOKProvider):
 
 
 def _manifests(pool: str, namespace: str, replicas: int) -> str:
-    return f"""
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {{name: {pool}}}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {pool}}}
-spec:
-  template:
-    spec:
-      requirements:
-        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-        - {{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}}
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: {pool}}}
-  disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: 0s}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: inflate, namespace: {namespace}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: inflate}}}}
-  template:
-    metadata: {{labels: {{app: inflate}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      nodeSelector: {{{POOL_LABEL}: {pool}}}
-      containers:
-        - name: inflate
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
-          resources: {{requests: {{cpu: "1"}}}}
-"""
+    return live.run_manifests(
+        pool,
+        "[{key: kubernetes.io/os, operator: In, values: [linux]},"
+        " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]},"
+        ' {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}]',
+        live.inflate(pool, namespace, replicas),
+        disruption="{consolidationPolicy: WhenEmpty, consolidateAfter: 0s}",
+    )
 
 
 @pytest.fixture
@@ -143,9 +117,11 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
     first = Replica(CrashingKWOK(ledger=ledger), "replica-a", namespace)
     second: Replica | None = None
     try:
-        eventually(lambda: _holder(admin, namespace) == "replica-a", "replica-a leads", 60)
+        eventually(
+            lambda: _holder(admin, namespace) == "replica-a", "replica-a leads", 60, live.POLL
+        )
         second = Replica(KWOKProvider(ledger=ledger), "replica-b", namespace)
-        eventually(second.service.cluster.synced, "the standby's caches", 60)
+        eventually(second.service.cluster.synced, "the standby's caches", 60, live.POLL)
         live.apply(_manifests(pool, namespace, replicas=4))
 
         first.thread.join(120)
@@ -155,7 +131,10 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
         assert second.service.passes == 0  # the standby never ran while a led
 
         eventually(
-            lambda: _holder(admin, namespace) == "replica-b", "replica-b takes over", live.TIMEOUT
+            lambda: _holder(admin, namespace) == "replica-b",
+            "replica-b takes over",
+            live.TIMEOUT,
+            live.POLL,
         )
 
         def settled() -> bool:
@@ -169,7 +148,12 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
                 and all(p.status.phase == "Running" for p in pods)
             )
 
-        eventually(settled, "every NodeClaim launched, registered, its pods running", live.TIMEOUT)
+        eventually(
+            settled,
+            "every NodeClaim launched, registered, its pods running",
+            live.TIMEOUT,
+            live.POLL,
+        )
         time.sleep(3.0)  # more passes: nothing more may launch
         claims = admin.list(NodeClaim, labels={POOL_LABEL: pool})
         nodes = admin.list(Node, labels={POOL_LABEL: pool})
@@ -187,6 +171,7 @@ def test_a_leader_killed_mid_launch_hands_over_with_no_node_launched_twice(
             lambda: not admin.list(Node, labels={POOL_LABEL: pool}),
             "the empty nodes removed",
             live.TIMEOUT,
+            live.POLL,
         )
     finally:
         if second is not None:

@@ -43,42 +43,15 @@ REPLICAS = 10
 def _manifests(pool: str, namespace: str) -> str:
     """Seed 001's NodePool ("default"), its KWOKNodeClass and the inflate Deployment (as in
     examples/inflate), named for this run; the pods select this run's NodePool."""
-    return f"""
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {{name: {pool}}}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {pool}}}
-spec:
-  template:
-    spec:
-      requirements:
-        - {{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}}
-        - {{key: kubernetes.io/os, operator: In, values: [linux]}}
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}}
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: {pool}}}
-      expireAfter: 720h
-  limits: {{cpu: 1000, memory: 1000Gi}}
-  disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: 30s}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: inflate, namespace: {namespace}}}
-spec:
-  replicas: 0
-  selector: {{matchLabels: {{app: inflate}}}}
-  template:
-    metadata: {{labels: {{app: inflate}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      nodeSelector: {{{POOL_LABEL}: {pool}}}
-      containers:
-        - name: inflate
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
-          resources: {{requests: {{cpu: "1"}}}}
-"""
+    return live.run_manifests(
+        pool,
+        "[{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]},"
+        " {key: kubernetes.io/os, operator: In, values: [linux]},"
+        " {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}]",
+        live.inflate(pool, namespace, replicas=0),
+        template_spec="expireAfter: 720h",
+        limits="{cpu: 1000, memory: 1000Gi}",
+    )
 
 
 @dataclasses.dataclass
@@ -181,6 +154,7 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
                 lambda: bool(_pods_running(admin, namespace)),
                 f"{REPLICAS} inflate pods run",
                 live.TIMEOUT,
+                live.POLL,
             )
             run.running = _pods_running(admin, namespace)
             started = time.monotonic()
@@ -205,7 +179,9 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
                     Node, labels={POOL_LABEL: pool}
                 )
 
-            eventually(emptied, "scaled to zero: every NodeClaim and Node gone", live.TIMEOUT)
+            eventually(
+                emptied, "scaled to zero: every NodeClaim and Node gone", live.TIMEOUT, live.POLL
+            )
             time.sleep(2.0)  # the garbage collector deletes the Nodes' Leases
             run.left_after = (
                 [c.name for c in admin.list(NodeClaim, labels={POOL_LABEL: pool})],

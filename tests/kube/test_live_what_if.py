@@ -20,6 +20,7 @@ import yaml
 
 from nodewright.cluster.kube.transport import Answer, Transport
 from nodewright.commands import main
+from nodewright.testing.manifests import deployment
 from tests.kube import live
 from tests.kube.polling import eventually
 
@@ -88,40 +89,25 @@ TOLERATIONS = (
 
 
 def _manifests(pool: str, namespace: str) -> str:
-    return f"""
+    """A Deployment of two pods pinned to node a and a bare pod bound to node b."""
+    return live.run_manifests(
+        pool,
+        "[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]",
+        f"""
 apiVersion: v1
 kind: Namespace
 metadata: {{name: {namespace}}}
 ---
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {{name: {pool}}}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {pool}}}
-spec:
-  template:
-    spec:
-      requirements:
-        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: {pool}}}
-  disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: 30s}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: {namespace}}}
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      nodeSelector: {{kubernetes.io/hostname: {pool}-a}}
-      tolerations: {TOLERATIONS}
-      containers:
-        - {{name: app, image: pause, resources: {{requests: {{cpu: "1"}}}}}}
----
+"""
+        + deployment(
+            "web",
+            2,
+            memory=None,
+            namespace=namespace,
+            extra_spec=f"nodeSelector: {{kubernetes.io/hostname: {pool}-a}}\n"
+            f"tolerations: {TOLERATIONS}",
+        )
+        + f"""
 apiVersion: v1
 kind: Pod
 metadata: {{name: lone, namespace: {namespace}}}
@@ -130,7 +116,8 @@ spec:
   tolerations: {TOLERATIONS}
   containers:
     - {{name: app, image: pause, resources: {{requests: {{cpu: "1"}}}}}}
-"""
+""",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +148,7 @@ def cluster_with_an_empty_node() -> Iterator[str]:
         pods = json.loads(out)["items"]
         return len(pods) == 3 and all(p["spec"].get("nodeName") for p in pods)
 
-    eventually(placed, "the Deployment's pods bound to node a", timeout=60)
+    eventually(placed, "the Deployment's pods bound to node a", 60, live.POLL)
     try:
         yield pool
     finally:

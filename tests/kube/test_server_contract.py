@@ -129,7 +129,9 @@ def _cached(cluster: KubeCluster, kind: type[Any], name: str, namespace: str, ve
         return found is not None and int(found.metadata.resource_version or 0) >= int(version)
 
     eventually(caught_up, f"the cache holds {kind.KIND} {name} at {version}", timeout=10.0)
-    return cluster.get(kind, name, namespace).clone()  # reads are shared: change a copy
+    found = cluster.get(kind, name, namespace)
+    assert found is not None
+    return found.clone()  # reads are shared: change a copy
 
 
 def _write_status(cluster: KubeCluster, obj: Any, change: Callable[[Any], None]) -> Any:

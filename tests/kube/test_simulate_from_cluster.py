@@ -177,6 +177,7 @@ class _PagedServer:
 def test_a_list_is_read_page_by_page() -> None:
     server = _PagedServer(["a", "b", "c", "d", "e"])
     items = list_all(server, Pod)  # type: ignore[arg-type]
+    assert items is not None
     assert [i["metadata"]["name"] for i in items] == ["a", "b", "c", "d", "e"]
     assert all((i["apiVersion"], i["kind"]) == ("v1", "Pod") for i in items)
     assert [q.get("continue") for q in server.queries] == [None, "2", "4"]

@@ -67,6 +67,12 @@ def _pod(
     )
 
 
+def _stored(cluster: MemoryCluster, name: str) -> Pod:
+    found = cluster.get(Pod, name, "default")
+    assert found is not None
+    return found
+
+
 @pytest.fixture
 def cluster() -> MemoryCluster:
     return MemoryCluster(SimulatedClock())
@@ -107,7 +113,7 @@ def test_a_nodes_gauges_and_labels(cluster: MemoryCluster) -> None:
     with_status = mutable(claim)
     with_status.status.provider_id = "kwok://n1"
     cluster.update_status(with_status)
-    done = mutable(cluster.state.get(Pod, ("default", "web-1")))  # type: ignore[arg-type]
+    done = mutable(_stored(cluster, "web-1"))
     done.status = PodStatus(phase="Succeeded")
     cluster.update_status(done)
     controller.reconcile()
@@ -145,9 +151,9 @@ def test_following_changes_gives_what_a_rebuild_gives(cluster: MemoryCluster) ->
         elif action < 0.55:
             cluster.delete(Pod, rng.choice(pods)[1], "default")
         elif action < 0.7:
-            pod = mutable(cluster.state.get(Pod, rng.choice(pods)))  # type: ignore[arg-type]
-            pod.status = PodStatus(phase=rng.choice(["Succeeded", "Failed", "Running"]))
-            cluster.update_status(pod)
+            finished = mutable(_stored(cluster, rng.choice(pods)[1]))
+            finished.status = PodStatus(phase=rng.choice(["Succeeded", "Failed", "Running"]))
+            cluster.update_status(finished)
         elif action < 0.8:
             key = rng.choice(pods)
             pod = cluster.state.get(Pod, key)
@@ -187,7 +193,12 @@ def test_a_pass_costs_what_changed(cluster: MemoryCluster, monkeypatch: pytest.M
     controller.reconcile()
     published: list[str] = []
     real = metrics.node_series.set
-    monkeypatch.setattr(metrics.node_series, "set", lambda n, s: (published.append(n), real(n, s)))
+
+    def publish(node: str, sample: metrics.NodeSample) -> None:
+        published.append(node)
+        real(node, sample)
+
+    monkeypatch.setattr(metrics.node_series, "set", publish)
     cluster.create(_pod("new", "n7"))
     controller.reconcile()
     assert published == ["n7"]

@@ -14,6 +14,7 @@ from nodewright.clock import SIMULATION_EPOCH, SimulatedClock
 from nodewright.plugin import (
     Instance,
     InstanceNotFoundError,
+    InstanceType,
     InsufficientCapacityError,
     LaunchError,
     NodeClassKind,
@@ -185,11 +186,12 @@ def test_hook_nodewright_instance_types_are_merged_with_nodewright_offerings() -
 def test_hook_nodewright_offerings_may_leave_types_out() -> None:
     class Partial(FakeProvider):
         @hookimpl
-        def nodewright_instance_types(self, node_class: object) -> list[object]:
+        def nodewright_instance_types(self, node_class: object) -> list[InstanceType]:
             return list(self.instance_types)  # offerings included
 
+        # pluggy passes a hookimpl only the arguments it names: none here
         @hookimpl
-        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:  # type: ignore[override]
             return {"small-instance-type": [Offering("zone-x", "on-demand", 9.0)]}
 
     host = fake_host(Partial())
@@ -201,7 +203,7 @@ def test_hook_nodewright_offerings_may_leave_types_out() -> None:
 def test_hook_nodewright_offerings_with_an_unknown_capacity_type_is_a_contract_error() -> None:
     class Reserved(FakeProvider):
         @hookimpl
-        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:  # type: ignore[override]
             return {"small-instance-type": [Offering("zone-x", "preemptible", 1.0)]}
 
     host = fake_host(Reserved())
@@ -235,7 +237,7 @@ def test_hook_nodewright_offerings_with_a_bad_reservation_is_a_contract_error(
 ) -> None:
     class Reserved(FakeProvider):
         @hookimpl
-        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:  # type: ignore[override]
             return {"small-instance-type": [offering]}
 
     host = fake_host(Reserved())
@@ -250,7 +252,7 @@ def test_hook_nodewright_offerings_with_a_bad_reservation_is_a_contract_error(
 def test_hook_nodewright_offerings_reservations_reach_the_catalog() -> None:
     class Reserved(FakeProvider):
         @hookimpl
-        def nodewright_offerings(self) -> dict[str, list[Offering]]:
+        def nodewright_offerings(self) -> dict[str, list[Offering]]:  # type: ignore[override]
             reservation = Reservation("cr-1", "example.com/reservation-id", 3)
             return {
                 "small-instance-type": [
@@ -750,10 +752,7 @@ def nodewright_repair_policies(self):
             "with status 'false', not one of True, False, Unknown",
         ),
         ('[RepairPolicy("Ready", "False", 600)]', "with toleration int 600, not a timedelta"),
-        (
-            '[RepairPolicy("Ready", "False", timedelta(minutes=-1))]',
-            "not a timedelta >= 0",
-        ),
+        ('[RepairPolicy("Ready", "False", timedelta(minutes=-1))]', "not a timedelta >= 0"),
     ],
 )
 def test_hook_nodewright_repair_policies_returning_garbage_is_a_contract_error(

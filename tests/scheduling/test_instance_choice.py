@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from scheduling_fakes import instance_type, node_pool, pod
-
 from nodewright.api.labels import INSTANCE_TYPE_LABEL, WELL_KNOWN_LABELS
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import (
@@ -18,6 +16,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
+from tests.scheduling.scheduling_fakes import instance_type, node_pool, pod
 
 FAMILY = "example.com/instance-family"
 

@@ -16,26 +16,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from karpenter_fakes import (
-    AMD64,
-    SUITE_POOL,
-    claim_of,
-    container,
-    error_of,
-    in_flight,
-    launched_type,
-    make_pod,
-    node_label,
-    node_pool,
-    pods_per_zone,
-    provision,
-    requests_for,
-    scheduled,
-    selector,
-    zonal_spread,
-    zone_of,
-)
-
 from nodewright.api import core as api
 from nodewright.api.apps import (
     CSINode,
@@ -62,6 +42,25 @@ from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.volumes import node_volume_limits, pod_volumes
 from tests.conftest import Simulate
+from tests.scheduling.karpenter_fakes import (
+    AMD64,
+    SUITE_POOL,
+    claim_of,
+    container,
+    error_of,
+    in_flight,
+    launched_type,
+    make_pod,
+    node_label,
+    node_pool,
+    pods_per_zone,
+    provision,
+    requests_for,
+    scheduled,
+    selector,
+    zonal_spread,
+    zone_of,
+)
 
 # == Reference §10, scenarios 1-16 ===========================================================
 

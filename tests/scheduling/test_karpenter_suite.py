@@ -8,21 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from karpenter_fakes import (
-    AMD64,
-    SUITE_POOL,
-    claim_of,
-    container,
-    error_of,
-    in_flight,
-    launched_type,
-    make_pod,
-    node_label,
-    node_pool,
-    provision,
-    scheduled,
-    zone_of,
-)
 
 from nodewright.api import core as api
 from nodewright.api.labels import (
@@ -48,6 +33,21 @@ from nodewright.testing.catalog import (
     SIZE_LABEL,
     SPECIAL_LABEL,
     fake_instance_type,
+)
+from tests.scheduling.karpenter_fakes import (
+    AMD64,
+    SUITE_POOL,
+    claim_of,
+    container,
+    error_of,
+    in_flight,
+    launched_type,
+    make_pod,
+    node_label,
+    node_pool,
+    provision,
+    scheduled,
+    zone_of,
 )
 
 LABELLED_POOL = node_pool(requirements=SUITE_POOL, labels={"test-key": "test-value"})

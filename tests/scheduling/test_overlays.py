@@ -5,7 +5,6 @@ order, and conflicts between overlays of the same weight."""
 from __future__ import annotations
 
 import pytest
-from tests.scheduling.scheduling_fakes import instance_type
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.instancetype import InstanceType
@@ -17,6 +16,7 @@ from nodewright.scheduling.overlays import (
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import parse_resources
+from tests.scheduling.scheduling_fakes import instance_type
 
 GPU = "example.com/gpu"
 

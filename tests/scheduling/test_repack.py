@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from scheduling_fakes import node_pool, pod
-
 from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import PodRequest, SchedulingResult, SolverOptions
@@ -15,6 +13,7 @@ from nodewright.scheduling.resources import resources
 from nodewright.scheduling.selectors import LabelSelector
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.topology import SPREAD, TopologyTerm
+from tests.scheduling.scheduling_fakes import node_pool, pod
 
 KARPENTER_ORDER = SolverOptions(repack=False)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling_fakes import ZONES, instance_type, node_pool, pod
-
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.instancetype import InstanceType, Offering, Reservation
 from nodewright.scheduling.model import NewNodeClaim, PodRequest, SolverOptions
 from nodewright.scheduling.solver.scheduler import solve
+from nodewright.testing.catalog import ZONES
+from tests.scheduling.scheduling_fakes import instance_type, node_pool, pod
 
 LABEL = "example.com/reservation-id"
 COULD_NOT_RESERVE = (
@@ -49,9 +49,9 @@ def plain_type(name: str = "plain") -> InstanceType:
     return instance_type(name, cpu="4", memory="8Gi", pods=20)
 
 
-def reserved_ids(claim: NewNodeClaim) -> frozenset[str] | None:
+def reserved_ids(claim: NewNodeClaim) -> set[str] | None:
     requirement = claim.requirements.get(LABEL)
-    return None if requirement is None else requirement.values
+    return None if requirement is None else set(requirement.values)
 
 
 def pinned(claims: Sequence[NewNodeClaim]) -> list[NewNodeClaim]:

@@ -3,14 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from scheduling_fakes import (
-    capacity_types_of,
-    fake_catalog,
-    instance_type,
-    node_pool,
-    pod,
-    zone_of,
-)
 
 from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
@@ -29,6 +21,14 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint, Toleration
+from tests.scheduling.scheduling_fakes import (
+    capacity_types_of,
+    fake_catalog,
+    instance_type,
+    node_pool,
+    pod,
+    zone_of,
+)
 
 
 def cheapest(claim: NewNodeClaim) -> str:

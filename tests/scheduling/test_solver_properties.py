@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduling_fakes import fake_catalog, node_pool, pod
 
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.scheduling.model import ExistingNode, HostPort, PodRequest
 from nodewright.scheduling.resources import merge, resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration
+from tests.scheduling.scheduling_fakes import fake_catalog, node_pool, pod
 
 ZONES = ["test-zone-1", "test-zone-2", "test-zone-3"]
 TAINTS = [Taint("dedicated", NO_SCHEDULE, "a"), Taint("spare", PREFER_NO_SCHEDULE)]

@@ -11,9 +11,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduling_fakes import ZONES, node_pool
-from scheduling_fakes import pod as plain_pod
-
 from nodewright.api.core import Pod
 from nodewright.api.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import ExistingNode, PodRequest, SchedulingResult, SolverOptions
@@ -22,6 +19,9 @@ from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.topology import PlacedPod
+from nodewright.testing.catalog import ZONES
+from tests.scheduling.scheduling_fakes import node_pool
+from tests.scheduling.scheduling_fakes import pod as plain_pod
 
 Z1, Z2, Z3 = ZONES
 _made = [0]

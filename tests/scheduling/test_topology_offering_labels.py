@@ -5,13 +5,13 @@ filled last among equally loaded zones."""
 
 from __future__ import annotations
 
-from scheduling_fakes import ZONES, instance_type, node_pool
-from tests.scheduling.test_topology import make_pod, spread, zones_of
-
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.solver.scheduler import solve
+from nodewright.testing.catalog import ZONES
+from tests.scheduling.scheduling_fakes import instance_type, node_pool
+from tests.scheduling.test_topology import make_pod, spread, zones_of
 
 SCOPE = "example.com/placement-scope"
 REGIONAL = "0"

@@ -12,7 +12,6 @@ from collections import Counter, defaultdict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduling_fakes import node_pool, pod
 
 from nodewright.api.labels import HOSTNAME_LABEL, ZONE_LABEL
 from nodewright.scheduling.model import PodRequest, SchedulingResult
@@ -25,6 +24,7 @@ from nodewright.scheduling.topology import (
     NodeFilter,
     TopologyTerm,
 )
+from tests.scheduling.scheduling_fakes import node_pool, pod
 
 ALL_ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
 KINDS = ("none", "zone-spread", "host-spread", "zone-affinity", "host-anti")
@@ -96,8 +96,8 @@ def test_no_placement_breaks_a_required_topology_constraint(
         elif kind == "host-spread":
             assert all(count <= term.max_skew for count in hosts.values())
         elif kind == "zone-affinity":
-            zones = {z for _, zs in placed for z in zs}
-            assert len(zones) <= 1, f"self-affinity spread over {sorted(zones)}"
+            together = {z for _, zs in placed for z in zs}
+            assert len(together) <= 1, f"self-affinity spread over {sorted(together)}"
         elif kind == "zone-spread":
             per_zone: defaultdict[str, int] = defaultdict(int)
             for _, zones in placed:

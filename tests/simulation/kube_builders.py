@@ -8,6 +8,7 @@ from typing import Any
 from nodewright.api.apps import Deployment
 from nodewright.api.core import Node, Pod
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
 ZONE = "topology.kubernetes.io/zone"
@@ -15,11 +16,11 @@ HOSTNAME = "kubernetes.io/hostname"
 NAMESPACE = "default"
 
 
-def settle(kube: EmbeddedKubernetes, limit: int = 20) -> None:
-    """Reconcile until nothing changes."""
-    for _ in range(limit):
+def settle(kube: EmbeddedKubernetes, limit: int = 20) -> int:
+    """Reconcile until nothing changes; returns the number of passes that wrote."""
+    for passes in range(limit):
         if not kube.reconcile():
-            return
+            return passes
     raise AssertionError(f"the embedded controllers did not settle in {limit} passes")
 
 
@@ -28,19 +29,28 @@ def node(
     zone: str | None = None,
     cpu: str = "4",
     taints: list[dict[str, str]] | None = None,
-    **labels: str,
+    *,
+    memory: str = "16Gi",
+    labels: dict[str, str] | None = None,
+    ready: bool = True,
+    kwok: bool = False,
+    unschedulable: bool = False,
 ) -> Node:
-    """A ready static node; ``zone`` None leaves the zone label off."""
-    all_labels = {HOSTNAME: name, **labels}
+    """A static node (a KWOK one with ``kwok``); ``zone`` None leaves the zone label off."""
+    all_labels = {HOSTNAME: name, **(labels or {})}
     if zone is not None:
         all_labels[ZONE] = zone
     return Node.model_validate(
         {
-            "metadata": {"name": name, "labels": all_labels},
-            "spec": {"taints": taints or []},
+            "metadata": {
+                "name": name,
+                "labels": all_labels,
+                "annotations": {"kwok.x-k8s.io/node": "fake"} if kwok else {},
+            },
+            "spec": {"taints": taints or [], "unschedulable": unschedulable},
             "status": {
-                "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             },
         }
     )
@@ -95,6 +105,14 @@ def term(key: str, app: str, **extra: Any) -> dict[str, Any]:
 
 def pods_of(cluster: MemoryCluster, app: str) -> list[Pod]:
     return cluster.list(Pod, labels={"app": app})
+
+
+def scale(cluster: MemoryCluster, name: str, replicas: int) -> None:
+    current = cluster.get(Deployment, name, NAMESPACE)
+    assert current is not None
+    scaled = mutable(current)
+    scaled.spec.replicas = replicas
+    cluster.update(scaled)
 
 
 def placement(cluster: MemoryCluster, app: str) -> Counter[str | None]:

@@ -20,8 +20,16 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
-
-ZONE = "topology.kubernetes.io/zone"
+from tests.simulation.kube_builders import (
+    ZONE,
+    deployment,
+    node,
+    pod,
+    pods_of,
+    scale,
+    settle,
+    template,
+)
 
 
 @pytest.fixture
@@ -37,80 +45,6 @@ def cluster(clock: SimulatedClock) -> MemoryCluster:
 @pytest.fixture
 def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
     return EmbeddedKubernetes(cluster, clock)
-
-
-def settle(kube: EmbeddedKubernetes, limit: int = 20) -> int:
-    """Reconcile until nothing changes; returns the number of passes that wrote."""
-    for passes in range(limit):
-        if not kube.reconcile():
-            return passes
-    raise AssertionError(f"the embedded controllers did not settle in {limit} passes")
-
-
-def node(
-    name: str,
-    cpu: str = "4",
-    memory: str = "16Gi",
-    *,
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    ready: bool = True,
-    kwok: bool = False,
-    unschedulable: bool = False,
-) -> Node:
-    return Node.model_validate(
-        {
-            "metadata": {
-                "name": name,
-                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
-                "annotations": {"kwok.x-k8s.io/node": "fake"} if kwok else {},
-            },
-            "spec": {"taints": taints or [], "unschedulable": unschedulable},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            },
-        }
-    )
-
-
-def pod_template(app: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"labels": {"app": app}},
-        "spec": {
-            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
-
-
-def deployment(name: str, replicas: int, cpu: str = "1", **spec: Any) -> Deployment:
-    return Deployment.model_validate(
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(name, cpu, **spec),
-            },
-        }
-    )
-
-
-def bare_pod(name: str, cpu: str = "1", **spec: Any) -> Pod:
-    template = pod_template(name, cpu, **spec)
-    return Pod.model_validate({**template, "metadata": {"name": name, **template["metadata"]}})
-
-
-def pods_of(cluster: MemoryCluster, app: str) -> list[Pod]:
-    return cluster.list(Pod, labels={"app": app})
-
-
-def scale(cluster: MemoryCluster, name: str, replicas: int) -> None:
-    current = mutable(cluster.get(Deployment, name))  # type: ignore[type-var]
-    assert current is not None
-    current.spec.replicas = replicas
-    cluster.update(current)
 
 
 def scheduled_message(pod: Pod) -> str | None:
@@ -134,11 +68,11 @@ def test_deployment_makes_a_replica_set_and_its_pods(
     assert rs.spec.replicas == 10
     pods = pods_of(cluster, "web")
     assert len(pods) == 10
-    for pod in pods:
-        assert re.fullmatch(rf"{rs.name}-[a-z0-9]{{5}}", pod.name)
-        (owner,) = pod.metadata.owner_references
+    for made in pods:
+        assert re.fullmatch(rf"{rs.name}-[a-z0-9]{{5}}", made.name)
+        (owner,) = made.metadata.owner_references
         assert (owner.kind, owner.name, owner.controller) == ("ReplicaSet", rs.name, True)
-        assert pod.metadata.labels["pod-template-hash"] == rs.name.rsplit("-", 1)[1]
+        assert made.metadata.labels["pod-template-hash"] == rs.name.rsplit("-", 1)[1]
     settle(kube)
     web = cluster.get(Deployment, "web")
     assert web is not None
@@ -179,7 +113,7 @@ def test_deleting_a_deployment_removes_its_pods(
     cluster: MemoryCluster, kube: EmbeddedKubernetes
 ) -> None:
     cluster.create(deployment("web", 3))
-    cluster.create(bare_pod("other"))
+    cluster.create(pod("other"))
     settle(kube)
     cluster.delete(Deployment, "web")
     settle(kube)
@@ -215,7 +149,7 @@ def test_job_runs_parallelism_pods_that_never_restart(
         Job.model_validate(
             {
                 "metadata": {"name": "batch"},
-                "spec": {"parallelism": 3, "template": pod_template("batch")},
+                "spec": {"parallelism": 3, "template": template("batch")},
             }
         )
     )
@@ -264,8 +198,8 @@ def test_binder_places_pods_and_explains_the_rest(
             taints=[{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
         )
     )
-    cluster.create(bare_pod("fits", cpu="1"))
-    cluster.create(bare_pod("huge", cpu="8"))
+    cluster.create(pod("fits", cpu="1"))
+    cluster.create(pod("huge", cpu="8"))
     kube.reconcile()
     fits = cluster.get(Pod, "fits")
     huge = cluster.get(Pod, "huge")
@@ -287,8 +221,8 @@ def test_binder_places_pods_and_explains_the_rest(
 def test_binder_prefers_the_fullest_node(cluster: MemoryCluster, kube: EmbeddedKubernetes) -> None:
     cluster.create(node("a-empty", cpu="8"))
     cluster.create(node("b-busy", cpu="8"))
-    cluster.create(bare_pod("existing", cpu="4", nodeName="b-busy"))
-    cluster.create(bare_pod("newcomer", cpu="1"))
+    cluster.create(pod("existing", cpu="4", nodeName="b-busy"))
+    cluster.create(pod("newcomer", cpu="1"))
     kube.reconcile()
     newcomer = cluster.get(Pod, "newcomer")
     assert newcomer is not None
@@ -301,15 +235,15 @@ def test_binder_honours_taints_and_node_selectors(
     cluster.create(node("gpu", taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}]))
     cluster.create(node("zone-a", labels={ZONE: "a"}))
     cluster.create(node("zone-b", labels={ZONE: "b"}))
-    cluster.create(bare_pod("in-b", nodeSelector={ZONE: "b"}))
+    cluster.create(pod("in-b", nodeSelector={ZONE: "b"}))
     cluster.create(
-        bare_pod(
+        pod(
             "tolerant",
             tolerations=[{"key": "gpu", "operator": "Equal", "value": "true"}],
             nodeSelector={"kubernetes.io/hostname": "gpu"},
         )
     )
-    cluster.create(bare_pod("nowhere", nodeSelector={ZONE: "c"}))
+    cluster.create(pod("nowhere", nodeSelector={ZONE: "c"}))
     kube.reconcile()
     placed = {p.name: p.spec.node_name for p in cluster.list(Pod)}
     assert placed == {"in-b": "zone-b", "tolerant": "gpu", "nowhere": None}
@@ -327,8 +261,8 @@ def test_binder_skips_cordoned_nodes_and_other_schedulers(
     cluster: MemoryCluster, kube: EmbeddedKubernetes
 ) -> None:
     cluster.create(node("cordoned", unschedulable=True))
-    cluster.create(bare_pod("mine"))
-    cluster.create(bare_pod("theirs", schedulerName="custom"))
+    cluster.create(pod("mine"))
+    cluster.create(pod("theirs", schedulerName="custom"))
     kube.reconcile()
     mine = cluster.get(Pod, "mine")
     theirs = cluster.get(Pod, "theirs")
@@ -341,7 +275,7 @@ def test_binder_skips_cordoned_nodes_and_other_schedulers(
 
 
 def test_binder_reports_an_empty_cluster(cluster: MemoryCluster, kube: EmbeddedKubernetes) -> None:
-    cluster.create(bare_pod("lonely"))
+    cluster.create(pod("lonely"))
     kube.reconcile()
     lonely = cluster.get(Pod, "lonely")
     assert lonely is not None
@@ -351,8 +285,8 @@ def test_binder_reports_an_empty_cluster(cluster: MemoryCluster, kube: EmbeddedK
 def test_binder_serves_higher_priority_first(
     cluster: MemoryCluster, kube: EmbeddedKubernetes
 ) -> None:
-    cluster.create(bare_pod("early-low", cpu="3", priority=0))
-    cluster.create(bare_pod("late-high", cpu="3", priority=100))
+    cluster.create(pod("early-low", cpu="3", priority=0))
+    cluster.create(pod("late-high", cpu="3", priority=100))
     cluster.create(node("n1", cpu="4"))
     kube.reconcile()
     placed = {p.name: p.spec.node_name for p in cluster.list(Pod)}
@@ -372,9 +306,9 @@ def test_pods_of_a_deleted_node_come_back_pending(
     after = pods_of(cluster, "web")
     assert len(after) == 3
     assert not {p.name for p in after} & before
-    for pod in after:
-        assert pod.spec.node_name is None
-        assert scheduled_message(pod) == "no nodes available to schedule pods"
+    for back in after:
+        assert back.spec.node_name is None
+        assert scheduled_message(back) == "no nodes available to schedule pods"
 
 
 # --- kubelet ------------------------------------------------------------------------------------
@@ -385,8 +319,8 @@ def test_static_nodes_run_their_pods_and_kwok_nodes_are_left_to_kwok(
 ) -> None:
     cluster.create(node("static", cpu="1"))
     cluster.create(node("fake", cpu="1", kwok=True))
-    cluster.create(bare_pod("on-static", nodeName="static"))
-    cluster.create(bare_pod("on-fake", nodeName="fake"))
+    cluster.create(pod("on-static", nodeName="static"))
+    cluster.create(pod("on-fake", nodeName="fake"))
     settle(kube)
     on_static = cluster.get(Pod, "on-static")
     on_fake = cluster.get(Pod, "on-fake")
@@ -408,7 +342,7 @@ def daemon_set(name: str, **spec: Any) -> DaemonSet:
             "metadata": {"name": name},
             "spec": {
                 "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(name, "100m", **spec),
+                "template": template(name, "100m", **spec),
             },
         }
     )
@@ -477,7 +411,7 @@ def stateful_set(name: str, replicas: int, storage: str) -> StatefulSet:
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(name),
+                "template": template(name),
                 "volumeClaimTemplates": [
                     {
                         "metadata": {"name": "data"},
@@ -600,7 +534,7 @@ def test_pod_with_a_missing_claim_is_unschedulable(
 ) -> None:
     cluster.create(node("n1"))
     cluster.create(
-        bare_pod(
+        pod(
             "orphan",
             volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "gone"}}],
         )

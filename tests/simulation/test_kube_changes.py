@@ -208,7 +208,9 @@ def test_a_pending_pods_message_follows_the_nodes(
     cluster.create(node("n2", cpu="1"))
     settle(kube)
     assert pending_messages(cluster, "big") == {unavailable(2, "2 Insufficient cpu")}
-    cordoned = mutable(cluster.get(Node, "n2"))  # type: ignore[type-var]
+    found = cluster.get(Node, "n2")
+    assert found is not None
+    cordoned = mutable(found)
     cordoned.spec.unschedulable = True
     cluster.update(cordoned)
     settle(kube)
@@ -223,7 +225,9 @@ def test_a_pending_pods_condition_rewritten_by_someone_else_is_restored(
     cluster.create(node("n1", cpu="1"))
     cluster.create(pod("big", cpu="2"))
     settle(kube)
-    big = mutable(cluster.get(Pod, "big", NAMESPACE))  # type: ignore[type-var]
+    found = cluster.get(Pod, "big", NAMESPACE)
+    assert found is not None
+    big = mutable(found)
     big.status.conditions = []
     cluster.update_status(big)
     settle(kube)

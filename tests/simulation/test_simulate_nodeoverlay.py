@@ -122,7 +122,7 @@ def _status(simulation: Simulation, name: str) -> tuple[str, str, str, str]:
     ready = find_condition(overlay.status.conditions, CONDITION_READY)
     assert valid is not None
     assert ready is not None
-    return valid.status, valid.reason, valid.message, ready.status
+    return valid.status, valid.reason or "", valid.message or "", ready.status
 
 
 def test_each_overlay_reports_whether_it_applies() -> None:

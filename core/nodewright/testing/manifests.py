@@ -20,13 +20,19 @@ KWOK_NODE_CLASS_REF: Mapping[str, str] = MappingProxyType(
     {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
 )
 
-KWOK_NODE_CLASS = """
+
+def kwok_node_class(name: str = "default") -> str:
+    """A KWOKNodeClass (it has no spec)."""
+    return f"""
 apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata:
-  name: default
+  name: {name}
 ---
 """
+
+
+KWOK_NODE_CLASS = kwok_node_class()
 
 
 def node_pool(
@@ -70,21 +76,25 @@ def deployment(
     name: str,
     replicas: int,
     cpu: str = "1",
-    memory: str = "100Mi",
+    memory: str | None = "100Mi",
     *,
+    namespace: str = "default",
     annotations: str = "{}",
     extra_spec: str = "",
+    container: str = "app",
+    image: str = "pause",
 ) -> str:
     """A Deployment of ``replicas`` pods labelled ``app: <name>``, each requesting ``cpu`` and
-    ``memory``; ``extra_spec`` is more YAML for the pod spec, ``annotations`` YAML flow text
-    for the pods."""
+    ``memory`` (None: no memory request); ``extra_spec`` is more YAML for the pod spec,
+    ``annotations`` YAML flow text for the pods."""
     spec = _indent(extra_spec, 6)
+    requests = f'cpu: "{cpu}"' if memory is None else f'cpu: "{cpu}", memory: "{memory}"'
     return f"""
 apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: {name}
-  namespace: default
+  namespace: {namespace}
 spec:
   replicas: {replicas}
   selector:
@@ -96,10 +106,10 @@ spec:
     spec:
 {spec}
       containers:
-        - name: app
-          image: pause
+        - name: {container}
+          image: {image}
           resources:
-            requests: {{cpu: "{cpu}", memory: "{memory}"}}
+            requests: {{{requests}}}
 ---
 """
 
