@@ -7,8 +7,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from aws_helpers import World, build_world
 from moto.server import ThreadedMotoServer
+
+from providers.aws.tests.aws_helpers import World, build_world
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from aws_helpers import REGION, ZONES, World, configured_provider, node_class
 
 from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REGION_LABEL
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import InstanceType
 from nodewright_aws import labels as L
 from nodewright_aws.instancetype import kube_reserved_cpu_millis
+from providers.aws.tests.aws_helpers import REGION, ZONES, World, configured_provider, node_class
 
 MI = 1024 * 1024 * 1000  # one MiB in milli-units
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from aws_helpers import World, moto_session, node_class, options
 
 from nodewright.testing import ProviderConformance
 from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.plugin import AWSPlugin
+from providers.aws.tests.aws_helpers import World, moto_session, node_class, options
 
 
 class TestAWSConformance(ProviderConformance):

@@ -4,8 +4,6 @@ rejects what Karpenter's schema rejects, and that ``nodewright crds`` prints."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,23 +18,11 @@ from nodewright.api.convert import convert_documents
 from nodewright.commands import main
 from nodewright_aws.crd import ec2_node_class_crd
 from nodewright_aws.nodeclass import EC2NodeClass
+from tests.crds.cel import validate as cel_violations
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _load_cel() -> Any:
-    """The core's CEL test helper (tests/crds/cel.py, cel-python), loaded by path: this
-    directory is not part of the ``tests`` package."""
-    spec = importlib.util.spec_from_file_location("nodewright_crds_cel", ROOT / "tests/crds/cel.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
-    return module
-
-
-cel_violations = _load_cel().validate
 K8S_VERSION = "1.30.0"
 BASE = {
     "apiVersion": "karpenter.k8s.aws/v1",

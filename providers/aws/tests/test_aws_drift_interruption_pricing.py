@@ -7,15 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from aws_helpers import (
-    World,
-    al2023_parameter,
-    configured_provider,
-    describe,
-    node_class,
-    request_for,
-    seed_ssm,
-)
 from botocore.stub import ANY, Stubber
 
 from nodewright.api.karpenter import NodeClaim
@@ -35,6 +26,15 @@ from nodewright_aws.interruption import (
 )
 from nodewright_aws.launch import static_hash
 from nodewright_aws.nodeclass import EC2NodeClass
+from providers.aws.tests.aws_helpers import (
+    World,
+    al2023_parameter,
+    configured_provider,
+    describe,
+    node_class,
+    request_for,
+    seed_ssm,
+)
 
 
 def launched_claim(provider: AWSProvider, nc: EC2NodeClass, world: World) -> NodeClaim:
@@ -244,9 +244,8 @@ def price_entry(instance_type: str, price: str) -> str:
 
 def test_on_demand_prices_come_from_the_pricing_api(world: World) -> None:
     provider = AWSProvider()  # no fast-failing Pricing hook: the Stubber answers
-    from aws_helpers import options
-
     from nodewright.plugin.model import ProviderContext
+    from providers.aws.tests.aws_helpers import options
 
     provider.configure(
         ProviderContext(cluster=None, clock=SimulatedClock(), options=options(world))

@@ -11,7 +11,15 @@ from typing import Any
 
 import botocore.exceptions
 import pytest
-from aws_helpers import (
+from botocore.awsrequest import AWSResponse
+
+from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
+from nodewright.clock import SimulatedClock
+from nodewright.plugin.errors import InstanceNotFoundError, InsufficientCapacityError, LaunchError
+from nodewright.plugin.model import LaunchResult
+from nodewright_aws import labels as L
+from nodewright_aws.cloudprovider import AWSProvider
+from providers.aws.tests.aws_helpers import (
     CLUSTER,
     ZONES,
     World,
@@ -21,14 +29,6 @@ from aws_helpers import (
     request_for,
     tags_of,
 )
-from botocore.awsrequest import AWSResponse
-
-from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
-from nodewright.clock import SimulatedClock
-from nodewright.plugin.errors import InstanceNotFoundError, InsufficientCapacityError, LaunchError
-from nodewright.plugin.model import LaunchResult
-from nodewright_aws import labels as L
-from nodewright_aws.cloudprovider import AWSProvider
 
 
 class FleetSpy:

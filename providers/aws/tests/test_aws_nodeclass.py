@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_helpers import node_class, node_class_manifest
 from pydantic import ValidationError
 
 from nodewright_aws.nodeclass import EC2NodeClass
+from providers.aws.tests.aws_helpers import node_class, node_class_manifest
 
 
 def test_a_full_karpenter_manifest_loads_and_round_trips() -> None:

@@ -6,13 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_helpers import World, configured_provider, describe, node_class, request_for
 from botocore.awsrequest import AWSResponse
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.plugin.errors import InsufficientCapacityError
 from nodewright_aws import labels as L
 from nodewright_aws.cloudprovider import AWSProvider
+from providers.aws.tests.aws_helpers import (
+    World,
+    configured_provider,
+    describe,
+    node_class,
+    request_for,
+)
 
 RESERVATION = "cr-0123456789abcdef0"
 

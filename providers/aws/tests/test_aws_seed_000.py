@@ -21,7 +21,6 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_helpers import builtin_images, moto_session, seed_ssm
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
@@ -33,6 +32,7 @@ from nodewright.simulation.scenario import load_scenario, run_step, scenario_hin
 from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.plugin import AWSPlugin
 from nodewright_aws.pricing import PriceBook
+from providers.aws.tests.aws_helpers import builtin_images, moto_session, seed_ssm
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "aws-seed-000"
 REGION = "eu-west-1"

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import botocore.exceptions
 import pytest
-from aws_helpers import (
+
+from nodewright.clock import SimulatedClock
+from nodewright.plugin.model import ProviderContext
+from nodewright_aws.cloudprovider import AWSProvider
+from providers.aws.tests.aws_helpers import (
     CLUSTER,
     ZONES,
     World,
@@ -13,10 +17,6 @@ from aws_helpers import (
     node_class,
     seed_ssm,
 )
-
-from nodewright.clock import SimulatedClock
-from nodewright.plugin.model import ProviderContext
-from nodewright_aws.cloudprovider import AWSProvider
 
 
 def test_ready_with_subnets_groups_amis_and_instance_profile(world: World) -> None:

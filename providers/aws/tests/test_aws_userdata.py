@@ -10,12 +10,18 @@ from typing import Any
 
 import pytest
 import yaml
-from aws_helpers import CLUSTER, World, configured_provider, node_class, request_for
 
 from nodewright.api.core import Taint
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.plugin.errors import LaunchError
 from nodewright_aws.cloudprovider import AWSProvider
+from providers.aws.tests.aws_helpers import (
+    CLUSTER,
+    World,
+    configured_provider,
+    node_class,
+    request_for,
+)
 
 ENDPOINT = "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n").decode()

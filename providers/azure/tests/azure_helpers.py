@@ -4,9 +4,9 @@ import time
 from typing import Any
 
 from azure.core.credentials import AccessToken
-from fake_azure import FakeAzure
 
 from nodewright_azure.nodeclass import AKSNodeClass
+from providers.azure.tests.fake_azure import FakeAzure
 
 RESOURCE_GROUP = "MC_rg_cluster_japaneast"
 SUBNET = (

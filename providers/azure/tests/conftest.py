@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from azure_helpers import FakeTokenCredential, fake_options
-from fake_azure import FakeAzure
 
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import ProviderContext
 from nodewright_azure.options import Settings
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import FakeTokenCredential, fake_options
+from providers.azure.tests.fake_azure import FakeAzure
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import trustme
-from sku_data import REGION, price_items, sku_payloads
+
+from providers.azure.tests.sku_data import REGION, price_items, sku_payloads
 
 JSON = dict[str, Any]
 
@@ -486,11 +487,7 @@ class FakeAzure:
             if status == "InProgress":
                 return 202, {"Retry-After": "0"}, None
             return 200, {}, None
-        payload: JSON = {
-            "name": op.id,
-            "status": status,
-            "startTime": self.now().isoformat(),
-        }
+        payload: JSON = {"name": op.id, "status": status, "startTime": self.now().isoformat()}
         if status == "InProgress":
             return 200, {"Retry-After": "0"}, payload
         payload["endTime"] = self.now().isoformat()

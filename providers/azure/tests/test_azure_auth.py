@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 from azure.identity import ManagedIdentityCredential
-from azure_helpers import fake_options
-from fake_azure import FakeAzure
 
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
@@ -18,6 +16,8 @@ from nodewright.plugin.model import ProviderContext
 from nodewright_azure.auth import credential
 from nodewright_azure.options import parse_settings
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import fake_options
+from providers.azure.tests.fake_azure import FakeAzure
 
 TENANT = "11111111-2222-3333-4444-555555555555"
 SECRET = "s3cr3t-Zq8~very-private-value"

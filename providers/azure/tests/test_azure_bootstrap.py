@@ -11,14 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from azure_helpers import RESOURCE_GROUP, node_class
-from fake_azure import FakeAzure
-from test_azure_instances import D2_ZONE_2, request_for
 
 from nodewright.api.core import Taint
 from nodewright.plugin.errors import NodeClassNotReadyError
 from nodewright_azure.bootstrap import kubelet_labels
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import RESOURCE_GROUP, node_class
+from providers.azure.tests.fake_azure import FakeAzure
+from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
 
 TOKEN = "abcdef.0123456789abcdef"  # a TLS bootstrap token (id.secret)
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----"

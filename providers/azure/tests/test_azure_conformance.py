@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import pytest
-from azure_helpers import FakeTokenCredential, fake_options, node_class
-from fake_azure import FakeAzure
 
 from nodewright.testing import ProviderConformance
 from nodewright_azure.nodeclass import AKSNodeClass
 from nodewright_azure.plugin import AzurePlugin
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import FakeTokenCredential, fake_options, node_class
+from providers.azure.tests.fake_azure import FakeAzure
 
 
 class TestAzureConformance(ProviderConformance):

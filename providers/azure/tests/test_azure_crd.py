@@ -5,11 +5,8 @@ rejects what the CRD rejects."""
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import jsonschema
@@ -22,23 +19,11 @@ from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.nodeclass import AKSNodeClass
+from tests.crds.cel import validate as broken_rules
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _load_cel_evaluator() -> ModuleType:
-    """The repository's CEL evaluator for CRD rules (``tests/crds/cel.py``, cel-python), by
-    path: provider test directories are not packages of the root ``tests``."""
-    spec = importlib.util.spec_from_file_location("_crd_cel", ROOT / "tests" / "crds" / "cel.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-broken_rules = _load_cel_evaluator().validate
 K8S_VERSION = "1.30.0"
 SEED_002_CLASS = {
     "apiVersion": "karpenter.azure.com/v1alpha2",

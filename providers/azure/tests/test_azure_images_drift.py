@@ -7,10 +7,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from azure_helpers import RESOURCE_GROUP, FakeTokenCredential, fake_options, node_class
-from fake_azure import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeAzure
-from test_azure_instances import D2_ZONE_2, request_for
-
 from nodewright.api.core import Node
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.clock import SimulatedClock
@@ -26,6 +22,14 @@ from nodewright_azure.nodeclass import (
     AKSNodeClass,
 )
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import (
+    RESOURCE_GROUP,
+    FakeTokenCredential,
+    fake_options,
+    node_class,
+)
+from providers.azure.tests.fake_azure import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeAzure
+from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
 
 NEWEST = "202406.07.0"
 

@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 import pytest
-from azure_helpers import RESOURCE_GROUP, node_class
-from fake_azure import FakeAzure
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.clock import SimulatedClock
@@ -24,6 +22,8 @@ from nodewright.testing.conformance import node_claim_requirements
 from nodewright_azure import labels as L
 from nodewright_azure.nodeclass import AKSNodeClass
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import RESOURCE_GROUP, node_class
+from providers.azure.tests.fake_azure import FakeAzure
 
 VM_PUT = r"/virtualMachines/aks-"
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from azure.mgmt.network.models import NetworkInterface
-from azure_helpers import RESOURCE_GROUP, SUBNET
-from fake_azure import FakeAzure
-from test_azure_instances import D2_ZONE_2, request_for
 
 from nodewright.clock import SimulatedClock
 from nodewright_azure import labels as L
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import RESOURCE_GROUP, SUBNET
+from providers.azure.tests.fake_azure import FakeAzure
+from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
 
 
 def make_nic(provider: AzureProvider, name: str, tags: dict[str, str]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 import pytest
-from azure_helpers import node_class
 
 from nodewright.clock import SimulatedClock
 from nodewright.plugin import ENTRY_POINT_GROUP
@@ -14,6 +13,7 @@ from nodewright.plugin.errors import NodeClassNotReadyError
 from nodewright.plugin.model import ProviderContext
 from nodewright_azure.options import SettingsError
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import node_class
 
 
 def configured(**options: str) -> AzureProvider:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from azure_helpers import node_class
-from fake_azure import FakeAzure
 
 from nodewright.clock import SimulatedClock
 from nodewright_azure.pricing import MISSING_PRICE, classify, price_filter, static_prices
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import node_class
+from providers.azure.tests.fake_azure import FakeAzure
 
 STATIC_D2_V4 = 0.124  # bundled japaneast on-demand price
 API_D2_V4 = 0.186  # the fake serves 1.5x the bundled prices

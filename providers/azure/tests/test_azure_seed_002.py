@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-from azure_helpers import node_class
 
 from nodewright.plugin.errors import InstanceNotFoundError
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import Instance
 from nodewright.testing import launch_request, make_node_claim
 from nodewright_azure.provider import AzureProvider
+from providers.azure.tests.azure_helpers import node_class
 
 DEFAULT_POOL = [
     ("kubernetes.io/arch", "In", ["amd64"]),

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure_helpers import RESOURCE_GROUP, fake_options
-from fake_azure import UBUNTU_GALLERY, FakeAzure
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import CONDITION_READY, NodeClaim
@@ -33,6 +31,8 @@ from nodewright_azure.nodeclass import (
     HASH_VERSION_ANNOTATION,
     AKSNodeClass,
 )
+from providers.azure.tests.azure_helpers import RESOURCE_GROUP, fake_options
+from providers.azure.tests.fake_azure import UBUNTU_GALLERY, FakeAzure
 
 SEED = Path(__file__).resolve().parents[3] / "examples" / "azure" / "seed-002"
 CLIENT_ID = "nap-client"

@@ -3,9 +3,6 @@ pages, and the labels, zones and capacity Karpenter derives from them."""
 
 from __future__ import annotations
 
-from azure_helpers import node_class
-from fake_azure import FakeAzure
-
 from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REGION_LABEL
 from nodewright.api.quantity import parse_quantity
 from nodewright.plugin.model import InstanceType
@@ -17,6 +14,8 @@ from nodewright_azure.skus import (
     kube_reserved_memory_mib,
     rejection,
 )
+from providers.azure.tests.azure_helpers import node_class
+from providers.azure.tests.fake_azure import FakeAzure
 
 
 def catalog(provider: AzureProvider, **spec: object) -> dict[str, InstanceType]:

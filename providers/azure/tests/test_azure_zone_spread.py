@@ -16,8 +16,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from azure_helpers import fake_options
-from fake_azure import FakeAzure
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.labels import ZONE_LABEL
@@ -26,6 +24,8 @@ from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation
 from nodewright_azure import labels as L
 from nodewright_azure import plugin as azure_plugin
+from providers.azure.tests.azure_helpers import fake_options
+from providers.azure.tests.fake_azure import FakeAzure
 
 NODE_CLASS = Path(__file__).resolve().parents[3] / "examples" / "azure" / "seed-002" / "manifests"
 REGIONAL = L.REGIONAL_ZONE

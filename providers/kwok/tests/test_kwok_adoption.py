@@ -7,11 +7,11 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from kwok_helpers import launch_request
 
 from nodewright.plugin import Instance, InstanceNotFoundError, Node, NodeSpec, ObjectMeta
 from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
+from providers.kwok.tests.kwok_helpers import launch_request
 
 
 def _launched_and_registered(provider: KWOKProvider, clock: SimulatedClock, name: str) -> Instance:

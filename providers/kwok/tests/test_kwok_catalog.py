@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kwok_helpers import launch_request, node_class
 
 from nodewright.plugin import (
     ARCH_LABEL,
@@ -22,6 +21,7 @@ from nodewright.plugin import (
 from nodewright_kwok.catalog import CatalogFileError, default_catalog, load_catalog
 from nodewright_kwok.labels import RESERVATION_ID_LABEL
 from nodewright_kwok.provider import KWOKProvider
+from providers.kwok.tests.kwok_helpers import launch_request, node_class
 
 GIB = 2**30
 

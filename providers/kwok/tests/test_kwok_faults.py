@@ -4,7 +4,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from kwok_helpers import launch_request
 
 from nodewright.plugin import (
     INSTANCE_TYPE_LABEL,
@@ -17,6 +16,7 @@ from nodewright.plugin import (
 )
 from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
+from providers.kwok.tests.kwok_helpers import launch_request
 
 
 def test_without_spot_capacity_launch_falls_back_to_on_demand(provider: KWOKProvider) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from kwok_helpers import launch_request
 
 from nodewright.plugin import (
     ClusterError,
@@ -23,6 +22,7 @@ from nodewright.plugin import (
 from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.heartbeat import NODE_LEASE_NAMESPACE
 from nodewright_kwok.provider import KWOKProvider
+from providers.kwok.tests.kwok_helpers import launch_request
 
 
 def _configured(cluster: MemoryCluster, clock: SimulatedClock, **options: str) -> KWOKProvider:

@@ -4,7 +4,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from kwok_helpers import launch_request, node_class
 
 from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
@@ -26,6 +25,7 @@ from nodewright.plugin import (
 )
 from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok.provider import KWOKProvider
+from providers.kwok.tests.kwok_helpers import launch_request, node_class
 
 # -- choosing what to buy ----------------------------------------------------------------------
 

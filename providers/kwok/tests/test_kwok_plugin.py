@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pluggy
 import pytest
-from kwok_helpers import launch_request
 from pydantic import ValidationError
 
 from nodewright.plugin import (
@@ -22,6 +21,7 @@ from nodewright.plugin import (
 from nodewright.testing import MemoryCluster, SimulatedClock
 from nodewright_kwok import plugin
 from nodewright_kwok.nodeclass import KWOKNodeClass
+from providers.kwok.tests.kwok_helpers import launch_request
 
 
 @pytest.fixture
