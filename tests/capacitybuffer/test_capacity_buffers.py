@@ -56,7 +56,7 @@ def buffer_events(harness: Harness) -> list[tuple[str, str]]:
     return [
         event
         for reason in ("Nominated", "FailedScheduling")
-        for event in harness.events(reason)
+        for event in harness.event_log(reason)
         if "capacity-buffer-" in event[0]
     ]
 
@@ -92,7 +92,7 @@ def test_a_pod_using_the_headroom_makes_the_buffer_ask_for_more(tmp_path: Path) 
     harness.apply(buffer(podTemplateRef={"name": "chunk"}, replicas=1))
     harness.run(60)
     (first,) = harness.claim_names()
-    (pod,) = harness.pods(None, 1, cpu="1500m")
+    (pod,) = harness.bind_pods(None, 1, cpu="1500m")
     harness.run(60)
     bound = harness.cluster.get(Pod, pod, "default")
     assert bound is not None
@@ -115,7 +115,7 @@ def test_without_the_gate_buffers_are_ignored(tmp_path: Path) -> None:
 def test_a_missing_pod_template_is_not_ready(tmp_path: Path) -> None:
     harness = Harness(tmp_path, options=ON)
     harness.apply(buffer(podTemplateRef={"name": "missing"}, replicas=2))
-    harness.pods(None, 1)  # a provisioning pass runs for a real pod
+    harness.bind_pods(None, 1)  # a provisioning pass runs for a real pod
     harness.run(60)
     assert len(harness.claim_names()) == 1, "a node for the real pod only"
     assert condition(harness, "ReadyForProvisioning") == (
@@ -134,7 +134,7 @@ def test_zero_replicas_is_an_empty_buffer(tmp_path: Path) -> None:
     harness = Harness(tmp_path, options=ON)
     harness.apply(template())
     harness.apply(buffer(podTemplateRef={"name": "chunk"}, replicas=0))
-    harness.pods(None, 1)  # a provisioning pass runs for a real pod
+    harness.bind_pods(None, 1)  # a provisioning pass runs for a real pod
     harness.run(60)
     assert condition(harness, "Provisioning") == (
         "False",

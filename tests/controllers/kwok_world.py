@@ -8,22 +8,18 @@ and provider, on the same cluster and the same cloud.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 
-from nodewright.api.core import Event, Node, Pod
-from nodewright.api.karpenter import NodeClaim
-from nodewright.api.manifests import KindRegistry, load_text
-from nodewright.api.meta import KubeObject
+from nodewright.api.core import Pod
 from nodewright.controllers.options import Options
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
-from nodewright.simulation.runner import Simulation
 from nodewright.testing.manifests import node_pool
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
+from tests.harness import OperatorHarness
 
 #: The controller tests' NodePool requirements: on-demand Linux nodes of 4 CPUs.
 FOUR_CPU_ON_DEMAND = (
@@ -46,8 +42,8 @@ def four_cpu_pool(
     )
 
 
-class KWOKWorld:
-    """An embedded cluster, a KWOK cloud that outlives operators, and the current operator."""
+class KWOKWorld(OperatorHarness):
+    """The operator harness with a KWOK provider whose cloud (its ledger) outlives operators."""
 
     def __init__(
         self, provider_options: Mapping[str, str] | None = None, options: Options | None = None
@@ -55,13 +51,12 @@ class KWOKWorld:
         self.ledger = Ledger()
         self.provider_options = dict(provider_options or {})
         self.provider = KWOKProvider(ledger=self.ledger)
-        self.sim = Simulation(
-            self._host(self.provider), options, provider_options={"kwok": self.provider_options}
+        super().__init__(
+            self._host(self.provider),
+            options,
+            {"kwok": self.provider_options},
+            kinds=[KWOKNodeClass],
         )
-        self.cluster = self.sim.cluster
-        self.clock = self.sim.clock
-        self._registry = KindRegistry()
-        self._registry.register(KWOKNodeClass)
 
     @staticmethod
     def _host(provider: KWOKProvider) -> PluginHost:
@@ -81,41 +76,6 @@ class KWOKWorld:
         )
         self.sim.host = host
         self.sim.operator = Operator(self.cluster, host, self.clock, self.sim.options)
-
-    # -- driving ----------------------------------------------------------------------------------
-
-    def apply(self, *manifests: str) -> None:
-        self.sim.apply(load_text("\n---\n".join(manifests), "test", self._registry))
-
-    def settle(self) -> None:
-        self.sim.settle()
-
-    def advance(self, duration: timedelta) -> None:
-        self.sim.advance(duration)
-
-    def create(self, obj: KubeObject) -> None:
-        self.cluster.create(obj)
-
-    # -- reading ----------------------------------------------------------------------------------
-
-    def nodes(self) -> list[Node]:
-        return self.cluster.list(Node)
-
-    def claims(self) -> list[NodeClaim]:
-        return self.cluster.list(NodeClaim)
-
-    def pods(self, app: str) -> list[Pod]:
-        return self.cluster.list(Pod, labels={"app": app})
-
-    def events(self, reason: str, kind: str | None = None) -> list[Event]:
-        return [
-            e
-            for e in self.cluster.list(Event)
-            if e.reason == reason and (kind is None or e.involved_object.kind == kind)
-        ]
-
-    def messages(self, reason: str, kind: str | None = None) -> list[str]:
-        return [e.message for e in self.events(reason, kind)]
 
     def live_instances(self) -> list[str]:
         return [i.provider_id for i in self.ledger.instances()]

@@ -11,17 +11,18 @@ from nodewright.api.karpenter import NodeClaim, NodeClaimResources
 from nodewright.api.meta import ObjectMeta, find_condition
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.host import PluginHost
-from nodewright.simulation.runner import Simulation
 from nodewright.testing import FakeProvider, fake_node_class, make_node_claim
+from tests.harness import OperatorHarness
 
 
-class FakeWorld:
+class FakeWorld(OperatorHarness):
+    """The operator harness with the recording fake provider; the test plays the kubelet."""
+
     def __init__(self) -> None:
         self.fake = FakeProvider()
         host = PluginHost.load(entry_points=False, plugins={"fake": self.fake})
         # The tests play the kubelet (register below), so no simulated kubelets.
-        self.sim = Simulation(host, node_registration_delay=None)
-        self.cluster = self.sim.cluster
+        super().__init__(host, node_registration_delay=None)
         self.node_class = self.cluster.create(fake_node_class())
 
     def claim(self, name: str = "claim-1", **requests: str) -> NodeClaim:

@@ -85,9 +85,11 @@ def test_scaling_down_removes_empty_nodes_then_the_cheapest_to_disrupt(tmp_path:
     harness.run(30)
     # Named so that removing in name order would pick the wrong ones.
     protected, three_pods, one_pod, _empty = sorted(live_nodes(harness))
-    harness.pods(one_pod, 1, owner="one")
-    harness.pods(three_pods, 3, owner="three")
-    harness.pods(protected, 1, owner="guarded", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    harness.bind_pods(one_pod, 1, owner="one")
+    harness.bind_pods(three_pods, 3, owner="three")
+    harness.bind_pods(
+        protected, 1, owner="guarded", annotations={"karpenter.sh/do-not-disrupt": "true"}
+    )
     harness.run(5)
     scale(harness, 2)
     harness.run(60)
@@ -109,11 +111,11 @@ def test_limits_nodes_caps_a_static_pool(tmp_path: Path) -> None:
 def test_pending_pods_never_grow_a_static_pool(tmp_path: Path) -> None:
     harness = Harness(tmp_path, options=GATE_ON, pools=[static_pool(replicas=1)])
     harness.run(30)
-    harness.pods(None, 1, cpu="64")  # fits no node of any type
+    harness.bind_pods(None, 1, cpu="64")  # fits no node of any type
     harness.run(60)
     assert len(live_nodes(harness)) == 1
     assert any(
-        "Failed to schedule pod" in message for _, message in harness.events("FailedScheduling")
+        "Failed to schedule pod" in message for _, message in harness.event_log("FailedScheduling")
     )
 
 
@@ -121,7 +123,7 @@ def test_a_dynamic_pool_still_places_pods_beside_a_static_one(tmp_path: Path) ->
     pools = [static_pool(replicas=1), pool_manifest("dynamic")]
     harness = Harness(tmp_path, options=GATE_ON, pools=pools)
     harness.run(30)
-    harness.pods(None, 1, cpu="3")  # more than the static node's small type holds
+    harness.bind_pods(None, 1, cpu="3")  # more than the static node's small type holds
     harness.run(60)
     assert len(live_nodes(harness)) == 1
     assert len(live_nodes(harness, "dynamic")) == 1
@@ -131,11 +133,11 @@ def test_without_the_gate_a_static_pool_launches_nothing_and_takes_no_pods(
     tmp_path: Path,
 ) -> None:
     harness = Harness(tmp_path, pools=[static_pool(replicas=3)])
-    harness.pods(None, 1)
+    harness.bind_pods(None, 1)
     harness.run(60)
     assert harness.claims() == []
     assert status_nodes(harness) == 0
-    assert harness.events("FailedScheduling")
+    assert harness.event_log("FailedScheduling")
 
 
 def test_drifted_static_nodes_are_replaced_and_the_count_holds(tmp_path: Path) -> None:
@@ -149,7 +151,7 @@ def test_drifted_static_nodes_are_replaced_and_the_count_holds(tmp_path: Path) -
     assert len(after) == 3
     assert not before & {c.name for c in after}, "every drifted node was replaced"
     assert {c.metadata.labels.get("team") for c in after} == {"blue"}
-    terminating = harness.events("DisruptionTerminating")
+    terminating = harness.event_log("DisruptionTerminating")
     assert {("node/" + name, "Disrupting Node: Drift/Replace") for name in before} <= set(
         terminating
     )

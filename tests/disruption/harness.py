@@ -22,13 +22,13 @@ from nodewright.api.labels import (
     NODEPOOL_LABEL,
     ZONE_LABEL,
 )
-from nodewright.api.meta import KubeObject, OwnerReference
+from nodewright.api.meta import OwnerReference
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.controllers.templates import nodepool_hash
 from nodewright.plugin.host import PluginHost
-from nodewright.simulation.runner import Simulation
 from nodewright_kwok.nodeclass import KWOKNodeClass
+from tests.harness import OperatorHarness
 
 GIB = 2**30
 ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
@@ -105,7 +105,10 @@ def _in(key: str, value: str) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": [value]}
 
 
-class Harness:
+class Harness(OperatorHarness):
+    """The operator harness with Karpenter's fake catalog behind the KWOK provider, nodes and
+    pods placed by hand, and the disruption loop held back until the scenario is built."""
+
     def __init__(
         self,
         tmp_path: Path,
@@ -117,12 +120,11 @@ class Harness:
     ) -> None:
         catalog = tmp_path / "instance-types.json"
         catalog.write_text(json.dumps(types or FAKE_TYPES))
-        self.sim = Simulation(
+        super().__init__(
             PluginHost.load(only=["kwok"]),
             options,
             {"kwok": {"instance-types-file": str(catalog), **(kwok_options or {})}},
         )
-        self.cluster = self.sim.cluster
         self.cluster.create(KWOKNodeClass.model_validate({"metadata": {"name": "default"}}))
         for pool in list(pools) or [pool_manifest()]:
             self.cluster.create(NodePool.model_validate(pool))
@@ -139,10 +141,6 @@ class Harness:
         """Let the disruption loop run (``run`` does this too)."""
         self.sim.operator.controllers = list(self._controllers)
 
-    @property
-    def operator(self) -> Any:
-        return self.sim.operator
-
     # -- building the cluster -------------------------------------------------------------------
 
     def node(
@@ -155,7 +153,7 @@ class Harness:
         annotations: Mapping[str, str] | None = None,
     ) -> str:
         """Launch one node of exactly this offering; return its name once it is initialized."""
-        (name,) = self.nodes(
+        (name,) = self.launch_nodes(
             1,
             instance_type,
             zone=zone,
@@ -165,7 +163,7 @@ class Harness:
         )
         return name
 
-    def nodes(
+    def launch_nodes(
         self,
         count: int,
         instance_type: str = "default-instance-type",
@@ -219,7 +217,7 @@ class Harness:
                 raise AssertionError(f"node {name} did not initialize")
         return names
 
-    def pods(
+    def bind_pods(
         self,
         node: str | None,
         count: int = 1,
@@ -314,17 +312,11 @@ class Harness:
             )
         )
 
-    def apply(self, obj: KubeObject) -> None:
-        self.sim.apply([obj])
-
     # -- watching -------------------------------------------------------------------------------
 
     def run(self, seconds: float) -> None:
         self.start()
         self.sim.advance(timedelta(seconds=seconds))
-
-    def claims(self) -> list[NodeClaim]:
-        return self.cluster.list(NodeClaim)
 
     def claim_names(self) -> set[str]:
         return {c.name for c in self.claims()}
@@ -335,7 +327,7 @@ class Harness:
     def node_names(self) -> set[str]:
         return {n.name for n in self.cluster.list(Node)}
 
-    def events(self, reason: str) -> list[tuple[str, str]]:
+    def event_log(self, reason: str) -> list[tuple[str, str]]:
         """(``kind/name``, message) of every event with ``reason``."""
         return [
             (f"{(e.involved_object.kind or '').lower()}/{e.involved_object.name}", e.message)

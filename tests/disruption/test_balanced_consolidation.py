@@ -39,14 +39,14 @@ def test_a_replacement_that_saves_little_next_to_its_disruption_is_rejected(
 ) -> None:
     harness = Harness(tmp_path, types=TYPES, pools=[pool_manifest(policy="Balanced")])
     node = harness.node("big")
-    harness.pods(node, 10, cpu="300m")  # 3 CPU: only "medium" is cheaper and fits
+    harness.bind_pods(node, 10, cpu="300m")  # 3 CPU: only "medium" is cheaper and fits
     rejected_before = _moves("rejected")
     harness.run(120)
     assert harness.live_claim_names() == {node}, "the node is kept"
-    assert harness.events("ConsolidationApproved") == []
+    assert harness.event_log("ConsolidationApproved") == []
     assert _moves("rejected") > rejected_before
     # The move was found and offered (Karpenter tells the candidate), then turned down.
-    candidates = harness.events("ConsolidationCandidate")
+    candidates = harness.event_log("ConsolidationCandidate")
     assert ("node/" + node) in {obj for obj, _ in candidates}
     assert all("Consolidation/Replace" in message for _, message in candidates)
 
@@ -54,30 +54,30 @@ def test_a_replacement_that_saves_little_next_to_its_disruption_is_rejected(
 def test_the_same_move_goes_ahead_under_when_empty_or_underutilized(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=TYPES, pools=[pool_manifest()])
     node = harness.node("big")
-    harness.pods(node, 10, cpu="300m")
+    harness.bind_pods(node, 10, cpu="300m")
     harness.run(120)
     (replacement,) = harness.claims()
     assert replacement.name != node
     assert harness.instance_type(replacement) == "medium"
-    assert harness.events("ConsolidationApproved") == []
-    assert harness.events("ConsolidationCandidate") == [], "only Balanced pools tell candidates"
+    assert harness.event_log("ConsolidationApproved") == []
+    assert harness.event_log("ConsolidationCandidate") == [], "only Balanced pools tell candidates"
 
 
 def test_a_replacement_that_saves_a_lot_is_approved_and_told(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=TYPES, pools=[pool_manifest(policy="Balanced")])
     node = harness.node("big")
-    harness.pods(node, 1, cpu="1")
+    harness.bind_pods(node, 1, cpu="1")
     approved_before = _moves("approved")
     harness.run(120)
     (replacement,) = harness.claims()
     assert replacement.name != node
     assert harness.instance_type(replacement) == "small"
-    approvals = harness.events("ConsolidationApproved")
+    approvals = harness.event_log("ConsolidationApproved")
     # Savings 0.8 of the pool's 1.0 $/h; the move disrupts the whole pool: score 0.80.
     message = "score 0.80 >= threshold 0.50 (k: 2, savings 80.0%, disruption 100.0%)"
     assert ("node/" + node, message) in approvals
     assert _moves("approved") > approved_before
-    assert ("node/" + node, "Disrupting Node: Consolidation/Replace") in harness.events(
+    assert ("node/" + node, "Disrupting Node: Consolidation/Replace") in harness.event_log(
         "DisruptionTerminating"
     )
 
@@ -86,28 +86,28 @@ def test_a_node_whose_pods_weigh_little_in_the_pool_is_replaced(tmp_path: Path) 
     # Two big nodes of equal price; neither can take the other's pods. Replacing the light
     # one by "small" saves 40 % of the pool's cost and causes 2 of its 13 disruption.
     harness = Harness(tmp_path, types=TYPES, pools=[pool_manifest(policy="Balanced")])
-    busy, light = harness.nodes(2, "big")
-    harness.pods(busy, 10, cpu="700m", owner="busy")
-    harness.pods(light, 1, cpu="1500m", owner="light")
+    busy, light = harness.launch_nodes(2, "big")
+    harness.bind_pods(busy, 10, cpu="700m", owner="busy")
+    harness.bind_pods(light, 1, cpu="1500m", owner="light")
     harness.run(120)
     names = harness.live_claim_names()
     assert busy in names
     assert light not in names
-    approvals = [e for e in harness.events("ConsolidationApproved") if e[0].startswith("node/")]
+    approvals = [e for e in harness.event_log("ConsolidationApproved") if e[0].startswith("node/")]
     message = "score 2.60 >= threshold 0.50 (k: 2, savings 40.0%, disruption 15.4%)"
     assert approvals[0] == ("node/" + light, message)
 
 
 def test_several_underutilized_nodes_are_merged_and_the_pool_is_told(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=TYPES, pools=[pool_manifest(policy="Balanced")])
-    nodes = harness.nodes(3, "big")
+    nodes = harness.launch_nodes(3, "big")
     for index, node in enumerate(nodes):
-        harness.pods(node, 1, cpu="1", owner=f"app{index}")
+        harness.bind_pods(node, 1, cpu="1", owner=f"app{index}")
     harness.run(120)
     remaining = harness.live_claim_names()
     assert len(remaining) < 3
     assert not set(nodes) & remaining
-    assert any(obj == "nodepool/default" for obj, _ in harness.events("ConsolidationApproved"))
+    assert any(obj == "nodepool/default" for obj, _ in harness.event_log("ConsolidationApproved"))
 
 
 def test_pools_with_other_policies_are_not_scored(tmp_path: Path) -> None:
@@ -118,9 +118,9 @@ def test_pools_with_other_policies_are_not_scored(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=TYPES, pools=pools)
     scored = harness.node("big", pool="balanced")
     # Each pool's pods stay in their pool.
-    harness.pods(scored, 10, cpu="300m", owner="scored", spec=_in_pool("balanced"))
+    harness.bind_pods(scored, 10, cpu="300m", owner="scored", spec=_in_pool("balanced"))
     plain = harness.node("big", pool="classic")
-    harness.pods(plain, 10, cpu="300m", owner="plain", spec=_in_pool("classic"))
+    harness.bind_pods(plain, 10, cpu="300m", owner="plain", spec=_in_pool("classic"))
     harness.run(180)
     names = harness.live_claim_names()
     assert scored in names, "Balanced turns the 10 % saving down"

@@ -22,13 +22,13 @@ def _new_claims(harness: Harness, before: set[str]) -> list[NodeClaim]:
 
 def test_17_can_delete_nodes(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    first, second = harness.nodes(2, "small-instance-type")
-    harness.pods(first, 2)
-    harness.pods(second, 1)
+    first, second = harness.launch_nodes(2, "small-instance-type")
+    harness.bind_pods(first, 2)
+    harness.bind_pods(second, 1)
     harness.run(30)
     assert harness.claim_names() == {first}, "the 1-pod node goes, no replacement"
     assert harness.node_names() == {first}
-    assert ("node/" + second, "Disrupting Node: Consolidation/Delete") in harness.events(
+    assert ("node/" + second, "Disrupting Node: Consolidation/Delete") in harness.event_log(
         "DisruptionTerminating"
     )
     (removed,) = [r for r in harness.operator.disruption.history.records.values() if r.removed_at]
@@ -38,7 +38,7 @@ def test_17_can_delete_nodes(tmp_path: Path) -> None:
 def test_18_can_replace_node_with_a_cheaper_one_launched_first(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
     expensive = harness.node("default-instance-type")
-    harness.pods(expensive, 1)
+    harness.bind_pods(expensive, 1)
     # Replacements take 30 s to register, so the wait for them is visible.
     harness.apply(
         KWOKNodeClass.model_validate(
@@ -51,14 +51,14 @@ def test_18_can_replace_node_with_a_cheaper_one_launched_first(tmp_path: Path) -
     assert "small-instance-type" in _types(replacement)
     assert expensive in harness.live_claim_names(), "kept until the replacement initializes"
     assert ("nodeclaim/" + replacement.name, "Waiting on readiness to continue disruption") in (
-        harness.events("DisruptionWaitingReadiness")
+        harness.event_log("DisruptionWaitingReadiness")
     )
     assert ("nodeclaim/" + replacement.name, "Launching NodeClaim: Consolidation/Replace") in (
-        harness.events("DisruptionLaunching")
+        harness.event_log("DisruptionLaunching")
     )
     harness.run(40)
     assert harness.claim_names() == {replacement.name}
-    assert ("node/" + expensive, "Disrupting Node: Consolidation/Replace") in harness.events(
+    assert ("node/" + expensive, "Disrupting Node: Consolidation/Replace") in harness.event_log(
         "DisruptionTerminating"
     )
     (claim,) = harness.claims()
@@ -70,9 +70,9 @@ def test_18_can_replace_node_with_a_cheaper_one_launched_first(tmp_path: Path) -
 
 def test_19_can_merge_3_nodes_into_1(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    nodes = harness.nodes(3, "default-instance-type")
+    nodes = harness.launch_nodes(3, "default-instance-type")
     for node in nodes:
-        harness.pods(node, 1)
+        harness.bind_pods(node, 1)
     harness.run(60)
     remaining = harness.claims()
     assert len(remaining) == 1
@@ -89,9 +89,9 @@ def test_20_wont_merge_2_nodes_into_1_of_the_same_type(tmp_path: Path) -> None:
         }
     ]
     harness = Harness(tmp_path, pools=[pool_manifest(requirements=only_default)])
-    first, second = harness.nodes(2, "default-instance-type")
-    harness.pods(first, 1)
-    harness.pods(second, 2)
+    first, second = harness.launch_nodes(2, "default-instance-type")
+    harness.bind_pods(first, 1)
+    harness.bind_pods(second, 2)
     harness.run(60)
     assert harness.claim_names() == {second}, "delete the 1-pod node, launch nothing"
 
@@ -114,20 +114,20 @@ def _ladder(count: int) -> list[dict[str, Any]]:
 def test_21_cannot_replace_spot_with_spot_among_the_15_cheapest(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=_ladder(20), options=Options(spot_to_spot_consolidation=True))
     node = harness.node("type-05", capacity_type="spot")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(60)
     assert harness.claim_names() == {node}
     assert (
         "node/" + node,
         "SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
         "candidate to consolidate, got 5",
-    ) in harness.events("Unconsolidatable")
+    ) in harness.event_log("Unconsolidatable")
 
 
 def test_spot_to_spot_replaces_with_the_15_cheapest_when_outside_them(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=_ladder(20), options=Options(spot_to_spot_consolidation=True))
     node = harness.node("type-19", capacity_type="spot")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(60)
     (replacement,) = harness.claims()
     assert replacement.name != node
@@ -138,44 +138,44 @@ def test_spot_to_spot_replaces_with_the_15_cheapest_when_outside_them(tmp_path: 
 def test_spot_to_spot_is_off_by_default(tmp_path: Path) -> None:
     harness = Harness(tmp_path, types=_ladder(20))
     node = harness.node("type-19", capacity_type="spot")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(60)
     assert harness.claim_names() == {node}
     assert (
         "node/" + node,
         "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
-    ) in harness.events("Unconsolidatable")
+    ) in harness.event_log("Unconsolidatable")
 
 
 def test_22_waits_15_seconds_before_consolidating_a_non_empty_node(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    first, second = harness.nodes(2, "small-instance-type")
-    harness.pods(first, 2)
-    harness.pods(second, 1)
+    first, second = harness.launch_nodes(2, "small-instance-type")
+    harness.bind_pods(first, 2)
+    harness.bind_pods(second, 1)
     harness.run(14)
     assert harness.live_claim_names() == {first, second}
-    assert harness.events("DisruptionTerminating") == []
+    assert harness.event_log("DisruptionTerminating") == []
     harness.run(17)
     assert harness.claim_names() == {first}
 
 
 def test_23_can_delete_nodes_considering_pdbs(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    first, second = harness.nodes(2, "small-instance-type")
-    harness.pods(first, 2)
-    harness.pods(second, 1, owner="guarded", labels={"guard": "yes"})
+    first, second = harness.launch_nodes(2, "small-instance-type")
+    harness.bind_pods(first, 2)
+    harness.bind_pods(second, 1, owner="guarded", labels={"guard": "yes"})
     harness.pdb("guard", {"guard": "yes"}, max_unavailable=0)
     harness.run(60)
     assert harness.claim_names() == {second}, "the node with more pods goes instead"
     assert (
         "node/" + second,
         "Pdb prevents pod evictions (PodDisruptionBudget=[default/guard])",
-    ) in harness.events("DisruptionBlocked")
+    ) in harness.event_log("DisruptionBlocked")
 
 
 def test_24_wont_delete_a_node_if_it_would_violate_pod_anti_affinity(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    nodes = harness.nodes(3, "small-instance-type")
+    nodes = harness.launch_nodes(3, "small-instance-type")
     anti = {
         "affinity": {
             "podAntiAffinity": {
@@ -189,35 +189,37 @@ def test_24_wont_delete_a_node_if_it_would_violate_pod_anti_affinity(tmp_path: P
         }
     }
     for node in nodes:
-        harness.pods(node, 1, owner="spread", spec=anti)
+        harness.bind_pods(node, 1, owner="spread", spec=anti)
     harness.run(120)
     assert harness.claim_names() == set(nodes)
 
 
 def test_pods_with_do_not_disrupt_keep_their_node(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    first, second = harness.nodes(2, "small-instance-type")
-    harness.pods(first, 2)
-    (pod,) = harness.pods(second, 1, annotations={"karpenter.sh/do-not-disrupt": "true"})
+    first, second = harness.launch_nodes(2, "small-instance-type")
+    harness.bind_pods(first, 2)
+    (pod,) = harness.bind_pods(second, 1, annotations={"karpenter.sh/do-not-disrupt": "true"})
     harness.run(60)
     assert harness.claim_names() == {second}, "the other node is consolidated instead"
     assert (
         "node/" + second,
         f'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/{pod})',
-    ) in harness.events("DisruptionBlocked")
+    ) in harness.event_log("DisruptionBlocked")
 
 
 def test_churn_during_validation_rejects_the_command(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
-    first, second = harness.nodes(2, "small-instance-type")
-    harness.pods(first, 2)
-    harness.pods(second, 1)
+    first, second = harness.launch_nodes(2, "small-instance-type")
+    harness.bind_pods(first, 2)
+    harness.bind_pods(second, 1)
     harness.run(5)  # the command to delete `second` now waits for its validation
     harness.cluster.update(_annotated(harness, second))
     harness.run(30)
     assert second in harness.live_claim_names()
     # (`first` may go next: its pods fit on the now protected node.)
-    rejected = [m for obj, m in harness.events("ConsolidationRejected") if obj == "node/" + second]
+    rejected = [
+        m for obj, m in harness.event_log("ConsolidationRejected") if obj == "node/" + second
+    ]
     assert rejected
     assert "reason: churn" in rejected[0]
 
@@ -226,14 +228,14 @@ def test_a_replace_is_rejected_when_a_cheaper_node_is_no_longer_needed(tmp_path:
     """Validation re-simulates: once the pod fits elsewhere the replace is stale."""
     harness = Harness(tmp_path)
     expensive = harness.node("default-instance-type")
-    harness.pods(expensive, 1)
+    harness.bind_pods(expensive, 1)
     harness.run(5)
     spare = harness.node("small-instance-type", annotations={"karpenter.sh/do-not-disrupt": "true"})
     harness.run(15)
     assert harness.claim_names() >= {expensive, spare}
     assert any(
         "reason: scheduling" in m
-        for obj, m in harness.events("ConsolidationRejected")
+        for obj, m in harness.event_log("ConsolidationRejected")
         if obj == "node/" + expensive
     )
 
@@ -242,13 +244,13 @@ def test_a_replace_is_rejected_when_a_cheaper_node_is_no_longer_needed(tmp_path:
 def test_when_empty_pools_leave_underutilized_nodes(tmp_path: Path, policy: str) -> None:
     harness = Harness(tmp_path, pools=[pool_manifest(policy=policy)])
     node = harness.node("default-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(60)
     assert harness.claim_names() == {node}
     assert (
         "node/" + node,
         'NodePool "default" has consolidation policy WhenEmpty, but node is not empty',
-    ) in harness.events("Unconsolidatable")
+    ) in harness.event_log("Unconsolidatable")
 
 
 def _types(claim: NodeClaim) -> set[str]:
@@ -276,15 +278,17 @@ def test_replaces_a_node_whose_pods_select_a_provider_label(tmp_path: Path) -> N
     types = [fake_type("c-4x-amd64-linux", 4, 8), fake_type("c-2x-amd64-linux", 2, 4)]
     harness = Harness(tmp_path, types=types)
     expensive = harness.node("c-4x-amd64-linux")
-    harness.pods(expensive, 1, spec={"nodeSelector": {"karpenter.kwok.sh/instance-family": "c"}})
+    harness.bind_pods(
+        expensive, 1, spec={"nodeSelector": {"karpenter.kwok.sh/instance-family": "c"}}
+    )
     harness.run(60)
     (claim,) = harness.claims()
     assert claim.name != expensive
     assert harness.instance_type(claim) == "c-2x-amd64-linux"
-    assert ("node/" + expensive, "Disrupting Node: Consolidation/Replace") in harness.events(
+    assert ("node/" + expensive, "Disrupting Node: Consolidation/Replace") in harness.event_log(
         "DisruptionTerminating"
     )
-    assert not [m for _, m in harness.events("Unconsolidatable") if "known values" in m]
+    assert not [m for _, m in harness.event_log("Unconsolidatable") if "known values" in m]
 
 
 def test_offerings_a_launch_found_without_capacity_are_not_offered_to_consolidation(
@@ -299,12 +303,12 @@ def test_offerings_a_launch_found_without_capacity_are_not_offered_to_consolidat
         types=types,
         kwok_options={"fault-insufficient-capacity": "small-instance-type/*/*"},
     )
-    harness.pods(None, 1)
+    harness.bind_pods(None, 1)
     harness.run(120)
     (claim,) = harness.claims()
     assert harness.instance_type(claim) == "default-instance-type"
-    assert harness.events("InsufficientCapacityError") == []
-    assert not harness.events("DisruptionLaunching"), "no replacement on the exhausted type"
+    assert harness.event_log("InsufficientCapacityError") == []
+    assert not harness.event_log("DisruptionLaunching"), "no replacement on the exhausted type"
 
 
 def test_a_replacement_without_capacity_is_not_retried_at_once(tmp_path: Path) -> None:
@@ -320,16 +324,16 @@ def test_a_replacement_without_capacity_is_not_retried_at_once(tmp_path: Path) -
         kwok_options={"fault-insufficient-capacity": "small-instance-type/*/*"},
     )
     node = harness.node("default-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.start()
     started = harness.sim.clock.now()
     harness.sim.settle()
     assert harness.sim.clock.now() - started < timedelta(minutes=5), "the run settles"
-    assert len(harness.events("InsufficientCapacityError")) == 1
-    assert ("node/" + node, "Can't replace with a cheaper node") in harness.events(
+    assert len(harness.event_log("InsufficientCapacityError")) == 1
+    assert ("node/" + node, "Can't replace with a cheaper node") in harness.event_log(
         "Unconsolidatable"
     )
     harness.run(30 * 60)
     assert harness.claim_names() == {node}, "the node stays"
-    attempts = harness.events("InsufficientCapacityError")
+    attempts = harness.event_log("InsufficientCapacityError")
     assert 4 <= len(attempts) <= 7, attempts

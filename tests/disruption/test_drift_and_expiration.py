@@ -22,7 +22,7 @@ def _drifted(harness: Harness, name: str) -> str | None:
 def test_a_template_change_drifts_nodes_which_are_replaced_before_they_go(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
     node = harness.node("small-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(30)
     assert _drifted(harness, node) is None
     assert node in harness.live_claim_names(), "the cheapest node is not consolidated"
@@ -33,7 +33,7 @@ def test_a_template_change_drifts_nodes_which_are_replaced_before_they_go(tmp_pa
     (replacement,) = harness.claims()
     assert replacement.name != node
     assert replacement.metadata.labels["team"] == "blue"
-    assert ("node/" + node, "Disrupting Node: Drift/Replace") in harness.events(
+    assert ("node/" + node, "Disrupting Node: Drift/Replace") in harness.event_log(
         "DisruptionTerminating"
     )
     record = harness.operator.disruption.history.records[node]
@@ -49,7 +49,7 @@ def test_an_empty_drifted_node_is_deleted_without_replacement(tmp_path: Path) ->
     )
     harness.run(30)
     assert harness.claim_names() == set()
-    assert ("node/" + node, "Disrupting Node: Drift/Delete") in harness.events(
+    assert ("node/" + node, "Disrupting Node: Drift/Delete") in harness.event_log(
         "DisruptionTerminating"
     )
 
@@ -57,7 +57,7 @@ def test_an_empty_drifted_node_is_deleted_without_replacement(tmp_path: Path) ->
 def test_requirements_that_exclude_a_node_drift_it(tmp_path: Path) -> None:
     harness = Harness(tmp_path)
     node = harness.node("small-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(5)
     only_default = [
         {
@@ -78,7 +78,7 @@ def test_drift_respects_the_drifted_budget(tmp_path: Path) -> None:
     budgets = [{"nodes": "0", "reasons": ["Drifted"]}]
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=budgets)])
     node = harness.node("small-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(5)
     harness.apply(NodePool.model_validate(pool_manifest(budgets=budgets, labels={"v": "2"})))
     harness.run(60)
@@ -91,7 +91,7 @@ def test_the_providers_drift_reason_is_used(
 ) -> None:
     harness = Harness(tmp_path)
     node = harness.node("small-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(10)
     assert _drifted(harness, node) is None
     monkeypatch.setattr(KWOKProvider, "is_drifted", lambda self, claim, node_class: "ImageDrifted")
@@ -106,7 +106,7 @@ def test_a_pdb_blocks_drift_unless_the_nodeclaim_has_a_termination_grace_period(
 ) -> None:
     harness = Harness(tmp_path)
     node = harness.node("small-instance-type")
-    harness.pods(node, 1, owner="guarded", labels={"guard": "yes"})
+    harness.bind_pods(node, 1, owner="guarded", labels={"guard": "yes"})
     harness.pdb("guard", {"guard": "yes"})
     harness.run(5)
     harness.apply(NodePool.model_validate(pool_manifest(labels={"v": "2"})))
@@ -115,13 +115,13 @@ def test_a_pdb_blocks_drift_unless_the_nodeclaim_has_a_termination_grace_period(
     assert (
         "node/" + node,
         "Pdb prevents pod evictions (PodDisruptionBudget=[default/guard])",
-    ) in harness.events("DisruptionBlocked")
+    ) in harness.event_log("DisruptionBlocked")
 
 
 def test_expired_nodes_are_deleted_whatever_the_budget(tmp_path: Path) -> None:
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "0"}])])
-    (node,) = harness.nodes(1, "small-instance-type", expire_after="1h")
-    harness.pods(node, 1)
+    (node,) = harness.launch_nodes(1, "small-instance-type", expire_after="1h")
+    harness.bind_pods(node, 1)
     harness.run(59 * 60)
     assert node in harness.live_claim_names()
     harness.run(2 * 60)

@@ -17,18 +17,19 @@ def test_an_empty_node_is_deleted_after_consolidate_after_and_validation(tmp_pat
     harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
     empty = harness.node()
     busy = harness.node()
-    harness.pods(busy, 1)
+    harness.bind_pods(busy, 1)
     harness.run(29)
     assert harness.live_claim_names() == {empty, busy}, "consolidateAfter has not passed yet"
     harness.run(30)
     assert empty not in harness.claim_names()
     assert busy in harness.live_claim_names()
-    assert ("node/" + empty, "Disrupting Node: Consolidation/Delete") in harness.events(
+    assert ("node/" + empty, "Disrupting Node: Consolidation/Delete") in harness.event_log(
         "DisruptionTerminating"
     )
-    assert ("nodeclaim/" + empty, "Disrupting NodeClaim: Consolidation/Delete") in harness.events(
-        "DisruptionTerminating"
-    )
+    assert (
+        "nodeclaim/" + empty,
+        "Disrupting NodeClaim: Consolidation/Delete",
+    ) in harness.event_log("DisruptionTerminating")
 
 
 def test_when_empty_pools_word_the_deletion_as_emptiness(tmp_path: Path) -> None:
@@ -36,7 +37,7 @@ def test_when_empty_pools_word_the_deletion_as_emptiness(tmp_path: Path) -> None
     empty = harness.node()
     harness.run(30)
     assert empty not in harness.node_names()
-    assert ("node/" + empty, "Disrupting Node: Emptiness/Delete") in harness.events(
+    assert ("node/" + empty, "Disrupting Node: Emptiness/Delete") in harness.event_log(
         "DisruptionTerminating"
     )
 
@@ -44,7 +45,7 @@ def test_when_empty_pools_word_the_deletion_as_emptiness(tmp_path: Path) -> None
 def test_budget_of_30_percent_lets_3_of_10_empty_nodes_go(tmp_path: Path) -> None:
     """Karpenter: "should only allow 3 empty nodes to be disrupted" (10 nodes, nodes: 30%)."""
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "30%"}])])
-    harness.nodes(10)
+    harness.launch_nodes(10)
     harness.run(16)
     assert harness.operator.disruption.allowed_disruptions[("default", "Empty")] == 3
     assert len(harness.live_claim_names()) == 7
@@ -52,7 +53,7 @@ def test_budget_of_30_percent_lets_3_of_10_empty_nodes_go(tmp_path: Path) -> Non
 
 def test_percentages_round_up(tmp_path: Path) -> None:
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "10%"}])])
-    harness.nodes(3)
+    harness.launch_nodes(3)
     harness.run(16)
     assert harness.operator.disruption.allowed_disruptions[("default", "Empty")] == 1
     assert len(harness.live_claim_names()) == 2
@@ -66,7 +67,7 @@ def test_a_zero_budget_blocks_and_says_so_on_the_nodepool(tmp_path: Path) -> Non
     assert (
         "nodepool/default",
         "No allowed disruptions for disruption reason Empty due to blocking budget",
-    ) in harness.events("DisruptionBlocked")
+    ) in harness.event_log("DisruptionBlocked")
 
 
 def test_budgets_only_apply_to_their_reasons(tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_nodes_already_deleting_count_against_the_budget(tmp_path: Path) -> None
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "1"}])])
     blocked = harness.node()
     # A pod that cannot be evicted keeps the node being deleted (its drain waits).
-    harness.pods(blocked, 1, owner="guarded", labels={"guard": "yes"})
+    harness.bind_pods(blocked, 1, owner="guarded", labels={"guard": "yes"})
     harness.pdb("guard", {"guard": "yes"})
     empty = harness.node()
     from nodewright.api.karpenter import NodeClaim
@@ -109,7 +110,7 @@ def test_consolidation_disabled_keeps_empty_nodes(tmp_path: Path) -> None:
     node = harness.node()
     harness.run(120)
     assert node in harness.live_claim_names()
-    assert ("node/" + node, 'NodePool "default" has consolidation disabled') in harness.events(
+    assert ("node/" + node, 'NodePool "default" has consolidation disabled') in harness.event_log(
         "Unconsolidatable"
     )
 
@@ -122,20 +123,20 @@ def test_do_not_disrupt_on_a_node_keeps_it(tmp_path: Path) -> None:
     assert (
         "node/" + node,
         'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation',
-    ) in harness.events("DisruptionBlocked")
+    ) in harness.event_log("DisruptionBlocked")
 
 
 def test_changing_a_budget_is_not_drift(tmp_path: Path) -> None:
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "0"}])])
     node = harness.node("small-instance-type")
-    harness.pods(node, 1)
+    harness.bind_pods(node, 1)
     harness.run(30)
     harness.apply(NodePool.model_validate(pool_manifest(budgets=[{"nodes": "5"}])))
     harness.run(60)
     assert node in harness.live_claim_names()
     (claim,) = harness.claims()
     assert not any(c.type == "Drifted" for c in claim.status.conditions)
-    assert ("node/" + node, "Can't replace with a cheaper node") in harness.events(
+    assert ("node/" + node, "Can't replace with a cheaper node") in harness.event_log(
         "Unconsolidatable"
     )
 
@@ -147,9 +148,9 @@ def test_a_search_held_back_by_budgets_is_not_repeated_until_something_changes(
     # two candidates and finds nothing. Repeating that trial scheduling on every pass of an
     # idle cluster would find nothing again, so it waits for a change.
     harness = Harness(tmp_path, pools=[pool_manifest(budgets=[{"nodes": "2"}])])
-    nodes = harness.nodes(4)
+    nodes = harness.launch_nodes(4)
     for node in nodes:
-        harness.pods(node, 1, cpu="3")
+        harness.bind_pods(node, 1, cpu="3")
     harness.start()
     trials: list[list[str]] = []
     simulate = Context.simulate
@@ -165,7 +166,7 @@ def test_a_search_held_back_by_budgets_is_not_repeated_until_something_changes(
     harness.run(120)
     assert trials == []
     assert harness.node_names() >= set(nodes)
-    harness.pods(nodes[0], 1, cpu="100m")  # a change: search again, same answer
+    harness.bind_pods(nodes[0], 1, cpu="100m")  # a change: search again, same answer
     harness.run(30)
     assert trials
     assert harness.node_names() >= set(nodes)

@@ -89,13 +89,15 @@ def _events(harness: Harness) -> list[tuple[str, int, Any]]:
 def _scenario(harness: Harness) -> None:
     """Pods come and go, a PDB and do-not-disrupt durations block, the NodePool drifts and
     nodes expire."""
-    small = harness.nodes(3, "small-instance-type")
-    expiring = harness.nodes(1, "default-instance-type", expire_after="2h")
-    harness.pods(small[0], 2)
-    harness.pods(small[1], 1, owner="guarded", labels={"guard": "yes"})
+    small = harness.launch_nodes(3, "small-instance-type")
+    expiring = harness.launch_nodes(1, "default-instance-type", expire_after="2h")
+    harness.bind_pods(small[0], 2)
+    harness.bind_pods(small[1], 1, owner="guarded", labels={"guard": "yes"})
     harness.pdb("guard", {"guard": "yes"})
-    harness.pods(small[2], 1, owner="pinned", annotations={"karpenter.sh/do-not-disrupt": "3m"})
-    harness.pods(expiring[0], 1, owner="long")
+    harness.bind_pods(
+        small[2], 1, owner="pinned", annotations={"karpenter.sh/do-not-disrupt": "3m"}
+    )
+    harness.bind_pods(expiring[0], 1, owner="long")
     harness.run(20)
     for pod in harness.cluster.list(Pod, "default"):
         if pod.metadata.labels.get("app") == "app":
@@ -120,7 +122,7 @@ def test_the_providers_drift_answer_is_checked_by_the_resync_too(
     harness = Harness(tmp_path)
     with checked(harness):
         node = harness.node("small-instance-type")
-        harness.pods(node, 1)
+        harness.bind_pods(node, 1)
         harness.run(10)
         monkeypatch.setattr(KWOKProvider, "is_drifted", lambda self, claim, nc: "ImageDrifted")
         harness.run(5 * 60 + 20)
@@ -196,9 +198,9 @@ def test_a_pass_works_out_only_the_nodes_and_nodeclaims_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="Never")])
-    nodes = harness.nodes(4, "small-instance-type")
+    nodes = harness.launch_nodes(4, "small-instance-type")
     for node in nodes:
-        harness.pods(node, 1)
+        harness.bind_pods(node, 1)
     harness.run(30)
     judged: list[str] = []
     reconciled: list[str] = []

@@ -115,17 +115,17 @@ def test_a_node_running_a_pod_with_claims_is_not_consolidated(tmp_path: Path) ->
     (tmp_path / "dra").mkdir()
     plain = Harness(tmp_path / "plain")
     node = plain.node("default-instance-type")
-    plain.pods(node, 1)
+    plain.bind_pods(node, 1)
     plain.run(60)
     assert node not in plain.claim_names(), "a lone small pod's node is replaced by a cheaper one"
 
     harness = Harness(tmp_path / "dra")
     node = harness.node("default-instance-type")
-    (pod,) = harness.pods(node, 1, owner="gpu", spec=claims)
+    (pod,) = harness.bind_pods(node, 1, owner="gpu", spec=claims)
     harness.run(60)
     assert harness.claim_names() == {node}
     assert (
         f"node/{node}",
         f"Not all pods would schedule, default/{pod} => pod has Dynamic Resource Allocation "
         "requirements that are not yet supported by Karpenter",
-    ) in harness.events("Unconsolidatable")
+    ) in harness.event_log("Unconsolidatable")
