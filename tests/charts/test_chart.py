@@ -18,7 +18,7 @@ from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
 from nodewright.settings import load_settings, parse_provider_options
 from tests.charts.gotemplate import TemplateError
-from tests.charts.helm import CHART, REQUIRED, merge, render
+from tests.charts.helm import CHART, REQUIRED, ValuesError, merge, render
 
 K8S_VERSION = "1.30.0"
 KARPENTER_VALUES = Path(__file__).with_name("karpenter-values.yaml")
@@ -69,6 +69,19 @@ def with_required(values: Mapping[str, Any]) -> dict[str, Any]:
     return merge(dict(REQUIRED), values)
 
 
+#: kube-scheduler's default spreads, as a user pastes them from its KubeSchedulerConfiguration
+DEFAULT_SPREAD = {
+    "podTopologySpread": {
+        "defaultConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+            }
+        ]
+    }
+}
+
 #: Values files users will write: each renders valid objects the controller accepts.
 COMBINATIONS: dict[str, dict[str, Any]] = {
     "defaults (KWOK)": {},
@@ -97,6 +110,7 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "settings": {"clusterEndpoint": "https://my-aks.hcp.westeurope.azmk8s.io:443"},
     },
     "aws and kwok together": {"providers": {"enabled": "kwok, aws"}},
+    "default topology spread": {"settings": {"schedulerConfig": DEFAULT_SPREAD}},
     "monitoring": {
         "serviceMonitor": {
             "enabled": True,
@@ -396,6 +410,21 @@ def test_azure_workload_identity_labels_pods_and_annotates_the_account() -> None
     }
     with pytest.raises(TemplateError, match="clientId is required"):
         render(with_required({"azure": {"workloadIdentity": {"enabled": True}}}))
+
+
+def test_default_spreads_reach_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    variables = env(render(with_required(COMBINATIONS["default topology spread"])))
+    monkeypatch.setenv("SCHEDULER_CONFIG", str(variables["SCHEDULER_CONFIG"]))
+    (spread,) = load_settings({}).default_spread
+    assert (spread.topology_key, spread.max_skew, spread.when_unsatisfiable) == (
+        "topology.kubernetes.io/zone",
+        1,
+        "ScheduleAnyway",
+    )
+    # none configured: the variable is left out and pods get only their own spreads
+    assert "SCHEDULER_CONFIG" not in env(render(with_required({})))
+    with pytest.raises(ValuesError, match="settings.schedulerConfig: Additional properties"):
+        render(with_required({"settings": {"schedulerConfig": {"podTopologySpreads": {}}}}))
 
 
 def test_cluster_name_is_required() -> None:
