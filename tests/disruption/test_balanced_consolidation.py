@@ -59,8 +59,13 @@ def test_the_same_move_goes_ahead_under_when_empty_or_underutilized(tmp_path: Pa
     (replacement,) = harness.claims()
     assert replacement.name != node
     assert harness.instance_type(replacement) == "medium"
+    # no score to approve, but the replacement is announced as under every policy
     assert harness.event_log("ConsolidationApproved") == []
-    assert harness.event_log("ConsolidationCandidate") == [], "only Balanced pools tell candidates"
+    candidates = harness.event_log("ConsolidationCandidate")
+    assert {obj for obj, _ in candidates} == {"node/" + node, "nodeclaim/" + node}
+    (message,) = {message for _, message in candidates}
+    assert message.startswith("Consolidation candidate: Consolidation/Replace: nodepools=[default]: ")
+    assert f"[{node}] -> [1 replacement]" in message
 
 
 def test_a_replacement_that_saves_a_lot_is_approved_and_told(tmp_path: Path) -> None:

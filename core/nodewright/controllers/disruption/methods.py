@@ -160,9 +160,8 @@ class Context:
         return BalancedEvaluator(self.snapshot, every if every is not None else list, self.events)
 
     def candidate_events(self, command: Command) -> None:
-        """``ConsolidationCandidate`` on each node of a replace command in a Balanced pool."""
-        if not any(is_balanced(c.pool) for c in command.candidates):
-            return
+        """``ConsolidationCandidate`` on each node of a replace command, as Karpenter sends it
+        for every replacement it computes, whatever the pool's policy."""
         savings = command.savings()
         for candidate in command.candidates:
             message = (
