@@ -11,6 +11,7 @@ from typing import Any
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
+from nodewright_kwok import plugin as kwok
 from tests.disruption.harness import Harness, pool_manifest
 
 GATE_ON = Options(static_capacity=True)
@@ -97,6 +98,31 @@ def test_scaling_down_removes_empty_nodes_then_the_cheapest_to_disrupt(tmp_path:
     scale(harness, 1)
     harness.run(60)
     assert live_nodes(harness) == {protected}, "a node with a do-not-disrupt pod goes last"
+
+
+def test_scaling_down_removes_node_claims_that_never_launched_before_empty_nodes(
+    tmp_path: Path,
+) -> None:
+    harness = Harness(tmp_path, options=GATE_ON, pools=[static_pool(replicas=2)])
+    harness.run(30)
+    launched = live_nodes(harness)
+    assert launched == harness.node_names()
+    # The cloud refuses every launch from now on: two more claims wait, never launched.
+    kwok.faults.fail_next("launch", 10_000)
+    try:
+        scale(harness, 4)
+        harness.run(30)
+        waiting = live_nodes(harness) - launched
+        assert len(waiting) == 2
+        assert all(not c.status.provider_id for c in harness.claims() if c.name in waiting)
+        scale(harness, 3)
+        harness.run(30)
+        assert launched < live_nodes(harness), "an empty launched node outranks a waiting claim"
+        scale(harness, 2)
+        harness.run(30)
+        assert live_nodes(harness) == launched
+    finally:
+        kwok.faults.reset()
 
 
 def test_limits_nodes_caps_a_static_pool(tmp_path: Path) -> None:

@@ -64,7 +64,9 @@ def test_the_same_move_goes_ahead_under_when_empty_or_underutilized(tmp_path: Pa
     candidates = harness.event_log("ConsolidationCandidate")
     assert {obj for obj, _ in candidates} == {"node/" + node, "nodeclaim/" + node}
     (message,) = {message for _, message in candidates}
-    assert message.startswith("Consolidation candidate: Consolidation/Replace: nodepools=[default]: ")
+    assert message.startswith(
+        "Consolidation candidate: Consolidation/Replace: nodepools=[default]: "
+    )
     assert f"[{node}] -> [1 replacement]" in message
 
 
