@@ -423,7 +423,7 @@ def test_default_spreads_reach_the_controller(monkeypatch: pytest.MonkeyPatch) -
     )
     # none configured: the variable is left out and pods get only their own spreads
     assert "SCHEDULER_CONFIG" not in env(render(with_required({})))
-    with pytest.raises(ValuesError, match="settings.schedulerConfig: Additional properties"):
+    with pytest.raises(ValuesError, match=r"settings\.schedulerConfig: Additional properties"):
         render(with_required({"settings": {"schedulerConfig": {"podTopologySpreads": {}}}}))
 
 

@@ -32,7 +32,7 @@ from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
 )
 from nodewright.api.meta import KubeObject, find_condition, is_true
-from nodewright.controllers.disruption.balanced import BalancedEvaluator, Score, is_balanced
+from nodewright.controllers.disruption.balanced import BalancedEvaluator, Score
 from nodewright.controllers.disruption.candidates import (
     EVENTUAL,
     GRACEFUL,
