@@ -136,6 +136,8 @@ class Case:
     target_cpu: float | None
     target_rss_mb: float | None
     build: Callable[[Path], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+    #: More ``simulate`` arguments, given the case's folder (files they name are written there).
+    arguments: Callable[[Path], list[str]] | None = None
 
 
 def _one_deployment(replicas: int) -> Callable[[Path], Any]:
@@ -164,6 +166,110 @@ def _existing_nodes(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return objects, []
 
 
+FAMILIES = {"c": 2, "s": 4, "m": 8}  # GiB of memory per CPU
+ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
+
+
+def reserved_catalog() -> list[dict[str, Any]]:
+    """18 amd64 types in 3 zones, spot and on-demand, and a 20-instance capacity reservation
+    in test-zone-a for each 4- and 8-CPU type: with reservations the catalog is priced again
+    whenever a reservation fills or frees, which is what the overlay cases weigh."""
+    types = []
+    for family, gib in FAMILIES.items():
+        for cpu in (1, 2, 4, 8, 16, 32):
+            name = f"{family}-{cpu}x-amd64-linux"
+            price = cpu * {"c": 0.025, "s": 0.03, "m": 0.04}[family]
+            offerings: list[dict[str, Any]] = [
+                {"zone": zone, "capacityType": kind, "price": round(price * factor, 5)}
+                for zone in ZONES
+                for kind, factor in (("on-demand", 1.0), ("spot", 0.4))
+            ]
+            if cpu in (4, 8):
+                offerings.append(
+                    {
+                        "zone": ZONES[0],
+                        "capacityType": "reserved",
+                        "price": round(price * 0.01, 6),
+                        "reservationID": f"cr-{family}{cpu}",
+                        "reservationCapacity": 20,
+                    }
+                )
+            types.append(
+                {
+                    "name": name,
+                    "architecture": "amd64",
+                    "operatingSystems": ["linux"],
+                    "resources": {"cpu": str(cpu), "memory": f"{cpu * gib}Gi", "pods": "110"},
+                    "offerings": offerings,
+                }
+            )
+    return types
+
+
+def overlays(count: int) -> list[dict[str, Any]]:
+    """``count`` NodeOverlays of distinct weights: price discounts on three types each, every
+    fifth one also adding a device-plugin resource."""
+    rng = random.Random(7)
+    names = [t["name"] for t in reserved_catalog()]
+    made = []
+    for index in range(count):
+        spec: dict[str, Any] = {
+            "weight": index + 1,
+            "requirements": [
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "In",
+                    "values": sorted(rng.sample(names, 3)),
+                }
+            ],
+            "priceAdjustment": f"-{index % 9 + 1}%",
+        }
+        if index % 5 == 0:
+            spec["capacity"] = {"example.com/device": "1"}
+        made.append(
+            {
+                "apiVersion": "karpenter.sh/v1alpha1",
+                "kind": "NodeOverlay",
+                "metadata": {"name": f"overlay-{index:02d}"},
+                "spec": spec,
+            }
+        )
+    return made
+
+
+def _reserved(overlay_count: int) -> Callable[[Path], Any]:
+    def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        objects = [NODEPOOL, NODECLASS, *overlays(overlay_count), deployment("inflate", 10_000)]
+        return objects, []
+
+    return build
+
+
+def _reserved_arguments(gated: bool) -> Callable[[Path], list[str]]:
+    def arguments(folder: Path) -> list[str]:
+        catalog = folder / "instance-types.json"
+        catalog.write_text(json.dumps(reserved_catalog()))
+        more = ["--provider-option", f"kwok.instance-types-file={catalog}"]
+        if gated:
+            spread = {
+                "podTopologySpread": {
+                    "defaultConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                        }
+                    ]
+                }
+            }
+            config = folder / "scheduler-config.yaml"
+            config.write_text(yaml.safe_dump(spread))
+            more += ["--feature-gates", "NodeOverlay=true", "--scheduler-config", str(config)]
+        return more
+
+    return arguments
+
+
 CASES = [
     Case("1k", "1,000 pause pods (1 CPU, 1 Gi) scale-out", 1000, 2.0, 200, _one_deployment(1000)),
     Case("10k", "10,000 pods scale-out", 10_000, 10.0, 500, _one_deployment(10_000)),
@@ -184,6 +290,24 @@ CASES = [
         _existing_nodes,
     ),
     Case("100k", "100,000 pods in one Deployment", 100_000, 300.0, 2000, _one_deployment(100_000)),
+    Case(
+        "reserved-10k",
+        "10,000 pods on a catalog with capacity reservations (the next case's baseline)",
+        10_000,
+        None,
+        None,
+        _reserved(0),
+        _reserved_arguments(gated=False),
+    ),
+    Case(
+        "overlays-10k",
+        "the same with 50 NodeOverlays and a default zone spread (SCHEDULER_CONFIG)",
+        10_000,
+        None,
+        None,
+        _reserved(50),
+        _reserved_arguments(gated=True),
+    ),
 ]
 IDLE_TARGET_MS = 50.0
 
@@ -216,6 +340,8 @@ def run_simulate(case: Case, folder: Path) -> Measurement:
     command = [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)]
     if scenario is not None:
         command += ["--scenario", str(scenario)]
+    if case.arguments is not None:
+        command += case.arguments(folder)
     command += ["--json", str(report)]
     started = time.perf_counter()
     with open(folder / "output.log", "wb") as output:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from nodewright.api.labels import (
@@ -437,9 +439,9 @@ def test_uninitialized_nodes_ignore_ephemeral_taints(key: str, effect: str) -> N
 def test_uninitialized_nodes_ignore_startup_taints_only_until_initialized() -> None:
     startup = Taint("example.com/agent-not-ready", "NoSchedule")
     base = existing("a", taints=(startup,), initialized=False)
-    waiting = ExistingNode(**{**base.__dict__, "startup_taints": (startup,)})
+    waiting = dataclasses.replace(base, startup_taints=(startup,))
     assert list(solve([pod()], [waiting], [node_pool()]).existing_nodes) == ["a"]
-    ready = ExistingNode(**{**waiting.__dict__, "initialized": True})
+    ready = dataclasses.replace(waiting, initialized=True)
     assert not solve([pod()], [ready], [node_pool()]).existing_nodes
 
 

@@ -27,6 +27,7 @@ from nodewright.cluster.state import ClusterState
 from nodewright.controllers.templates import requirements_from_api
 from nodewright.scheduling.model import ExistingNode, HostPort, PlacedPod, TopologyTerm
 from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology, taints_from_api
+from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
 from nodewright.scheduling.topology import ANTI_AFFINITY
 from nodewright.scheduling.volumes import node_volume_limits, pod_volume_usage
@@ -257,11 +258,12 @@ class ClusterView:
 def _placed_on(
     node: Node, pods: Sequence[Pod], namespaces: Mapping[str, Mapping[str, str]] | None
 ) -> list[PlacedPod]:
-    """The running pods of one node as topology counting sees them."""
+    """The running pods of one node as topology counting sees them: one entry per kind of
+    pod (namespace, labels, anti-affinity) with how many of them run there."""
     if not pods:
         return []
-    taints = taints_from_api(node.spec.taints)
-    placed: list[PlacedPod] = []
+    alike: dict[tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]], int] = {}
+    first: dict[tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]], Pod] = {}
     for pod in pods:
         if pod.deleting:
             continue
@@ -270,17 +272,26 @@ def _placed_on(
         if affinity is not None and affinity.pod_anti_affinity is not None:
             hard = pod_topology(pod, namespaces)[0]
             anti = tuple(t for t in hard if t.kind == ANTI_AFFINITY)
-        placed.append(
-            PlacedPod(
-                namespace=pod.namespace,
-                labels=pod.metadata.labels,
-                node_name=node.name,
-                node_labels=node.metadata.labels,
-                node_taints=taints,
-                anti_affinity=anti,
-            )
+        key = (pod.namespace, tuple(sorted(pod.metadata.labels.items())), anti)
+        alike[key] = alike.get(key, 0) + 1
+        first.setdefault(key, pod)
+    if not alike:
+        return []
+    taints = taints_from_api(node.spec.taints)
+    requirements = Requirements.from_labels(node.metadata.labels)
+    return [
+        PlacedPod(
+            namespace=namespace,
+            labels=first[namespace, labels, anti].metadata.labels,
+            node_name=node.name,
+            node_labels=node.metadata.labels,
+            node_taints=taints,
+            anti_affinity=anti,
+            count=count,
+            node_requirements=requirements,
         )
-    return placed
+        for (namespace, labels, anti), count in alike.items()
+    ]
 
 
 def _existing_node(

@@ -8,11 +8,12 @@ tests.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodewright.api import core as api
-from nodewright.api.labels import WELL_KNOWN_LABELS
+from nodewright.api.labels import HOSTNAME_LABEL, WELL_KNOWN_LABELS
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
@@ -114,6 +115,13 @@ class ExistingNode:
     volume_limits: Mapping[str, int] = field(default_factory=dict)
     #: CSI driver -> volumes already attached by pods running there.
     volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def label_requirements(self) -> Requirements:
+        """Its labels, hostname included, as requirements: built once per node version
+        rather than in every trial scheduling that considers the node."""
+        hostname = self.labels.get(HOSTNAME_LABEL, self.name)
+        return Requirements.from_labels({**self.labels, HOSTNAME_LABEL: hostname})
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,11 @@ class PlacedPod:
     node_taints: tuple[Taint, ...] = ()
     #: Its required anti-affinity terms: they keep pods they select out of its domain.
     anti_affinity: tuple[TopologyTerm, ...] = ()
+    #: How many pods on the node it stands for: replicas alike in namespace, labels and
+    #: anti-affinity count as one entry, so counting costs follow nodes, not pods.
+    count: int = 1
+    #: ``node_labels`` as requirements, when the caller keeps them from pass to pass.
+    node_requirements: Requirements | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ class TopologyGroup:
             self.counts[domain] = 0
             self.empty.add(domain)
 
-    def record(self, domains: Iterable[str]) -> None:
+    def record(self, domains: Iterable[str], pods: int = 1) -> None:
+        """Count ``pods`` more pods in each of ``domains``."""
         for domain in domains:
             count = self.counts.get(domain, 0)
             if count == 0:
@@ -171,7 +177,7 @@ class TopologyGroup:
                 self.empty.discard(domain)
                 if self.kind == AFFINITY:
                     self.epoch += 1
-            self.counts[domain] = count + 1
+            self.counts[domain] = count + pods
             if self.kind == SPREAD:
                 self.epoch += 1
 
@@ -347,7 +353,11 @@ class Topology:
         self._sources = sources
         node_list = list(nodes)
         #: Node name -> its labels as requirements, built once for every group's node filter.
-        self._node_requirements: dict[str, Requirements] = {}
+        self._node_requirements: dict[str, Requirements] = {
+            pod.node_name: pod.node_requirements
+            for pod in placed
+            if pod.node_requirements is not None
+        }
         self.groups: dict[TopologyTerm, TopologyGroup] = {}
         self.inverse: dict[TopologyTerm, TopologyGroup] = {}
         for term in terms:
@@ -358,7 +368,7 @@ class Topology:
                 group = self._inverse_group(term)
                 domain = pod.node_labels.get(term.key)
                 if domain is not None:
-                    group.record((domain,))
+                    group.record((domain,), pod.count)
         for term in inverse_terms:
             self._inverse_group(term)
         for name, labels, _ in node_list:
@@ -408,21 +418,33 @@ class Topology:
                 taints, self._labels_of(name, labels), allow_undefined=False
             ):
                 group.register(domain)
+        # Replicas share their labels and nodes hold many pods: decide each once per group
+        # (a trial scheduling of disruption builds every group again, over every placed pod).
+        selected: dict[tuple[str, int], bool] = {}
+        filtered_in: dict[str, bool] = {}
         for pod in placed:
-            if not term.selects(pod.namespace, pod.labels):
+            label_key = (pod.namespace, id(pod.labels))
+            chosen = selected.get(label_key)
+            if chosen is None:
+                chosen = selected[label_key] = term.selects(pod.namespace, pod.labels)
+            if not chosen:
                 continue
             domain = pod.node_labels.get(term.key)
             if domain is None and group.hostname:
                 domain = pod.node_name
             if domain is None:
                 continue
-            if node_filter is not None and not node_filter.matches(
-                pod.node_taints,
-                self._labels_of(pod.node_name, pod.node_labels),
-                allow_undefined=False,
-            ):
-                continue
-            group.record((domain,))
+            if node_filter is not None:
+                admitted = filtered_in.get(pod.node_name)
+                if admitted is None:
+                    admitted = filtered_in[pod.node_name] = node_filter.matches(
+                        pod.node_taints,
+                        self._labels_of(pod.node_name, pod.node_labels),
+                        allow_undefined=False,
+                    )
+                if not admitted:
+                    continue
+            group.record((domain,), pod.count)
         return group
 
     def _labels_of(self, node_name: str, labels: Mapping[str, str]) -> Requirements:

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from nodewright.api.labels import HOSTNAME_LABEL, KNOWN_EPHEMERAL_TAINTS
 from nodewright.scheduling.model import ExistingNode, PodRequest
-from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver.constraints import (
     LASTING,
     PASSING,
@@ -45,9 +44,7 @@ class ExistingNodeState:
         self.ports = list(node.host_ports)
         self.pods: list[PodRequest] = []
         self.hostname = node.labels.get(HOSTNAME_LABEL, node.name)
-        self.label_requirements = Requirements.from_labels(
-            {**node.labels, HOSTNAME_LABEL: self.hostname}
-        )
+        self.label_requirements = node.label_requirements
         self.volumes = {driver: set(ids) for driver, ids in node.volumes.items()}
 
     def _volume_problem(self, pod: PodRequest) -> bool:
