@@ -152,6 +152,20 @@ def _condition(conditions: list[Condition], kind: str) -> Condition | None:
     return next((c for c in conditions if c.type == kind), None)
 
 
+def _explain(admin: KubeCluster, namespace: str, pool: str) -> str:
+    """What a user would look at when the pod does not run: its conditions, the pool's
+    NodeClaims and Nodes, and the overlays' status."""
+    pod = admin.read(Pod, "trainer", namespace)
+    lines = [f"pod: {pod.status.model_dump(exclude_defaults=True) if pod else None}"]
+    for claim in admin.list(NodeClaim, labels={POOL_LABEL: pool}):
+        lines.append(f"nodeclaim {claim.name}: {claim.status.model_dump(exclude_defaults=True)}")
+    for node in admin.list(Node, labels={POOL_LABEL: pool}):
+        lines.append(f"node {node.name}: allocatable {node.status.allocatable}")
+    for overlay in admin.list(NodeOverlay):
+        lines.append(f"overlay {overlay.name}: {overlay.status.model_dump(exclude_defaults=True)}")
+    return "\n".join(lines)
+
+
 def _run(admin: KubeCluster, run: Gated) -> None:
     tag, namespace = run.tag, run.namespace
     static, dynamic = f"static-{tag}", f"dynamic-{tag}"
@@ -174,7 +188,10 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         pod = admin.read(Pod, "trainer", namespace)
         return pod is not None and pod.status.phase == "Running"
 
-    live.eventually(trainer_runs, "the pod asking for example.com/gpu runs")
+    try:
+        live.eventually(trainer_runs, "the pod asking for example.com/gpu runs")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{_explain(admin, namespace, dynamic)}") from None
     run.trainer = admin.read(Pod, "trainer", namespace)
     assert run.trainer is not None
     run.trainer_node = admin.read(Node, run.trainer.spec.node_name or "")
