@@ -1,5 +1,5 @@
 """Karpenter's gated features on a live control plane (``cluster`` suite): a static NodePool,
-a NodeOverlay and a CapacityBuffer, as a user turns them on with ``FEATURE_GATES``.
+a NodeOverlay, a CapacityBuffer and node repair, as a user turns them on with ``FEATURE_GATES``.
 
 ``nodewright run`` runs in this process under the chart's ServiceAccount (its RBAC rendered
 from charts/nodewright), so the test also shows the chart grants what these controllers need:
@@ -10,7 +10,9 @@ reading NodeOverlays, CapacityBuffers and PodTemplates and writing their status.
 - a NodeOverlay gives the m-family 8-CPU types one ``example.com/gpu`` card, so a pod asking
   for one runs on a Node whose NodeClaim says ``capacity-overlay-applied``;
 - a CapacityBuffer of two one-CPU chunks gets Nodes of its own and reports that its virtual
-  pods fit existing capacity.
+  pods fit existing capacity;
+- node repair removes the overlaid pod's Node once its Ready condition has been False for
+  longer than the KWOK provider's policy tolerates.
 
 Everything is deleted while nodewright still runs, so no NodeClaim is left with a finalizer.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -41,8 +44,9 @@ from tests.kube.live import Identity
 pytestmark = live.LIVE
 
 POOL_LABEL = "karpenter.sh/nodepool"
-GATES = "StaticCapacity=true,NodeOverlay=true,CapacityBuffer=true"
+GATES = "StaticCapacity=true,NodeOverlay=true,CapacityBuffer=true,NodeRepair=true"
 GPU = "example.com/gpu"
+LONG_AGO = "2020-01-01T00:00:00Z"
 
 
 def _manifests(tag: str, namespace: str) -> str:
@@ -136,6 +140,7 @@ class Gated:
     overlay: NodeOverlay | None = None
     buffer: CapacityBuffer | None = None
     buffer_nodes: list[Node] = dataclasses.field(default_factory=list)
+    repaired: str = ""
     left: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -223,6 +228,26 @@ def _run(admin: KubeCluster, run: Gated) -> None:
     live.kubectl("patch", f"nodepool/{static}", "--type=merge", "-p", '{"spec":{"replicas":1}}')
     live.eventually(lambda: static_ready(1), "the static pool scaled down to one Node")
     run.static_after_scale_down = [n.name for n in _of_pool(admin, Node, static)]
+
+    # A node problem detector reports the trainer's Node NotReady since long ago: past the
+    # KWOK policy's 10 minutes, so node repair replaces it at once.
+    assert run.trainer_claim is not None
+    sick = run.trainer_claim.status.node_name
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "injected by the test",
+        "lastHeartbeatTime": LONG_AGO,
+        "lastTransitionTime": LONG_AGO,
+    }
+    patch = json.dumps({"status": {"conditions": [condition]}})
+    live.kubectl("patch", f"node/{sick}", "--subresource=status", "--type=strategic", "-p", patch)
+    claim = run.trainer_claim.name
+    live.eventually(
+        lambda: admin.read(NodeClaim, claim) is None, "node repair removed the NotReady node"
+    )
+    run.repaired = claim
 
 
 def _clean_up(admin: KubeCluster, tag: str, namespace: str) -> list[str]:
@@ -319,6 +344,11 @@ def test_a_capacity_buffer_gets_nodes_of_its_own(gated: Gated) -> None:
     # no real pod asked for a c-family node of the dynamic pool: they hold the headroom
     room = sum(parse_quantity(n.status.allocatable["cpu"]) for n in gated.buffer_nodes)
     assert room >= 2 * 1000, "room for two one-CPU chunks"
+
+
+def test_node_repair_replaces_a_node_unhealthy_past_its_toleration(gated: Gated) -> None:
+    assert gated.trainer_claim is not None
+    assert gated.repaired == gated.trainer_claim.name
 
 
 def test_nothing_is_left_behind(gated: Gated) -> None:
