@@ -5,7 +5,10 @@ before the Node goes."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+
+import pytest
 
 from nodewright.api.apps import VolumeAttachment
 from nodewright.api.core import Node, Pod
@@ -16,6 +19,7 @@ from nodewright.api.labels import (
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
 from nodewright.api.meta import find_condition
+from nodewright.cluster import ClusterError
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
 from nodewright_kwok.ledger import TERMINATED
 from tests.controllers.kwok_world import Availability, KWOKWorld, four_cpu_pool
@@ -203,3 +207,33 @@ def test_a_not_ready_node_whose_instance_is_gone_is_released_without_draining() 
         and any(t.key == DISRUPTED_TAINT_KEY for t in e.object.spec.taints)
     ]
     assert tainted == [], "released at once, without cordoning or draining"
+
+
+def test_a_refused_eviction_holds_back_only_its_own_pod(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = _world("", deployment("web", 3))
+    (node,) = world.nodes()
+    refused = sorted(p.name for p in world.pods("web"))[0]
+    evict = world.cluster.evict
+
+    def evict_unless_refused(name: str, namespace: str) -> None:
+        if name == refused:  # as a real API server answers while the namespace is deleted
+            raise ClusterError(
+                f'Pod "{name}" in namespace "{namespace}": HTTP 403 unable to create new '
+                f"content in namespace {namespace} because it is being terminated"
+            )
+        evict(name, namespace)
+
+    monkeypatch.setattr(world.cluster, "evict", evict_unless_refused)
+    world.cluster.delete(Node, node.name)
+    with caplog.at_level(logging.ERROR, logger="nodewright.node.termination"):
+        world.advance(timedelta(seconds=2))
+    evicted = {e.involved_object.name for e in world.events("Evicted", "Pod")}
+    assert len(evicted) == 2
+    assert refused not in evicted
+    assert [r.getMessage() for r in caplog.records] == ["failed to evict pod"] * len(caplog.records)
+    assert caplog.records, "the refusal is logged"
+    monkeypatch.undo()
+    world.settle()
+    assert world.cluster.get(Node, node.name) is None, "the drain finishes once evictions pass"

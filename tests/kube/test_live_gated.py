@@ -24,6 +24,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ import pytest
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION
 from nodewright.api.meta import Condition
 from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED_ANNOTATION, NodeOverlay
 from nodewright.api.quantity import parse_quantity
@@ -80,6 +82,34 @@ spec:
         - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
       nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: gated-{tag}}}
   disruption: {{consolidationPolicy: WhenEmpty, consolidateAfter: 30s}}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: balanced-{tag}}}
+spec:
+  template:
+    spec:
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+        - {{key: karpenter.kwok.sh/instance-family, operator: In, values: [c]}}
+      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: gated-{tag}}}
+  disruption: {{consolidationPolicy: Balanced, consolidateAfter: 0s}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: {namespace}}}
+spec:
+  replicas: 12
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {{{POOL_LABEL}: balanced-{tag}}}
+      containers:
+        - name: web
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources: {{requests: {{cpu: "1"}}}}
 ---
 apiVersion: karpenter.sh/v1alpha1
 kind: NodeOverlay
@@ -140,6 +170,9 @@ class Gated:
     overlay: NodeOverlay | None = None
     buffer: CapacityBuffer | None = None
     buffer_nodes: list[Node] = dataclasses.field(default_factory=list)
+    balanced_before: list[Node] = dataclasses.field(default_factory=list)
+    balanced_after: list[Node] = dataclasses.field(default_factory=list)
+    approvals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     repaired: str = ""
     left: list[str] = dataclasses.field(default_factory=list)
 
@@ -173,7 +206,7 @@ def _explain(admin: KubeCluster, namespace: str, pool: str) -> str:
 
 def _run(admin: KubeCluster, run: Gated) -> None:
     tag, namespace = run.tag, run.namespace
-    static, dynamic = f"static-{tag}", f"dynamic-{tag}"
+    static, dynamic, balanced = f"static-{tag}", f"dynamic-{tag}", f"balanced-{tag}"
 
     def static_ready(count: int) -> bool:
         nodes = _of_pool(admin, Node, static)
@@ -229,16 +262,42 @@ def _run(admin: KubeCluster, run: Gated) -> None:
     live.eventually(lambda: static_ready(1), "the static pool scaled down to one Node")
     run.static_after_scale_down = [n.name for n in _of_pool(admin, Node, static)]
 
-    # A node problem detector reports the trainer's Node NotReady since long ago: past the
-    # KWOK policy's 10 minutes, so node repair replaces it at once.
+    # Balanced: twelve one-CPU pods, then two; replacing their big node by a small one saves
+    # most of the pool's cost for all of its disruption, so the move is approved.
+    def web_runs(count: int) -> bool:
+        pods = admin.list(Pod, namespace, labels={"app": "web"})
+        return len(pods) == count and all(p.status.phase == "Running" for p in pods)
+
+    live.eventually(lambda: web_runs(12), "twelve web pods run")
+    run.balanced_before = _of_pool(admin, Node, balanced)
+    big = {n.name for n in run.balanced_before}
+    live.kubectl("scale", "deploy/web", "-n", namespace, "--replicas=2")
+
+    def replaced() -> bool:
+        nodes = _of_pool(admin, Node, balanced)
+        return len(nodes) == 1 and nodes[0].name not in big and _ready(nodes[0]) and web_runs(2)
+
+    live.eventually(replaced, "the Balanced pool's big node was replaced by a smaller one")
+    run.balanced_after = _of_pool(admin, Node, balanced)
+    run.approvals = [
+        e
+        for e in admin._api.call("GET", "/apis/events.k8s.io/v1/events").body.get("items") or []
+        if e.get("reason") == "ConsolidationApproved"
+        and (e.get("regarding") or {}).get("name") in big
+    ]
+
+    # The trainer's Node reports NotReady since long ago: past the KWOK policy's 10 minutes, so
+    # node repair replaces it at once. The annotation tells the emulated kubelet to keep
+    # reporting the condition written (a broken machine) instead of making the Node Ready.
     assert run.trainer_claim is not None
     sick = run.trainer_claim.status.node_name
+    live.kubectl("annotate", f"node/{sick}", f"{SIMULATED_CONDITIONS_ANNOTATION}=Ready")
     condition = {
         "type": "Ready",
         "status": "False",
         "reason": "KubeletNotReady",
         "message": "injected by the test",
-        "lastHeartbeatTime": LONG_AGO,
+        "lastHeartbeatTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "lastTransitionTime": LONG_AGO,
     }
     patch = json.dumps({"status": {"conditions": [condition]}})
@@ -255,9 +314,9 @@ def _clean_up(admin: KubeCluster, tag: str, namespace: str) -> list[str]:
     live.kubectl(
         "delete", "--ignore-not-found", "--wait=false",
         f"nodeoverlay/gpu-{tag}", f"nodepool/static-{tag}", f"nodepool/dynamic-{tag}",
-        f"namespace/{namespace}",
+        f"nodepool/balanced-{tag}", f"namespace/{namespace}",
     )  # fmt: skip
-    pools = (f"static-{tag}", f"dynamic-{tag}")
+    pools = (f"static-{tag}", f"dynamic-{tag}", f"balanced-{tag}")
 
     def gone() -> bool:
         return not any(admin.list(NodeClaim, labels={POOL_LABEL: p}) for p in pools)
@@ -344,6 +403,15 @@ def test_a_capacity_buffer_gets_nodes_of_its_own(gated: Gated) -> None:
     # no real pod asked for a c-family node of the dynamic pool: they hold the headroom
     room = sum(parse_quantity(n.status.allocatable["cpu"]) for n in gated.buffer_nodes)
     assert room >= 2 * 1000, "room for two one-CPU chunks"
+
+
+def test_balanced_consolidation_replaces_a_mostly_idle_node_and_says_why(gated: Gated) -> None:
+    (before,) = gated.balanced_before
+    (after,) = gated.balanced_after
+    cpu = "karpenter.kwok.sh/instance-cpu"
+    assert int(after.metadata.labels[cpu]) < int(before.metadata.labels[cpu])
+    assert gated.approvals, "no ConsolidationApproved event on the replaced node"
+    assert all("k: 2" in e["note"] for e in gated.approvals)
 
 
 def test_node_repair_replaces_a_node_unhealthy_past_its_toleration(gated: Gated) -> None:

@@ -34,7 +34,13 @@ from nodewright.api.labels import (
 from nodewright.api.meta import KubeObject, find_condition, set_condition
 from nodewright.api.timestamps import parse_timestamp
 from nodewright.clock import Clock
-from nodewright.cluster import Cluster, ConflictError, EvictionBlockedError, NotFoundError
+from nodewright.cluster import (
+    Cluster,
+    ClusterError,
+    ConflictError,
+    EvictionBlockedError,
+    NotFoundError,
+)
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
@@ -310,6 +316,14 @@ class NodeTermination:
                 )
                 continue
             except NotFoundError:
+                continue
+            except ClusterError as error:
+                # Any other refusal (a 403 while the pod's namespace is being deleted, a 5xx)
+                # holds back this pod only; the drain asks again on its next look.
+                log.error(
+                    "failed to evict pod",
+                    extra=fields(Pod=ref(pod.name, pod.namespace), error=str(error)),
+                )
                 continue
             self._events.publish(pod, "Evicted", f"Evicted pod: {reason}")
         return len(waiting)
