@@ -134,7 +134,17 @@ def install_crds() -> None:
         check=True,
     )
     apply(done.stdout)
-    kubectl("wait", "--for=condition=established", "--timeout=60s", "crd", "--all")
+
+    def established() -> bool:
+        # A CRD the API server has not looked at yet has no conditions, and `kubectl wait`
+        # then fails at once instead of waiting: ask again.
+        try:
+            kubectl("wait", "--for=condition=established", "--timeout=60s", "crd", "--all")
+        except AssertionError:
+            return False
+        return True
+
+    eventually(established, "every CRD is established", timeout=120, every=1.0)
 
 
 # -- the chart's identity ----------------------------------------------------------------------
