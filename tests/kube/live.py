@@ -28,6 +28,7 @@ from nodewright.api.labels import NODEPOOL_LABEL
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.transport import Answer
 from nodewright.testing.manifests import deployment, kwok_node_class, node_pool
+from tests.kube.polling import eventually
 
 KUBECONFIG = os.environ.get("NODEWRIGHT_TEST_KUBECONFIG", "")
 KWOK_CONTROLLER = os.environ.get("NODEWRIGHT_TEST_KWOK_CONTROLLER", "") not in ("", "0", "false")

@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ from nodewright.service.runner import RunService, connect
 from nodewright.settings import RunSettings
 from tests.kube import live
 from tests.kube.live import Identity
+from tests.kube.polling import eventually
 
 pytestmark = live.LIVE
 
@@ -177,6 +178,11 @@ class Gated:
     left: list[str] = dataclasses.field(default_factory=list)
 
 
+def _wait(check: Callable[[], bool], what: str) -> None:
+    """Wait as long as the control plane may take (``NODEWRIGHT_TEST_TIMEOUT``)."""
+    eventually(check, what, live.TIMEOUT, every=0.5)
+
+
 def _of_pool(admin: KubeCluster, kind: Any, pool: str) -> list[Any]:
     return [o for o in admin.list(kind, labels={POOL_LABEL: pool}) if not o.deleting]
 
@@ -218,7 +224,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
             and pool.status.nodes == count
         )
 
-    live.eventually(lambda: static_ready(2), "the static pool's two Nodes are Ready")
+    _wait(lambda: static_ready(2), "the static pool's two Nodes are Ready")
     run.static_nodes = _of_pool(admin, Node, static)
     run.static_pool = admin.read(NodePool, static)
 
@@ -227,7 +233,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         return pod is not None and pod.status.phase == "Running"
 
     try:
-        live.eventually(trainer_runs, "the pod asking for example.com/gpu runs")
+        _wait(trainer_runs, "the pod asking for example.com/gpu runs")
     except AssertionError as error:
         raise AssertionError(f"{error}\n{_explain(admin, namespace, dynamic)}") from None
     run.trainer = admin.read(Pod, "trainer", namespace)
@@ -250,7 +256,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         provisioning = _condition(buffer.status.conditions, "Provisioning")
         return provisioning is not None and provisioning.status == "True"
 
-    live.eventually(buffer_fits, "the buffer's virtual pods fit existing capacity")
+    _wait(buffer_fits, "the buffer's virtual pods fit existing capacity")
     run.buffer = admin.read(CapacityBuffer, "headroom", namespace)
     run.buffer_nodes = [
         n
@@ -259,7 +265,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
     ]
 
     live.kubectl("patch", f"nodepool/{static}", "--type=merge", "-p", '{"spec":{"replicas":1}}')
-    live.eventually(lambda: static_ready(1), "the static pool scaled down to one Node")
+    _wait(lambda: static_ready(1), "the static pool scaled down to one Node")
     run.static_after_scale_down = [n.name for n in _of_pool(admin, Node, static)]
 
     # Balanced: twelve one-CPU pods, then two; replacing their big node by a small one saves
@@ -268,7 +274,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         pods = admin.list(Pod, namespace, labels={"app": "web"})
         return len(pods) == count and all(p.status.phase == "Running" for p in pods)
 
-    live.eventually(lambda: web_runs(12), "twelve web pods run")
+    _wait(lambda: web_runs(12), "twelve web pods run")
     run.balanced_before = _of_pool(admin, Node, balanced)
     big = {n.name for n in run.balanced_before}
     live.kubectl("scale", "deploy/web", "-n", namespace, "--replicas=2")
@@ -277,7 +283,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         nodes = _of_pool(admin, Node, balanced)
         return len(nodes) == 1 and nodes[0].name not in big and _ready(nodes[0]) and web_runs(2)
 
-    live.eventually(replaced, "the Balanced pool's big node was replaced by a smaller one")
+    _wait(replaced, "the Balanced pool's big node was replaced by a smaller one")
     run.balanced_after = _of_pool(admin, Node, balanced)
     run.approvals = [
         e
@@ -303,9 +309,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
     patch = json.dumps({"status": {"conditions": [condition]}})
     live.kubectl("patch", f"node/{sick}", "--subresource=status", "--type=strategic", "-p", patch)
     claim = run.trainer_claim.name
-    live.eventually(
-        lambda: admin.read(NodeClaim, claim) is None, "node repair removed the NotReady node"
-    )
+    _wait(lambda: admin.read(NodeClaim, claim) is None, "node repair removed the NotReady node")
     run.repaired = claim
 
 
@@ -322,7 +326,7 @@ def _clean_up(admin: KubeCluster, tag: str, namespace: str) -> list[str]:
         return not any(admin.list(NodeClaim, labels={POOL_LABEL: p}) for p in pools)
 
     with contextlib.suppress(AssertionError):  # reported by the test that checks it
-        live.eventually(gone, "every NodeClaim of the run is gone")
+        _wait(gone, "every NodeClaim of the run is gone")
     return [c.name for p in pools for c in admin.list(NodeClaim, labels={POOL_LABEL: p})]
 
 
