@@ -5,21 +5,36 @@ As Karpenter Azure: each image family lists definitions in priority order (Gen2 
 amd64, Gen2 arm64), each with requirements on ``kubernetes.io/arch`` and the internal
 ``karpenter.azure.com/sku-hyperv-generation``; the version is the most recently published one
 the Community Gallery image-versions API lists; at launch the first image compatible with the
-VM size wins.
+VM size wins. :class:`ImageProvider` resolves them, caching each version a few minutes.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from azure.core.exceptions import ResourceNotFoundError
+
+from nodewright.plugin.errors import TemporaryProviderError
+from nodewright_azure import skus
+from nodewright_azure.clients import AzureClients, azure_errors
+from nodewright_azure.instancetype import InstanceTypeProvider
 from nodewright_azure.labels import GROUP
+from nodewright_azure.nodeclass import AKSNodeClassSpec
+from nodewright_azure.options import Settings
+
+log = logging.getLogger(__name__)
 
 UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
 ARCH_LABEL = "kubernetes.io/arch"
 #: Restricted: Karpenter Azure uses it to match images, users cannot select on it.
 HYPERV_GENERATION = f"{GROUP}/sku-hyperv-generation"
+#: How long a resolved image version is used before the gallery is asked again.
+IMAGE_REFRESH = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -112,3 +127,82 @@ def hyperv_generations(capability: str) -> frozenset[str]:
         part.strip().upper().removeprefix("V") for part in capability.split(",") if part.strip()
     )
     return found or frozenset({"1"})
+
+
+def _published(version: Any) -> datetime:
+    properties = getattr(version, "properties", None)
+    published = getattr(properties, "published_date", None)
+    if not isinstance(published, datetime):
+        return datetime.min.replace(tzinfo=UTC)
+    return published if published.tzinfo else published.replace(tzinfo=UTC)
+
+
+class ImageProvider:
+    """The images an AKSNodeClass resolves to: ``azure.image-id``, else the newest version of
+    each of its family's gallery definitions (asked again after a few minutes)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        clients: AzureClients,
+        instance_types: InstanceTypeProvider,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.clients = clients
+        self.instance_types = instance_types
+        self.now = now
+        self.versions: dict[ImageDefinition, tuple[str | None, datetime]] = {}
+
+    def node_images(self, spec: AKSNodeClassSpec) -> list[NodeImage]:
+        """The images the NodeClass may boot, in priority order (``status.images``)."""
+        if self.settings.image_id:
+            return [NodeImage(self.settings.image_id)]
+        found: list[NodeImage] = []
+        for definition in definitions(spec.image_family, self.settings.kubernetes_version):
+            version = self._latest_version(definition)
+            if version:
+                found.append(
+                    NodeImage(definition.image_id(version), definition.arch, definition.generation)
+                )
+        return found
+
+    def _latest_version(self, definition: ImageDefinition) -> str | None:
+        """The most recently published version of a gallery image (cached a few minutes)."""
+        now = self.now()
+        cached = self.versions.get(definition)
+        if cached is not None and now - cached[1] < IMAGE_REFRESH:
+            return cached[0]
+        compute, _ = self.clients.clients()
+        try:
+            with azure_errors(f"listing versions of image {definition.definition}"):
+                versions = list(
+                    compute.community_gallery_image_versions.list(
+                        self.settings.location, definition.gallery, definition.definition
+                    )
+                )
+        except ResourceNotFoundError:
+            versions = []
+        except TemporaryProviderError:
+            if cached is not None:
+                return cached[0]  # keep using what resolved before
+            raise
+        newest = max(
+            (v for v in versions if v.name),
+            key=_published,
+            default=None,
+        )
+        name = newest.name if newest is not None else None
+        if cached is None or cached[0] != name:
+            log.info("azure: image %s resolves to version %s", definition.definition, name)
+        self.versions[definition] = (name, now)
+        return name
+
+    def bootable(self, node_images: list[NodeImage], size: str) -> NodeImage | None:
+        """The first of ``node_images`` the VM size boots (the first image if the size is
+        unknown)."""
+        sku = self.instance_types.sku(size)
+        if sku is None:
+            return node_images[0] if node_images else None
+        generations = hyperv_generations(sku.capability("HyperVGenerations"))
+        return first_compatible(node_images, skus.arch(sku), generations)

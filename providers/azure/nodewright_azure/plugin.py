@@ -1,15 +1,15 @@
 """The Azure provider's hook implementations (entry point ``azure`` in
 ``nodewright.providers``).
 
-:class:`AzurePlugin` holds the hooks over one :class:`~nodewright_azure.provider.AzureProvider`;
-the module exposes one of them at module level, which is what the entry point loads. Loading
-and configuring it makes no Azure call.
+:class:`AzurePlugin` holds the hooks over one
+:class:`~nodewright_azure.cloudprovider.AzureProvider`; the module exposes one of them at module
+level, which is what the entry point loads. Loading and configuring it makes no Azure call.
 """
 
 from __future__ import annotations
 
 from nodewright.plugin.delegate import ProviderPlugin
-from nodewright_azure.provider import AzureProvider, provider_info
+from nodewright_azure.cloudprovider import AzureProvider, provider_info
 
 
 class AzurePlugin(ProviderPlugin[AzureProvider]):

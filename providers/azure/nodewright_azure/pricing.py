@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from importlib import resources
@@ -25,6 +25,7 @@ from azure.core.pipeline.transport import HttpTransport, RequestsTransport
 from azure.core.rest import HttpRequest
 
 from nodewright.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from nodewright_azure.options import Settings
 
 log = logging.getLogger(__name__)
 
@@ -161,4 +162,55 @@ class Pricing:
         return sku in self.on_demand
 
 
-__all__ = ["CAPACITY_TYPE_ON_DEMAND", "MISSING_PRICE", "Pricing", "RetailPricesClient"]
+class PricingProvider:
+    """The region's price book, made on first use (with a Retail Prices API client when
+    ``azure.pricing=api``) and refreshed when due."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        transport: Callable[[], dict[str, Any]],
+        now: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        #: The SDK transport keyword arguments (the in-process cloud's, offline).
+        self.transport = transport
+        self.now = now
+        self.current: Pricing | None = None
+
+    def book(self) -> Pricing:
+        if self.current is None:
+            client = None
+            if self.settings.pricing == "api":
+                options: dict[str, Any] = {
+                    "retry_total": 3,
+                    "retry_backoff_factor": self.settings.retry_backoff,
+                }
+                if self.settings.ca_bundle:
+                    options["connection_verify"] = self.settings.ca_bundle
+                client = RetailPricesClient(
+                    self.settings.prices_endpoint, **options, **self.transport()
+                )
+            self.current = Pricing.start(self.settings.location or "eastus", client)
+        if self.current.due(self.now()):
+            self.current.refresh(self.now())
+        return self.current
+
+    def refresh_if_due(self, now: datetime) -> None:
+        """Refresh a book already made, when its time has come (no book: nothing to do)."""
+        if self.current is not None and self.current.due(now):
+            self.current.refresh(now)
+
+    def close(self) -> None:
+        if self.current is not None and self.current.client is not None:
+            self.current.client.close()
+        self.current = None
+
+
+__all__ = [
+    "CAPACITY_TYPE_ON_DEMAND",
+    "MISSING_PRICE",
+    "Pricing",
+    "PricingProvider",
+    "RetailPricesClient",
+]

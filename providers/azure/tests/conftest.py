@@ -9,8 +9,8 @@ import pytest
 
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import ProviderContext
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.options import Settings
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import FakeTokenCredential, fake_options
 from providers.azure.tests.fake_azure import FakeAzure
 

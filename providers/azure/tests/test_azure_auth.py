@@ -14,8 +14,8 @@ from nodewright.clock import SimulatedClock
 from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
 from nodewright.plugin.model import ProviderContext
 from nodewright_azure.auth import credential
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.options import parse_settings
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import fake_options
 from providers.azure.tests.fake_azure import FakeAzure
 
@@ -59,7 +59,7 @@ def test_client_secret_from_a_file(fake: FakeAzure, clock: SimulatedClock, tmp_p
         client_id="app-1",
         client_secret_file=str(secret_file),
     )
-    assert len(provider.region_skus()) == 34
+    assert len(provider.instance_type_provider.region_skus()) == 34
     (form,) = fake.token_requests  # one token, cached for every later call
     assert form["client_id"] == ["app-1"]
     assert form["scope"] == ["https://management.azure.com/.default"]
@@ -78,7 +78,7 @@ def test_workload_identity_sends_the_federated_token(
         client_id="wi-app",
         federated_token_file=str(token_file),
     )
-    assert provider.region_skus()
+    assert provider.instance_type_provider.region_skus()
     (form,) = fake.token_requests
     assert form["client_assertion"] == ["federated-jwt-from-the-kubelet"]
     assert form["client_assertion_type"] == [
@@ -97,7 +97,7 @@ def test_a_rejected_secret_is_never_logged_nor_in_the_error(
     caplog.set_level(logging.DEBUG)
     provider = real_provider(fake, clock, auth_mode="client-secret", client_id="app-1")
     with pytest.raises(TemporaryProviderError) as info:
-        provider.region_skus()
+        provider.instance_type_provider.region_skus()
     assert "authentication failed" in str(info.value)
     assert SECRET not in str(info.value)
     assert SECRET not in repr(provider.settings)
@@ -113,7 +113,7 @@ def test_missing_credentials_settings_name_the_option(
     monkeypatch.delenv("AZURE_CLIENT_ID", raising=False)
     provider = real_provider(fake, clock, auth_mode="workload-identity")
     with pytest.raises(NodeClassNotReadyError, match="client-id"):
-        provider.region_skus()
+        provider.instance_type_provider.region_skus()
     assert fake.requests == []
 
 
@@ -128,6 +128,6 @@ def test_managed_identity_gets_its_token_from_the_identity_endpoint(
     monkeypatch.setenv("IDENTITY_ENDPOINT", f"{fake.url}/msi/token")
     monkeypatch.setenv("IDENTITY_HEADER", fake.identity_header)
     provider = real_provider(fake, clock, auth_mode="managed-identity")
-    assert len(provider.region_skus()) == 34
+    assert len(provider.instance_type_provider.region_skus()) == 34
     (form,) = fake.token_requests
     assert form["resource"] == ["https://management.azure.com"]

@@ -15,7 +15,7 @@ import pytest
 from nodewright.api.core import Taint
 from nodewright.plugin.errors import NodeClassNotReadyError
 from nodewright_azure.bootstrap import kubelet_labels
-from nodewright_azure.provider import AzureProvider
+from nodewright_azure.cloudprovider import AzureProvider
 from providers.azure.tests.azure_helpers import RESOURCE_GROUP, node_class
 from providers.azure.tests.fake_azure import FakeAzure
 from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for

@@ -8,9 +8,9 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from nodewright.testing import ProviderConformance
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.nodeclass import AKSNodeClass
 from nodewright_azure.plugin import AzurePlugin
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import FakeTokenCredential, fake_options, node_class
 from providers.azure.tests.fake_azure import FakeAzure
 

@@ -14,6 +14,8 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.model import ProviderContext
 from nodewright.testing import make_node_claim
+from nodewright_azure.cloudprovider import AzureProvider
+from nodewright_azure.drift import drift_annotations
 from nodewright_azure.images import HYPERV_GENERATION
 from nodewright_azure.nodeclass import (
     HASH_ANNOTATION,
@@ -21,7 +23,6 @@ from nodewright_azure.nodeclass import (
     HASH_VERSION_ANNOTATION,
     AKSNodeClass,
 )
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import (
     RESOURCE_GROUP,
     FakeTokenCredential,
@@ -181,7 +182,7 @@ def claim_with(nc: AKSNodeClass, annotations: dict[str, str], image: str | None 
 
 def test_spec_changes_drift_but_tags_do_not(provider: AzureProvider) -> None:
     launched = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=128, tags={"team": "web"})
-    annotations = provider.drift_annotations(launched.spec)
+    annotations = drift_annotations(launched.spec)
     assert annotations[HASH_VERSION_ANNOTATION] == HASH_VERSION
     assert annotations[HASH_ANNOTATION].isdigit()
     claim = claim_with(launched, annotations)
@@ -207,7 +208,7 @@ def test_a_newly_published_image_drifts_the_node_after_the_refresh(
 ) -> None:
     nc = node_class(imageFamily="Ubuntu2204")
     instance = provider.launch(request_for(provider, "img-fffff", D2_ZONE_2, nc=nc))
-    claim = claim_with(nc, provider.drift_annotations(nc.spec), image=instance.image_id)
+    claim = claim_with(nc, drift_annotations(nc.spec), image=instance.image_id)
     assert provider.is_drifted(claim, nc) is None
     fake.publish_image(
         UBUNTU_GALLERY, "2204gen2containerd", "202406.21.0", "2024-06-22T08:00:00+00:00"
@@ -224,7 +225,7 @@ def test_launch_returns_the_drift_annotations_and_the_node_name(
 ) -> None:
     nc = node_class(imageFamily="Ubuntu2204")
     instance = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
-    assert instance.annotations == provider.drift_annotations(nc.spec)
+    assert instance.annotations == drift_annotations(nc.spec)
     assert instance.node_name == "aks-default-65f84"
     # Launch again (a retry after a crash): the same VM, the same annotations.
     again = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
@@ -246,7 +247,7 @@ def test_a_kubelet_of_another_kubernetes_version_drifts(
         )
     )
     nc = node_class(imageFamily="Ubuntu2204")
-    claim = claim_with(nc, provider.drift_annotations(nc.spec))
+    claim = claim_with(nc, drift_annotations(nc.spec))
     claim.status.node_name = "aks-default-65f84"
     assert provider.is_drifted(claim, nc) is None  # no Node yet
     node = Node.model_validate(
@@ -286,7 +287,7 @@ def test_claims_hashed_by_karpenter_azure_are_restamped_and_then_drift(
     assert provider.restamp_hashes() == ["default-65f84"]
     current = cluster.get(type(created), "default-65f84")
     assert current is not None
-    assert current.metadata.annotations == provider.drift_annotations(nc.spec)
+    assert current.metadata.annotations == drift_annotations(nc.spec)
     assert provider.is_drifted(current, nc) is None
     bigger_disk = node_class(imageFamily="Ubuntu2204", osDiskSizeGB=256)
     assert provider.is_drifted(current, bigger_disk) == "NodeClassDrift"

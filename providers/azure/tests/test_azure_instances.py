@@ -20,8 +20,8 @@ from nodewright.plugin.model import Instance, LaunchRequest, LaunchResult
 from nodewright.testing import make_node_claim
 from nodewright.testing.conformance import node_claim_requirements
 from nodewright_azure import labels as L
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.nodeclass import AKSNodeClass
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import RESOURCE_GROUP, node_class
 from providers.azure.tests.fake_azure import FakeAzure
 
@@ -291,7 +291,7 @@ def test_restricted_zone_gives_sku_not_available_from_arm(
     fake.skus = [s for s in fake.skus if s["name"] != "Standard_E4s_v4"] + [
         {**s, "restrictions": []} for s in fake.skus if s["name"] == "Standard_E4s_v4"
     ]
-    provider._skus = None  # the provider's view is stale; ARM's is not
+    provider.instance_type_provider.skus = None  # the provider's view is stale; ARM's is not
     request = request_for(provider, "e4", [(INSTANCE_TYPE_LABEL, "In", ["Standard_E4s_v4"]),
                                            (ZONE_LABEL, "In", ["japaneast-3"])])  # fmt: skip
     fake.skus = [s for s in fake.skus if s["name"] != "Standard_E4s_v4"] + [

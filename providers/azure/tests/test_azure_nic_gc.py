@@ -11,7 +11,7 @@ from azure.mgmt.network.models import NetworkInterface
 
 from nodewright.clock import SimulatedClock
 from nodewright_azure import labels as L
-from nodewright_azure.provider import AzureProvider
+from nodewright_azure.cloudprovider import AzureProvider
 from providers.azure.tests.azure_helpers import RESOURCE_GROUP, SUBNET
 from providers.azure.tests.fake_azure import FakeAzure
 from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
@@ -19,7 +19,7 @@ from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
 
 def make_nic(provider: AzureProvider, name: str, tags: dict[str, str]) -> None:
     """A NIC made through the real SDK, as launch makes it (then no VM: the crash)."""
-    _, network = provider._clients()
+    _, network = provider.clients.clients()
     network.network_interfaces.begin_create_or_update(
         RESOURCE_GROUP,
         name,
@@ -45,7 +45,7 @@ def nic_names(fake: FakeAzure) -> set[str]:
 
 def finish(provider: AzureProvider) -> None:
     """Let started deletes finish (the fake completes an operation after its polls)."""
-    for poller in list(provider._deletes.values()):
+    for poller in list(provider.instances.deletes.values()):
         poller.wait()
 
 
@@ -57,9 +57,9 @@ def test_an_orphan_nic_is_deleted_after_the_grace_period(
     make_nic(provider, "aks-other-bbbbb", {L.TAG_CLUSTER: "other", L.TAG_NODEPOOL: "x"})
     make_nic(provider, "unrelated-nic", {})
     start = clock.now()
-    assert provider.collect_orphan_nics(start) == []  # first seen: the grace starts
-    assert provider.collect_orphan_nics(start + timedelta(seconds=179)) == []
-    assert provider.collect_orphan_nics(start + timedelta(seconds=180)) == ["aks-default-crash"]
+    assert provider.nic_gc.collect(start) == []  # first seen: the grace starts
+    assert provider.nic_gc.collect(start + timedelta(seconds=179)) == []
+    assert provider.nic_gc.collect(start + timedelta(seconds=180)) == ["aks-default-crash"]
     finish(provider)
     assert nic_names(fake) == {"aks-default-aaaaa", "aks-other-bbbbb", "unrelated-nic"}
     assert len(fake.vms) == 1
@@ -70,10 +70,10 @@ def test_a_nic_that_gets_its_vm_in_time_is_kept(
 ) -> None:
     make_nic(provider, "aks-default-slowvm", ours())
     start = clock.now()
-    assert provider.collect_orphan_nics(start) == []
+    assert provider.nic_gc.collect(start) == []
     # The launch (retried after the crash) finds the NIC's name free and creates the VM.
     provider.launch(request_for(provider, "default-slowvm", D2_ZONE_2))
-    assert provider.collect_orphan_nics(start + timedelta(minutes=10)) == []
+    assert provider.nic_gc.collect(start + timedelta(minutes=10)) == []
     assert "aks-default-slowvm" in nic_names(fake)
 
 
@@ -94,4 +94,4 @@ def test_reconcile_collects_on_the_provider_clock(
 
 def test_an_unconfigured_provider_collects_nothing() -> None:
     provider = AzureProvider()
-    assert provider.collect_orphan_nics(SimulatedClock().now()) == []
+    assert provider.nic_gc.collect(SimulatedClock().now()) == []

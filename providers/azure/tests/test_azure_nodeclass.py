@@ -4,8 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from nodewright.api.manifests import KindRegistry, parse_object
+from nodewright_azure.cloudprovider import provider_info
 from nodewright_azure.nodeclass import AKSNodeClass
-from nodewright_azure.provider import provider_info
 
 SEED_002 = {
     "apiVersion": "karpenter.azure.com/v1alpha2",

@@ -11,8 +11,8 @@ from nodewright.clock import SimulatedClock
 from nodewright.plugin import ENTRY_POINT_GROUP
 from nodewright.plugin.errors import NodeClassNotReadyError
 from nodewright.plugin.model import ProviderContext
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.options import SettingsError
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import node_class
 
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from nodewright.clock import SimulatedClock
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.pricing import MISSING_PRICE, classify, price_filter, static_prices
-from nodewright_azure.provider import AzureProvider
 from providers.azure.tests.azure_helpers import node_class
 from providers.azure.tests.fake_azure import FakeAzure
 
@@ -42,7 +42,7 @@ def test_prices_come_from_the_api_through_every_page(
     requests = price_requests(fake)
     assert len(requests) == 3  # 112 rows, 40 per page
     assert "api-version=2023-01-01-preview" in requests[0]
-    assert provider.pricing().source == "api"
+    assert provider.pricing.book().source == "api"
 
 
 def test_windows_and_low_priority_rows_are_skipped() -> None:
@@ -71,7 +71,7 @@ def test_static_table_when_the_api_fails_and_spot_starts_as_on_demand(
         "on-demand": STATIC_D2_V4,
         "spot": STATIC_D2_V4,
     }
-    assert provider.pricing().source == "static"
+    assert provider.pricing.book().source == "static"
     assert static_prices("nowhere")["Standard_D2_v4"] == static_prices("eastus")["Standard_D2_v4"]
 
 

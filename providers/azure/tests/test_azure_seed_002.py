@@ -16,7 +16,7 @@ from nodewright.plugin.errors import InstanceNotFoundError
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import Instance
 from nodewright.testing import launch_request, make_node_claim
-from nodewright_azure.provider import AzureProvider
+from nodewright_azure.cloudprovider import AzureProvider
 from providers.azure.tests.azure_helpers import node_class
 
 DEFAULT_POOL = [

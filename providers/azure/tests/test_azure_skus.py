@@ -7,7 +7,7 @@ from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REG
 from nodewright.api.quantity import parse_quantity
 from nodewright.plugin.model import InstanceType
 from nodewright_azure import labels as L
-from nodewright_azure.provider import AzureProvider
+from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.skus import (
     Sku,
     kube_reserved_cpu_millis,
@@ -30,7 +30,7 @@ def single(instance_type: InstanceType, key: str) -> str:
 def test_skus_are_read_through_every_page_filtered_by_location(
     provider: AzureProvider, fake: FakeAzure
 ) -> None:
-    found = provider.region_skus()
+    found = provider.instance_type_provider.region_skus()
     sku_calls = [path for method, path in fake.requests if "/Microsoft.Compute/skus" in path]
     assert len(sku_calls) == 4  # 35 SKUs, 10 per page, followed through nextLink
     assert all("api-version=" in path for path in sku_calls)
@@ -41,7 +41,7 @@ def test_skus_are_read_through_every_page_filtered_by_location(
 def test_unsupported_skus_are_dropped_for_the_reason_the_reference_gives(
     provider: AzureProvider,
 ) -> None:
-    reasons = {s.name: rejection(s) for s in provider.region_skus()}
+    reasons = {s.name: rejection(s) for s in provider.instance_type_provider.region_skus()}
     assert reasons["Standard_B1s"] == "restricted"
     assert reasons["Standard_A1_v2"] == "restricted"
     assert reasons["Standard_D2_v2"] == "location restriction"

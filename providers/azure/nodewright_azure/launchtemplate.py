@@ -1,0 +1,110 @@
+"""What every VM of a launch is made with besides its size and zone (Karpenter Azure's
+launchtemplate provider): the tags, and the node bootstrap (custom data) built from the
+cluster options, the AKSNodeClass's kubelet settings and the NodeClaim's labels and taints."""
+
+from __future__ import annotations
+
+from nodewright.api.labels import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    REGION_LABEL,
+    ZONE_LABEL,
+)
+from nodewright.plugin.errors import NodeClassNotReadyError
+from nodewright.plugin.model import InstanceType, LaunchRequest, Offering
+from nodewright_azure import bootstrap, skus
+from nodewright_azure import labels as L
+from nodewright_azure.nodeclass import AKSNodeClassSpec
+from nodewright_azure.options import Settings
+
+
+def read_option_file(path: str, option: str) -> str:
+    """The stripped text of the file an ``azure.<option>`` names ("" when none is named)."""
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+    except OSError as error:
+        raise NodeClassNotReadyError(
+            f"azure.{option}: cannot read {path}: {error.strerror}"
+        ) from None
+
+
+class LaunchTemplateProvider:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def tags(self, request: LaunchRequest, spec: AKSNodeClassSpec) -> dict[str, str]:
+        """The NIC's and VM's tags: the class's (``/`` as ``_``), then nodewright's own."""
+        node_pool = request.node_claim.metadata.labels.get(NODEPOOL_LABEL, "")
+        tags = {k.replace("/", "_"): v for k, v in spec.tags.items()}
+        tags.update(
+            {
+                L.TAG_CLUSTER: self.settings.cluster_name,
+                L.TAG_BILLING: "linux",
+                L.TAG_NODEPOOL: node_pool,
+                L.TAG_NODECLAIM: request.node_claim.name,
+                L.TAG_NODECLAIM_UID: request.idempotency_key,
+                L.TAG_NODECLASS: request.node_class.name,
+            }
+        )
+        return tags
+
+    def custom_data(
+        self,
+        name: str,
+        *,
+        request: LaunchRequest,
+        spec: AKSNodeClassSpec,
+        instance_type: InstanceType,
+        offering: Offering,
+        sku: skus.Sku | None,
+    ) -> str:
+        """The node bootstrap (base64) for this VM: cluster settings from the options, kubelet
+        flags from the NodeClass, the NodeClaim's labels and taints."""
+        settings = self.settings
+        cluster = bootstrap.ClusterBootstrap(
+            cluster_name=settings.cluster_name,
+            endpoint=settings.cluster_endpoint,
+            ca_pem=read_option_file(settings.cluster_ca_file, "cluster-ca-file"),
+            bootstrap_token=read_option_file(settings.bootstrap_token_file, "bootstrap-token-file"),
+            kubernetes_version=settings.kubernetes_version,
+            network_plugin=settings.network_plugin,
+            dns_service_ip=settings.dns_service_ip,
+            subscription_id=settings.subscription_id,
+            resource_group=settings.resource_group,
+            location=settings.location,
+            tenant_id=settings.tenant_id,
+            subnet_id=spec.vnet_subnet_id or settings.vnet_subnet_id,
+        )
+        claim = request.node_claim
+        labels: dict[str, str] = {}
+        if sku is not None:
+            labels.update(skus.sku_labels(sku, spec))
+        labels.update(
+            {
+                INSTANCE_TYPE_LABEL: instance_type.name,
+                ZONE_LABEL: offering.zone,
+                CAPACITY_TYPE_LABEL: offering.capacity_type,
+                REGION_LABEL: settings.location,
+                **L.aks_node_labels(
+                    settings.resource_group,
+                    settings.network_plugin,
+                    spec.vnet_subnet_id or settings.vnet_subnet_id,
+                ),
+            }
+        )
+        labels.update(claim.metadata.labels)
+        node = bootstrap.NodeBootstrap(
+            node_name=name,
+            labels=labels,
+            taints=bootstrap.register_taints(claim.spec.taints, claim.spec.startup_taints),
+            max_pods=spec.max_pods or settings.default_max_pods,
+            kube_reserved_cpu_millis=skus.kube_reserved_cpu_millis(sku.cpus) if sku else 0,
+            kube_reserved_memory_mib=skus.kube_reserved_memory_mib(sku.memory_gib) if sku else 0,
+            kubelet=spec.kubelet,
+            arch=skus.arch(sku) if sku else "amd64",
+        )
+        return bootstrap.custom_data(cluster, node)
