@@ -74,6 +74,12 @@ The NodeClass CRD, generated from the model (:mod:`nodewright.plugin.crd`)
     :func:`column`, :data:`READY_COLUMN`, :data:`AGE_COLUMN`; :class:`ServedVersion`,
     :class:`ResolvedRequirement`, :class:`CrdGenerationError`; :data:`QUANTITY_PATTERN` (a
     Kubernetes quantity, for ``Schema(pattern=...)``).
+Node bootstrap
+    :func:`kubelet_flag` and :func:`kubelet_flags` (kubelet command-line flags for user or
+    custom data, in the shapes every provider writes).
+Offline catalogs
+    :func:`encode_catalog`, :func:`decode_catalog`, :func:`catalog_differences` and
+    :func:`write_or_check_catalog` (a bundled catalog file and its generation script's tail).
 """
 
 from __future__ import annotations
@@ -163,6 +169,7 @@ from nodewright.plugin.errors import (
     UnknownNodeClassError,
 )
 from nodewright.plugin.hashes import restamp_hashes
+from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
 from nodewright.plugin.model import (
     DEFAULT_RECONCILE_PERIOD,
     UNAVAILABLE_OFFERING_TTL,
@@ -182,6 +189,12 @@ from nodewright.plugin.model import (
     Reservation,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
+from nodewright.plugin.offlinecatalog import (
+    catalog_differences,
+    decode_catalog,
+    encode_catalog,
+    write_or_check_catalog,
+)
 from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
 from nodewright.scheduling.resources import (
     CPU,
@@ -291,12 +304,17 @@ __all__ = [
     "Taint",
     "TemporaryProviderError",
     "UnknownNodeClassError",
+    "catalog_differences",
     "column",
+    "decode_catalog",
+    "encode_catalog",
     "find_condition",
     "format_quantity",
     "format_resources",
     "hookimpl",
     "hookspecs",
+    "kubelet_flag",
+    "kubelet_flags",
     "model_schema",
     "mutable",
     "node_class_crd",
@@ -307,4 +325,5 @@ __all__ = [
     "resources",
     "restamp_hashes",
     "validations",
+    "write_or_check_catalog",
 ]

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
 from nodewright_aws.nodeclass import KubeletConfiguration
 
 BOUNDARY = "//"
@@ -98,48 +99,25 @@ def _kubelet_map(kubelet: KubeletConfiguration | None) -> dict[str, Any]:
     return dict(kubelet.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def _label_arg(labels: Mapping[str, str]) -> str:
-    if not labels:
-        return ""
-    return "--node-labels=" + ",".join(f"{k}={labels[k]}" for k in sorted(labels))
-
-
-def _taint_arg(taints: Sequence[tuple[str, str, str]]) -> str:
-    if not taints:
-        return ""
-    return "--register-with-taints=" + ",".join(f"{k}={v}:{e}" for k, v, e in taints)
-
-
-def _pairs(flag: str, values: Mapping[str, str] | None, separator: str) -> str:
-    if not values:
-        return ""
-    return f"{flag}=" + ",".join(f"{k}{separator}{values[k]}" for k in sorted(values))
-
-
 def _kubelet_args(options: BootstrapOptions) -> list[str]:
     """``--kubelet-extra-args`` content of bootstrap.sh and Start-EKSBootstrap.ps1."""
     k = options.kubelet or KubeletConfiguration()
-    args = [_label_arg(options.labels), _taint_arg(options.taints)]
-    if options.max_pods is not None:
-        args.append(f"--max-pods={options.max_pods}")
-    if k.pods_per_core is not None:
-        args.append(f"--pods-per-core={k.pods_per_core}")
-    args += [
-        _pairs("--system-reserved", k.system_reserved, "="),
-        _pairs("--kube-reserved", k.kube_reserved, "="),
-        _pairs("--eviction-hard", k.eviction_hard, "<"),
-        _pairs("--eviction-soft", k.eviction_soft, "<"),
-        _pairs("--eviction-soft-grace-period", k.eviction_soft_grace_period, "="),
-    ]
-    if k.eviction_max_pod_grace_period is not None:
-        args.append(f"--eviction-max-pod-grace-period={k.eviction_max_pod_grace_period}")
-    if k.image_gc_high_threshold_percent is not None:
-        args.append(f"--image-gc-high-threshold={k.image_gc_high_threshold_percent}")
-    if k.image_gc_low_threshold_percent is not None:
-        args.append(f"--image-gc-low-threshold={k.image_gc_low_threshold_percent}")
-    if k.cpu_cfs_quota is not None:
-        args.append(f"--cpu-cfs-quota={str(k.cpu_cfs_quota).lower()}")
-    return [a for a in args if a]
+    taints = [f"{key}={value}:{effect}" for key, value, effect in options.taints]
+    return kubelet_flags(
+        kubelet_flag("node-labels", options.labels),
+        kubelet_flag("register-with-taints", taints),
+        kubelet_flag("max-pods", options.max_pods),
+        kubelet_flag("pods-per-core", k.pods_per_core),
+        kubelet_flag("system-reserved", k.system_reserved),
+        kubelet_flag("kube-reserved", k.kube_reserved),
+        kubelet_flag("eviction-hard", k.eviction_hard, separator="<"),
+        kubelet_flag("eviction-soft", k.eviction_soft, separator="<"),
+        kubelet_flag("eviction-soft-grace-period", k.eviction_soft_grace_period),
+        kubelet_flag("eviction-max-pod-grace-period", k.eviction_max_pod_grace_period),
+        kubelet_flag("image-gc-high-threshold", k.image_gc_high_threshold_percent),
+        kubelet_flag("image-gc-low-threshold", k.image_gc_low_threshold_percent),
+        kubelet_flag("cpu-cfs-quota", k.cpu_cfs_quota),
+    )
 
 
 def _is_mime(text: str) -> bool:
@@ -190,7 +168,7 @@ def node_config(options: BootstrapOptions) -> dict[str, Any]:
         ]
     kubelet: dict[str, Any] = {"config": config}
     if options.labels:
-        kubelet["flags"] = [_label_arg(options.labels)]
+        kubelet["flags"] = kubelet_flags(kubelet_flag("node-labels", options.labels))
     return {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",

@@ -32,6 +32,8 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from nodewright.plugin import write_or_check_catalog
+
 PACKAGE = Path(__file__).resolve().parents[1] / "nodewright_aws"
 TARGET = PACKAGE / "offline" / "catalog.json.gz"
 STATIC_PRICES = PACKAGE / "static_prices.json"
@@ -252,38 +254,17 @@ def build(generated: str) -> dict[str, Any]:
     }
 
 
-def encode(document: Mapping[str, Any]) -> bytes:
-    """Compact, byte-for-byte reproducible gzip (no file name, mtime 0)."""
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return gzip.compress(text.encode(), compresslevel=9, mtime=0)
-
-
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Top-level fields that differ, ``generated`` aside."""
-    keys = (set(old) | set(new)) - {"generated"}
-    return sorted(k for k in keys if old.get(k) != new.get(k))
+def summary(target: Path, document: Mapping[str, Any]) -> str:
+    return (
+        f"wrote {target} ({target.stat().st_size // 1024} KiB): "
+        f"{len(document['instance_types'])} instance types, {len(document['regions'])} regions, "
+        f"{len(document['listed'])} listed prices"
+    )
 
 
 def main(argv: list[str]) -> int:
     today = datetime.now(UTC).date().isoformat()
-    document = build(today)
-    if "--check" in argv:
-        old = json.loads(gzip.decompress(TARGET.read_bytes()))
-        changed = differences(old, document)
-        if changed:
-            print(f"{TARGET.name} is out of date: {', '.join(changed)} differ; regenerate it")
-            return 1
-        print(f"{TARGET.name} is up to date")
-        return 0
-    TARGET.parent.mkdir(parents=True, exist_ok=True)
-    TARGET.write_bytes(encode(document))
-    regions = len(document["regions"])
-    print(
-        f"wrote {TARGET} ({TARGET.stat().st_size // 1024} KiB): "
-        f"{len(document['instance_types'])} instance types, {regions} regions, "
-        f"{len(document['listed'])} listed prices"
-    )
-    return 0
+    return write_or_check_catalog(TARGET, build(today), argv, summary)
 
 
 if __name__ == "__main__":

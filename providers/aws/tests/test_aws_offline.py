@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
-import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import nodewright_aws.plugin as aws_plugin
-from nodewright.commands import main
+from nodewright.plugin import catalog_differences, decode_catalog, encode_catalog
+from nodewright.testing.simulate import load_script, simulate_manifests, simulate_report
 from nodewright_aws.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
 from nodewright_aws.options import parse_settings
 
@@ -63,15 +61,9 @@ spec:
 def simulate(
     tmp_path: Path, capacity: str, *options: str, extra: str = "", node_class: str = NODE_CLASS
 ) -> tuple[int, dict[str, Any]]:
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "class.yaml").write_text(node_class)
     pool = NODE_POOL.replace("CAPACITY", capacity).replace("EXTRA", extra)
-    (manifests / "pool.yaml").write_text(pool)
-    (manifests / "app.yaml").write_text(DEPLOYMENT)
-    report = tmp_path / "report.json"
-    code = main(["simulate", str(manifests), "--json", str(report), *options])
-    return code, json.loads(report.read_text()) if report.exists() else {}
+    manifests = {"class.yaml": node_class, "pool.yaml": pool, "app.yaml": DEPLOYMENT}
+    return simulate_manifests(tmp_path, manifests, *options)
 
 
 def launched(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -165,21 +157,15 @@ def test_amazon_linux_2_is_not_published_for_1_33_offline(tmp_path: Path) -> Non
 def test_the_seed_example_runs_offline_and_leaves_no_instance(tmp_path: Path) -> None:
     """examples/aws-seed-000 as its README runs it, with no server: nodes of real instance
     types with prices, scaled to zero at the end (every launched node removed)."""
-    report_file = tmp_path / "report.json"
-    code = main(
-        [
-            "simulate",
-            str(SEED / "manifests"),
-            "--scenario",
-            str(SEED / "scenario.yaml"),
-            "--provider-option",
-            "aws.offline=eu-west-1",
-            "--json",
-            str(report_file),
-        ]
+    code, report = simulate_report(
+        tmp_path,
+        str(SEED / "manifests"),
+        "--scenario",
+        str(SEED / "scenario.yaml"),
+        "--provider-option",
+        "aws.offline=eu-west-1",
     )
     assert code == 0
-    report = json.loads(report_file.read_text())
     assert launched(report) == []
     removed = report["removedNodes"]
     assert removed
@@ -232,14 +218,10 @@ def test_offline_needs_no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_the_generation_script_reproduces_the_bundled_catalog() -> None:
-    spec = importlib.util.spec_from_file_location("generate_offline_catalog", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    bundled = json.loads(gzip.decompress(script.TARGET.read_bytes()))
+    script = load_script(SCRIPT)
+    bundled = decode_catalog(script.TARGET.read_bytes())
     rebuilt = script.build(bundled["generated"])
-    assert script.differences(bundled, rebuilt) == []
-    assert script.encode(rebuilt) == script.TARGET.read_bytes()
+    assert catalog_differences(bundled, rebuilt) == []
+    assert encode_catalog(rebuilt) == script.TARGET.read_bytes()
     assert bundled["sources"]["instance_types"].startswith("moto ")
     assert script.TARGET.stat().st_size < 200_000

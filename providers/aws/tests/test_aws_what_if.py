@@ -4,15 +4,13 @@ priced from the catalog, and the empty Karpenter node is removed."""
 
 from __future__ import annotations
 
-import json
-import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from nodewright.commands import main
+from nodewright.testing.simulate import simulate_report
 
 ROOT = Path(__file__).resolve().parents[3]
 M5_LARGE = 0.096  # the catalog's on-demand m5.large (us-east-1 list price, in every region)
@@ -100,24 +98,11 @@ def test_an_eks_snapshot_is_priced_from_the_offline_catalog(
 ) -> None:
     dump = tmp_path / "eks.yaml"
     dump.write_text(yaml.safe_dump(_dump()))
-    report = tmp_path / "report.json"
-    try:
-        code = main(
-            [
-                "simulate",
-                "--from-dump",
-                str(dump),
-                "--provider-option",
-                "aws.offline=eu-west-1",
-                "--json",
-                str(report),
-            ]
-        )
-    finally:
-        logging.getLogger("nodewright").handlers.clear()
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    what_if = json.loads(report.read_text())["whatIf"]
+    code, report = simulate_report(
+        tmp_path, "--from-dump", str(dump), "--provider-option", "aws.offline=eu-west-1"
+    )
+    assert code == 0, capsys.readouterr().err
+    what_if = report["whatIf"]
     assert [(n["name"], n["managed"], n["pricePerHour"]) for n in what_if["currentNodes"]] == [
         ("ip-10-0-0-9.eu-west-1.compute.internal", False, pytest.approx(M5_LARGE)),
         ("ip-10-0-1-1.eu-west-1.compute.internal", True, pytest.approx(M5_LARGE)),
@@ -129,5 +114,5 @@ def test_an_eks_snapshot_is_priced_from_the_offline_catalog(
     assert what_if["projectedPricePerHour"] == pytest.approx(2 * M5_LARGE)
     assert what_if["unpricedNodes"] == []
     # the node table prices the snapshot's nodes from the catalog too
-    nodes = json.loads(report.read_text())["nodes"]
+    nodes = report["nodes"]
     assert [n["pricePerHour"] for n in nodes] == [pytest.approx(M5_LARGE)] * 2

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from nodewright.api.core import Taint
 from nodewright.api.labels import UNREGISTERED_TAINT_KEY
+from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
 from nodewright_azure.nodeclass import AKSKubeletConfiguration
 
 #: Label domains the NodeRestriction admission plugin lets a kubelet set in these families.
@@ -101,45 +102,32 @@ def _taint(taint: Taint) -> str:
     return f"{taint.key}{value}:{taint.effect}"
 
 
-def kubelet_flags(cluster: ClusterBootstrap, node: NodeBootstrap) -> list[str]:
+def node_kubelet_flags(cluster: ClusterBootstrap, node: NodeBootstrap) -> list[str]:
     """The kubelet's command-line flags, in a stable order."""
-    flags = [
-        f"--max-pods={node.max_pods}",
-        f"--kube-reserved=cpu={node.kube_reserved_cpu_millis}m,"
-        f"memory={node.kube_reserved_memory_mib}Mi",
-        f"--eviction-hard={EVICTION_HARD}",
-        f"--cluster-dns={cluster.dns_service_ip}",
-    ]
-    k = node.kubelet
-    if k is not None:
-        if k.cpu_manager_policy is not None:
-            flags.append(f"--cpu-manager-policy={k.cpu_manager_policy}")
-        if k.cpu_cfs_quota is not None:
-            flags.append(f"--cpu-cfs-quota={str(k.cpu_cfs_quota).lower()}")
-        if k.cpu_cfs_quota_period is not None:
-            flags.append(f"--cpu-cfs-quota-period={k.cpu_cfs_quota_period}")
-        if k.image_gc_high_threshold_percent is not None:
-            flags.append(f"--image-gc-high-threshold={k.image_gc_high_threshold_percent}")
-        if k.image_gc_low_threshold_percent is not None:
-            flags.append(f"--image-gc-low-threshold={k.image_gc_low_threshold_percent}")
-        if k.topology_manager_policy is not None:
-            flags.append(f"--topology-manager-policy={k.topology_manager_policy}")
-        if k.allowed_unsafe_sysctls:
-            flags.append(f"--allowed-unsafe-sysctls={','.join(k.allowed_unsafe_sysctls)}")
-        if k.container_log_max_size is not None:
-            flags.append(f"--container-log-max-size={k.container_log_max_size}")
-        if k.container_log_max_files is not None:
-            flags.append(f"--container-log-max-files={k.container_log_max_files}")
-        if k.pod_pids_limit is not None:
-            flags.append(f"--pod-max-pids={k.pod_pids_limit}")
-        if k.fail_swap_on is not None:
-            flags.append(f"--fail-swap-on={str(k.fail_swap_on).lower()}")
-    labels = kubelet_labels(node.labels)
-    if labels:
-        flags.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
-    if node.taints:
-        flags.append("--register-with-taints=" + ",".join(_taint(t) for t in node.taints))
-    return flags
+    reserved = {
+        "cpu": f"{node.kube_reserved_cpu_millis}m",
+        "memory": f"{node.kube_reserved_memory_mib}Mi",
+    }
+    k = node.kubelet or AKSKubeletConfiguration()
+    return kubelet_flags(
+        kubelet_flag("max-pods", node.max_pods),
+        kubelet_flag("kube-reserved", reserved),
+        kubelet_flag("eviction-hard", EVICTION_HARD),
+        kubelet_flag("cluster-dns", cluster.dns_service_ip),
+        kubelet_flag("cpu-manager-policy", k.cpu_manager_policy),
+        kubelet_flag("cpu-cfs-quota", k.cpu_cfs_quota),
+        kubelet_flag("cpu-cfs-quota-period", k.cpu_cfs_quota_period),
+        kubelet_flag("image-gc-high-threshold", k.image_gc_high_threshold_percent),
+        kubelet_flag("image-gc-low-threshold", k.image_gc_low_threshold_percent),
+        kubelet_flag("topology-manager-policy", k.topology_manager_policy),
+        kubelet_flag("allowed-unsafe-sysctls", k.allowed_unsafe_sysctls),
+        kubelet_flag("container-log-max-size", k.container_log_max_size),
+        kubelet_flag("container-log-max-files", k.container_log_max_files),
+        kubelet_flag("pod-max-pids", k.pod_pids_limit),
+        kubelet_flag("fail-swap-on", k.fail_swap_on),
+        kubelet_flag("node-labels", kubelet_labels(node.labels)),
+        kubelet_flag("register-with-taints", [_taint(t) for t in node.taints]),
+    )
 
 
 def script(cluster: ClusterBootstrap, node: NodeBootstrap) -> str:
@@ -159,7 +147,7 @@ def script(cluster: ClusterBootstrap, node: NodeBootstrap) -> str:
         "NODE_NAME": node.node_name,
         "ARCH": node.arch,
         "MAX_PODS": str(node.max_pods),
-        "KUBELET_FLAGS": " ".join(kubelet_flags(cluster, node)),
+        "KUBELET_FLAGS": " ".join(node_kubelet_flags(cluster, node)),
     }
     lines = [
         "#!/bin/bash",

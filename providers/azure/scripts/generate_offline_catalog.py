@@ -21,7 +21,6 @@ API's models, not its data), so the sources are:
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
 import json
 import sys
@@ -29,6 +28,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from nodewright.plugin import write_or_check_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "nodewright_azure"
@@ -129,35 +130,17 @@ def build(generated: str) -> dict[str, Any]:
     }
 
 
-def encode(document: Mapping[str, Any]) -> bytes:
-    """Compact, byte-for-byte reproducible gzip (no file name, mtime 0)."""
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return gzip.compress(text.encode(), compresslevel=9, mtime=0)
-
-
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Top-level fields that differ, ``generated`` aside."""
-    keys = (set(old) | set(new)) - {"generated"}
-    return sorted(k for k in keys if old.get(k) != new.get(k))
+def summary(target: Path, document: Mapping[str, Any]) -> str:
+    return (
+        f"wrote {target} ({target.stat().st_size} bytes): {len(document['skus'])} VM sizes, "
+        f"locations {', '.join(document['regions'])}"
+    )
 
 
 def main(argv: list[str]) -> int:
-    document = build(datetime.now(UTC).date().isoformat())
-    if "--check" in argv:
-        old = json.loads(gzip.decompress(TARGET.read_bytes()))
-        changed = differences(old, document)
-        if changed:
-            print(f"{TARGET.name} is out of date: {', '.join(changed)} differ; regenerate it")
-            return 1
-        print(f"{TARGET.name} is up to date")
-        return 0
-    TARGET.parent.mkdir(parents=True, exist_ok=True)
-    TARGET.write_bytes(encode(document))
-    print(
-        f"wrote {TARGET} ({TARGET.stat().st_size} bytes): {len(document['skus'])} VM sizes, "
-        f"locations {', '.join(document['regions'])}"
+    return write_or_check_catalog(
+        TARGET, build(datetime.now(UTC).date().isoformat()), argv, summary
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,15 +3,13 @@ bundled catalog through an in-process transport; no server, no identity."""
 
 from __future__ import annotations
 
-import gzip
-import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nodewright.commands import main
+from nodewright.plugin import catalog_differences, decode_catalog, encode_catalog
+from nodewright.testing.simulate import load_script, simulate_manifests, simulate_report
 from nodewright_azure import plugin as azure_plugin
 from nodewright_azure.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
 from nodewright_azure.options import SettingsError, parse_settings
@@ -57,15 +55,9 @@ spec:
 def simulate(
     tmp_path: Path, capacity: str, *options: str, extra: str = ""
 ) -> tuple[int, dict[str, Any]]:
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "class.yaml").write_text(NODE_CLASS)
     pool = NODE_POOL.replace("CAPACITY", capacity).replace("EXTRA", extra)
-    (manifests / "pool.yaml").write_text(pool)
-    (manifests / "pod.yaml").write_text(POD)
-    report = tmp_path / "report.json"
-    code = main(["simulate", str(manifests), "--json", str(report), *options])
-    return code, json.loads(report.read_text()) if report.exists() else {}
+    manifests = {"class.yaml": NODE_CLASS, "pool.yaml": pool, "pod.yaml": POD}
+    return simulate_manifests(tmp_path, manifests, *options)
 
 
 def test_on_demand_launches_the_cheapest_size_at_its_list_price(tmp_path: Path) -> None:
@@ -117,21 +109,15 @@ def test_a_zone_requirement_is_honoured(tmp_path: Path) -> None:
 def test_seed_002_runs_offline_and_leaves_no_vm(tmp_path: Path) -> None:
     """examples/azure/seed-002 with no server: each step's node is a catalog size of the
     pool's family with a price, consolidated away; no VM or NIC is left at the end."""
-    report_file = tmp_path / "report.json"
-    code = main(
-        [
-            "simulate",
-            str(SEED / "manifests"),
-            "--scenario",
-            str(SEED / "scenario.yaml"),
-            "--provider-option",
-            "azure.offline=japaneast",
-            "--json",
-            str(report_file),
-        ]
+    code, report = simulate_report(
+        tmp_path,
+        str(SEED / "manifests"),
+        "--scenario",
+        str(SEED / "scenario.yaml"),
+        "--provider-option",
+        "azure.offline=japaneast",
     )
     assert code == 0
-    report = json.loads(report_file.read_text())
     assert report["nodes"] == []
     removed = {n["nodePool"]: n for n in report["removedNodes"]}
     assert set(removed) == {"default", "my-node", "my-node-comp"}
@@ -187,12 +173,8 @@ def test_offline_fills_in_what_azure_would_need() -> None:
 
 
 def test_the_generation_script_reproduces_the_bundled_catalog() -> None:
-    spec = importlib.util.spec_from_file_location("generate_azure_offline_catalog", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    bundled = json.loads(gzip.decompress(script.TARGET.read_bytes()))
+    script = load_script(SCRIPT)
+    bundled = decode_catalog(script.TARGET.read_bytes())
     rebuilt = script.build(bundled["generated"])
-    assert script.differences(bundled, rebuilt) == []
-    assert script.encode(rebuilt) == script.TARGET.read_bytes()
+    assert catalog_differences(bundled, rebuilt) == []
+    assert encode_catalog(rebuilt) == script.TARGET.read_bytes()

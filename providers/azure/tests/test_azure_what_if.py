@@ -5,14 +5,13 @@ priced from the catalog, and the empty Karpenter node is removed."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from nodewright.commands import main
+from nodewright.testing.simulate import simulate_report
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "azure"
@@ -83,24 +82,11 @@ def test_an_aks_snapshot_is_priced_from_the_offline_catalog(
 ) -> None:
     dump = tmp_path / "aks.json"
     dump.write_text(json.dumps(_dump()))
-    report = tmp_path / "report.json"
-    try:
-        code = main(
-            [
-                "simulate",
-                "--from-dump",
-                str(dump),
-                "--provider-option",
-                "azure.offline=japaneast",
-                "--json",
-                str(report),
-            ]
-        )
-    finally:
-        logging.getLogger("nodewright").handlers.clear()
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    what_if = json.loads(report.read_text())["whatIf"]
+    code, report = simulate_report(
+        tmp_path, "--from-dump", str(dump), "--provider-option", "azure.offline=japaneast"
+    )
+    assert code == 0, capsys.readouterr().err
+    what_if = report["whatIf"]
     assert [(n["name"], n["managed"], n["pricePerHour"]) for n in what_if["currentNodes"]] == [
         ("aks-default-a", True, pytest.approx(D2S_V3)),
         ("aks-default-b", True, pytest.approx(D2S_V3)),

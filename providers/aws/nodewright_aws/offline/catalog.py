@@ -4,13 +4,13 @@ its ``sources`` field says where each part comes from)."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from nodewright.plugin import decode_catalog
 
 CATALOG_FILE = "catalog.json.gz"
 #: Spot costs this share of on-demand, varied per (type, zone) within the band below, so
@@ -75,4 +75,4 @@ def spot_share(instance_type: str, zone: str) -> float:
 @cache
 def load_catalog() -> OfflineCatalog:
     data = resources.files("nodewright_aws.offline").joinpath(CATALOG_FILE).read_bytes()
-    return OfflineCatalog(json.loads(gzip.decompress(data)))
+    return OfflineCatalog(decode_catalog(data))

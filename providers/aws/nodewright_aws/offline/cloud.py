@@ -26,12 +26,19 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import botocore.exceptions
-
+from nodewright_aws.offline.api import (
+    Service,
+    by_keys,
+    client_error,
+    filter_values,
+    tag_list,
+    tags_match,
+    tags_of,
+)
 from nodewright_aws.offline.catalog import OfflineCatalog
 
 DEFAULT_KUBERNETES_VERSION = "1.32"
@@ -42,57 +49,8 @@ OFFLINE_ACCOUNT = "000000000000"
 _AL2_PATH = re.compile(r"/eks/optimized-ami/1\.(\d+)/amazon-linux-2(-arm64|-gpu)?/")
 
 
-def client_error(operation: str, code: str, message: str) -> botocore.exceptions.ClientError:
-    return botocore.exceptions.ClientError({"Error": {"Code": code, "Message": message}}, operation)
-
-
 def _hex_id(prefix: str, seed: str) -> str:
     return f"{prefix}-{hashlib.sha256(seed.encode()).hexdigest()[:17]}"
-
-
-def _tags(items: Sequence[Mapping[str, str]]) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in items}
-
-
-def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
-
-
-def _filter_values(filters: Sequence[Mapping[str, Any]], name: str) -> list[str] | None:
-    values: list[str] | None = None
-    for item in filters:
-        if item["Name"] == name:
-            values = (values or []) + list(item["Values"])
-    return values
-
-
-def _tags_match(tags: Mapping[str, str], filters: Sequence[Mapping[str, Any]]) -> bool:
-    for item in filters:
-        name = item["Name"]
-        if name == "tag-key" and not any(k in tags for k in item["Values"]):
-            return False
-        if name.startswith("tag:") and tags.get(name[4:]) not in item["Values"]:
-            return False
-    return True
-
-
-class _Paginator:
-    """One page holding the whole answer (the provider merges pages anyway)."""
-
-    def __init__(self, call: Callable[..., dict[str, Any]]) -> None:
-        self._call = call
-
-    def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        kwargs.pop("PaginationConfig", None)
-        yield self._call(**kwargs)
-
-
-class _Service:
-    def get_paginator(self, operation: str) -> _Paginator:
-        return _Paginator(getattr(self, operation))
-
-    def close(self) -> None:
-        """Nothing to close: no connection."""
 
 
 class OfflineAWS:
@@ -182,16 +140,16 @@ class OfflineSession:
             ) from None
 
 
-class OfflineEC2(_Service):
+class OfflineEC2(Service):
     def __init__(self, cloud: OfflineAWS) -> None:
         self.cloud = cloud
 
     # -- catalog -------------------------------------------------------------------------
 
     def describe_instance_types(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-        virtualization = _filter_values(Filters, "supported-virtualization-type")
-        architectures = _filter_values(Filters, "processor-info.supported-architecture")
-        patterns = _filter_values(Filters, "instance-type")
+        virtualization = filter_values(Filters, "supported-virtualization-type")
+        architectures = filter_values(Filters, "processor-info.supported-architecture")
+        patterns = filter_values(Filters, "instance-type")
         found = []
         for name, info in sorted(self.cloud.catalog.instance_types.items()):
             if name not in self.cloud.offerings:
@@ -255,7 +213,7 @@ class OfflineEC2(_Service):
     # -- the account -----------------------------------------------------------------------
 
     def describe_subnets(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-        ids = _filter_values(Filters, "subnet-id")
+        ids = filter_values(Filters, "subnet-id")
         if ids is None:
             return {"Subnets": list(self.cloud.subnets.values())}
         zones = self.cloud.zones
@@ -268,8 +226,8 @@ class OfflineEC2(_Service):
         return {"Subnets": [self.cloud.subnets[i] for i in ids]}
 
     def describe_security_groups(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-        ids = _filter_values(Filters, "group-id")
-        names = _filter_values(Filters, "group-name")
+        ids = filter_values(Filters, "group-id")
+        names = filter_values(Filters, "group-name")
         if ids is not None:
             groups = [{"GroupId": i, "GroupName": ""} for i in ids]
         elif names is not None:
@@ -290,7 +248,7 @@ class OfflineEC2(_Service):
                     self.cloud.images.get(i) or self.cloud.image(i, i, "x86_64") for i in ImageIds
                 ]
             }
-        names = _filter_values(Filters, "name") or ["offline-image"]
+        names = filter_values(Filters, "name") or ["offline-image"]
         images = []
         for name in names:
             for arch in ("x86_64", "arm64"):
@@ -310,16 +268,15 @@ class OfflineEC2(_Service):
     ) -> dict[str, Any]:
         templates = self.cloud.launch_templates
         if LaunchTemplateNames:
-            missing = [n for n in LaunchTemplateNames if n not in templates]
-            if missing:
-                raise client_error(
-                    "DescribeLaunchTemplates",
-                    "InvalidLaunchTemplateName.NotFoundException",
-                    f"At least one of the launch templates specified does not exist: {missing[0]}",
-                )
-            chosen = [templates[n] for n in LaunchTemplateNames]
+            chosen = by_keys(
+                templates,
+                LaunchTemplateNames,
+                "DescribeLaunchTemplates",
+                "InvalidLaunchTemplateName.NotFoundException",
+                "At least one of the launch templates specified does not exist: {}",
+            )
         else:
-            chosen = [t for t in templates.values() if _tags_match(_tags(t["Tags"]), Filters)]
+            chosen = [t for t in templates.values() if tags_match(tags_of(t["Tags"]), Filters)]
         return {
             "LaunchTemplates": [
                 {"LaunchTemplateName": t["LaunchTemplateName"], "Tags": t["Tags"]} for t in chosen
@@ -433,7 +390,7 @@ class OfflineEC2(_Service):
             "PrivateDnsName": f"ip-{address.replace('.', '-')}.{region}.compute.internal",
             "SecurityGroups": [{"GroupId": g, "GroupName": ""} for g in groups],
             "LaunchTime": self.cloud.now(),
-            "Tags": _tag_list(tags),
+            "Tags": tag_list(tags),
         }
         if subnet:
             subnet["AvailableIpAddressCount"] = max(0, subnet["AvailableIpAddressCount"] - 1)
@@ -466,21 +423,20 @@ class OfflineEC2(_Service):
     ) -> dict[str, Any]:
         instances = self.cloud.instances
         if InstanceIds:
-            missing = [i for i in InstanceIds if i not in instances]
-            if missing:
-                raise client_error(
-                    "DescribeInstances",
-                    "InvalidInstanceID.NotFound",
-                    f"The instance ID '{missing[0]}' does not exist",
-                )
-            chosen = [instances[i] for i in InstanceIds]
+            chosen = by_keys(
+                instances,
+                InstanceIds,
+                "DescribeInstances",
+                "InvalidInstanceID.NotFound",
+                "The instance ID '{}' does not exist",
+            )
         else:
             chosen = list(instances.values())
-        states = _filter_values(Filters, "instance-state-name")
+        states = filter_values(Filters, "instance-state-name")
         found = [
             copy.deepcopy(i)
             for i in chosen
-            if _tags_match(_tags(i["Tags"]), Filters)
+            if tags_match(tags_of(i["Tags"]), Filters)
             and (states is None or i["State"]["Name"] in states)
         ]
         return {"Reservations": [{"Instances": found}] if found else []}
@@ -507,7 +463,7 @@ class OfflineEC2(_Service):
         return {"TerminatingInstances": changes}
 
 
-class OfflinePricing(_Service):
+class OfflinePricing(Service):
     """GetProducts as the Pricing API shapes it: one JSON string per instance type."""
 
     def __init__(self, cloud: OfflineAWS) -> None:
@@ -549,7 +505,7 @@ class OfflinePricing(_Service):
         return {"PriceList": entries}
 
 
-class OfflineSSM(_Service):
+class OfflineSSM(Service):
     def __init__(self, cloud: OfflineAWS) -> None:
         self.cloud = cloud
 
@@ -563,7 +519,7 @@ class OfflineSSM(_Service):
         return {"Parameter": {"Name": Name, "Type": "String", "Value": image_id}}
 
 
-class OfflineIAM(_Service):
+class OfflineIAM(Service):
     def __init__(self, cloud: OfflineAWS) -> None:
         self.cloud = cloud
 
@@ -599,7 +555,7 @@ class OfflineIAM(_Service):
         profile["Roles"] = [r for r in profile["Roles"] if r["RoleName"] != RoleName]
 
 
-class OfflineEKS(_Service):
+class OfflineEKS(Service):
     def __init__(self, cloud: OfflineAWS) -> None:
         self.cloud = cloud
 
@@ -616,7 +572,7 @@ class OfflineEKS(_Service):
         }
 
 
-class OfflineSQS(_Service):
+class OfflineSQS(Service):
     """An interruption queue that never holds a message: nothing interrupts offline."""
 
     def get_queue_url(self, QueueName: str) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from)."""
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from nodewright.plugin import decode_catalog
 
 CATALOG_FILE = "catalog.json.gz"
 #: Spot costs this share of on-demand, fixed per (size, location) within the band: an
@@ -76,4 +76,4 @@ class OfflineCatalog:
 @cache
 def load_catalog() -> OfflineCatalog:
     data = resources.files("nodewright_azure.offline").joinpath(CATALOG_FILE).read_bytes()
-    return OfflineCatalog(json.loads(gzip.decompress(data)))
+    return OfflineCatalog(decode_catalog(data))
