@@ -8,7 +8,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.plugin.errors import ProviderError
+from nodewright.plugin import ProviderError
 from nodewright_aws.clients import AWSClients, aws_errors
 from nodewright_aws.nodeclass import EC2NodeClass
 

@@ -15,7 +15,7 @@ from typing import Any
 import botocore.config
 import botocore.exceptions
 
-from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
+from nodewright.plugin import NodeClassNotReadyError, TemporaryProviderError
 from nodewright_aws.options import REGION, Settings
 
 log = logging.getLogger(__name__)

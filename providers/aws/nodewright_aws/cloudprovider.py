@@ -12,20 +12,22 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.plugin.errors import ProviderError, TemporaryProviderError
-from nodewright.plugin.model import (
+from nodewright.plugin import (
     ClockLike,
     Instance,
     InstanceType,
     LaunchRequest,
     LaunchResult,
+    NodeClaim,
+    NodeClass,
     NodeClassKind,
     NodeClassReadiness,
     Offering,
     ProviderContext,
+    ProviderError,
     ProviderInfo,
     RepairPolicy,
+    TemporaryProviderError,
 )
 from nodewright_aws import labels as L
 from nodewright_aws.capacityreservation import capacity_reservations

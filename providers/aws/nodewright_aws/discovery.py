@@ -14,10 +14,14 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.api.labels import ARCH_LABEL
-from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
-from nodewright.plugin.model import InstanceType
-from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.plugin import (
+    ARCH_LABEL,
+    InstanceType,
+    NodeClassNotReadyError,
+    Requirement,
+    Requirements,
+    TemporaryProviderError,
+)
 from nodewright_aws.clients import (
     AWSClients,
     MissingConfigurationError,

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import botocore.exceptions
 
-from nodewright.api.karpenter import NodeClaim
-from nodewright.plugin.errors import ProviderError
-from nodewright.plugin.hashes import restamp_hashes
-from nodewright.plugin.model import ProviderCluster
+from nodewright.plugin import NodeClaim, ProviderCluster, ProviderError, restamp_hashes
 from nodewright_aws import labels as L
 from nodewright_aws.discovery import NodeClassDiscovery
 from nodewright_aws.instance import InstanceProvider, parse_provider_id

@@ -15,7 +15,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_RESERVED,
@@ -24,15 +24,17 @@ from nodewright.api.labels import (
     NODEPOOL_LABEL,
     REGION_LABEL,
     ZONE_LABEL,
-)
-from nodewright.plugin.errors import (
+    Instance,
     InstanceNotFoundError,
+    InstanceType,
     InsufficientCapacityError,
     LaunchError,
+    LaunchRequest,
+    LaunchResult,
     NodeClassNotReadyError,
+    Offering,
     TemporaryProviderError,
 )
-from nodewright.plugin.model import Instance, InstanceType, LaunchRequest, LaunchResult, Offering
 from nodewright_aws import labels as L
 from nodewright_aws.clients import (
     UNAUTHORIZED_CODES,

@@ -16,17 +16,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     ARCH_LABEL,
     INSTANCE_TYPE_LABEL,
     OS_LABEL,
     REGION_LABEL,
     WINDOWS_BUILD_LABEL,
+    InstanceType,
+    InstanceTypeOverhead,
+    Requirement,
+    Requirements,
+    ResourceList,
+    TemporaryProviderError,
+    parse_resources,
 )
-from nodewright.plugin.errors import TemporaryProviderError
-from nodewright.plugin.model import InstanceType, InstanceTypeOverhead
-from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.resources import ResourceList, parse_resources
 from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients, MissingConfigurationError, aws_errors
 from nodewright_aws.nodeclass import EC2NodeClass, EC2NodeClassSpec

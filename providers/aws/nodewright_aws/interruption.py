@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nodewright.api.karpenter import NodeClaim
-from nodewright.api.labels import CAPACITY_TYPE_SPOT, INSTANCE_TYPE_LABEL
-from nodewright.plugin.model import ProviderContext
+from nodewright.plugin import CAPACITY_TYPE_SPOT, INSTANCE_TYPE_LABEL, NodeClaim, ProviderContext
 from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients
 from nodewright_aws.unavailable import UnavailableOfferings

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodewright.scheduling.resources import parse_resources
+from nodewright.plugin import parse_resources
 from nodewright_aws import labels as L
 from nodewright_aws.nodeclass import EC2NodeClass
 

@@ -11,9 +11,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.api.labels import CAPACITY_TYPE_LABEL
-from nodewright.plugin.errors import LaunchError
-from nodewright.plugin.model import LaunchRequest
+from nodewright.plugin import CAPACITY_TYPE_LABEL, LaunchError, LaunchRequest
 from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients, error_code, error_text
 from nodewright_aws.cluster import EKSCluster

@@ -9,8 +9,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from nodewright.api.labels import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
-from nodewright.plugin.model import InstanceType, Offering, Reservation
+from nodewright.plugin import (
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    InstanceType,
+    Offering,
+    Reservation,
+)
 from nodewright_aws import labels as L
 from nodewright_aws.discovery import NodeClassDiscovery, ami_for
 from nodewright_aws.instancetype import InstanceTypeProvider, capacity_types

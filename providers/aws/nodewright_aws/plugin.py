@@ -7,7 +7,7 @@ first use, as a NodeClass condition or a provider error naming what to set.
 
 from __future__ import annotations
 
-from nodewright.plugin.delegate import ProviderPlugin
+from nodewright.plugin import ProviderPlugin
 from nodewright_aws.cloudprovider import AWSProvider, provider_info
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
+from nodewright.plugin import kubelet_flag, kubelet_flags
 from nodewright_aws.nodeclass import KubeletConfiguration
 
 BOUNDARY = "//"

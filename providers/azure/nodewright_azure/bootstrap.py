@@ -16,9 +16,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from nodewright.api.core import Taint
-from nodewright.api.labels import UNREGISTERED_TAINT_KEY
-from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
+from nodewright.plugin import UNREGISTERED_TAINT_KEY, Taint, kubelet_flag, kubelet_flags
 from nodewright_azure.nodeclass import AKSKubeletConfiguration
 
 #: Label domains the NodeRestriction admission plugin lets a kubelet set in these families.

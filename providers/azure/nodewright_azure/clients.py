@@ -20,7 +20,7 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 
-from nodewright.plugin.errors import NodeClassNotReadyError, ProviderError, TemporaryProviderError
+from nodewright.plugin import NodeClassNotReadyError, ProviderError, TemporaryProviderError
 from nodewright_azure.offline.cloud import OfflineAzure
 from nodewright_azure.offline.transport import OfflineCredential, OfflineTransport
 from nodewright_azure.options import Settings, SettingsError

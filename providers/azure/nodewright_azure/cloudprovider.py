@@ -17,21 +17,23 @@ from typing import Any
 
 from azure.core.exceptions import HttpResponseError
 
-from nodewright.api.karpenter import NodeClaim, NodeClass
-from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
-from nodewright.plugin.model import (
+from nodewright.plugin import (
     ClockLike,
     Instance,
     InstanceType,
     LaunchRequest,
     LaunchResult,
+    NodeClaim,
+    NodeClass,
     NodeClassKind,
+    NodeClassNotReadyError,
     NodeClassReadiness,
     Offering,
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
     RepairPolicy,
+    TemporaryProviderError,
 )
 from nodewright_azure import auth, images
 from nodewright_azure import labels as L

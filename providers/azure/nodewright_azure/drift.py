@@ -6,11 +6,14 @@ another hash version, so later class changes drift them."""
 
 from __future__ import annotations
 
-from nodewright.api.core import Node
-from nodewright.api.karpenter import NodeClaim
-from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
-from nodewright.plugin.hashes import restamp_hashes
-from nodewright.plugin.model import ProviderCluster
+from nodewright.plugin import (
+    Node,
+    NodeClaim,
+    NodeClassNotReadyError,
+    ProviderCluster,
+    TemporaryProviderError,
+    restamp_hashes,
+)
 from nodewright_azure.images import ImageProvider
 from nodewright_azure.nodeclass import (
     HASH_ANNOTATION,

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from nodewright.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
-from nodewright.plugin.errors import (
+from nodewright.plugin import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
     InsufficientCapacityError,
     LaunchError,
     ProviderError,

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from nodewright.plugin.errors import NodeClassNotReadyError, TemporaryProviderError
+from nodewright.plugin import NodeClassNotReadyError, TemporaryProviderError
 from nodewright_azure import labels as L
 from nodewright_azure.clients import AzureClients, azure_errors
 from nodewright_azure.instance import InstanceProvider

@@ -18,7 +18,7 @@ from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from nodewright.plugin.errors import TemporaryProviderError
+from nodewright.plugin import TemporaryProviderError
 from nodewright_azure import skus
 from nodewright_azure.clients import AzureClients, azure_errors
 from nodewright_azure.instancetype import InstanceTypeProvider

@@ -20,28 +20,24 @@ from azure.core.exceptions import (
 )
 from azure.core.polling import LROPoller
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_SPOT,
     REGION_LABEL,
+    UNAVAILABLE_OFFERING_TTL,
     ZONE_LABEL,
-)
-from nodewright.plugin.errors import (
+    Instance,
     InstanceNotFoundError,
+    InstanceType,
     InsufficientCapacityError,
     LaunchError,
-    NodeClassNotReadyError,
-    ProviderError,
-    TemporaryProviderError,
-)
-from nodewright.plugin.model import (
-    UNAVAILABLE_OFFERING_TTL,
-    Instance,
-    InstanceType,
     LaunchRequest,
     LaunchResult,
+    NodeClassNotReadyError,
     Offering,
+    ProviderError,
+    TemporaryProviderError,
 )
 from nodewright_azure import labels as L
 from nodewright_azure import skus

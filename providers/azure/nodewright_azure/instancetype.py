@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from nodewright.plugin.model import InstanceType
+from nodewright.plugin import InstanceType
 from nodewright_azure import skus
 from nodewright_azure.clients import AzureClients, azure_errors
 from nodewright_azure.nodeclass import AKSNodeClassSpec

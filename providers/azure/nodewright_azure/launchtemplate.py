@@ -4,15 +4,17 @@ cluster options, the AKSNodeClass's kubelet settings and the NodeClaim's labels 
 
 from __future__ import annotations
 
-from nodewright.api.labels import (
+from nodewright.plugin import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     REGION_LABEL,
     ZONE_LABEL,
+    InstanceType,
+    LaunchRequest,
+    NodeClassNotReadyError,
+    Offering,
 )
-from nodewright.plugin.errors import NodeClassNotReadyError
-from nodewright.plugin.model import InstanceType, LaunchRequest, Offering
 from nodewright_azure import bootstrap, skus
 from nodewright_azure import labels as L
 from nodewright_azure.nodeclass import AKSNodeClassSpec

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from nodewright.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
-from nodewright.plugin.model import InstanceType, Offering
+from nodewright.plugin import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright_azure import labels as L
 from nodewright_azure import skus
 from nodewright_azure.instancetype import InstanceTypeProvider

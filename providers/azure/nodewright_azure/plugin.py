@@ -8,7 +8,7 @@ level, which is what the entry point loads. Loading and configuring it makes no 
 
 from __future__ import annotations
 
-from nodewright.plugin.delegate import ProviderPlugin
+from nodewright.plugin import ProviderPlugin
 from nodewright_azure.cloudprovider import AzureProvider, provider_info
 
 

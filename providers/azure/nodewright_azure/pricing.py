@@ -24,7 +24,7 @@ from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy
 from azure.core.pipeline.transport import HttpTransport, RequestsTransport
 from azure.core.rest import HttpRequest
 
-from nodewright.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from nodewright.plugin import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
 from nodewright_azure.options import Settings
 
 log = logging.getLogger(__name__)

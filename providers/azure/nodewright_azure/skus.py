@@ -12,10 +12,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REGION_LABEL
-from nodewright.plugin.model import InstanceType, InstanceTypeOverhead
-from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, ResourceList
+from nodewright.plugin import (
+    ARCH_LABEL,
+    CPU,
+    EPHEMERAL_STORAGE,
+    INSTANCE_TYPE_LABEL,
+    MEMORY,
+    OS_LABEL,
+    PODS,
+    REGION_LABEL,
+    InstanceType,
+    InstanceTypeOverhead,
+    Requirement,
+    Requirements,
+    ResourceList,
+)
 from nodewright_azure import labels as L
 from nodewright_azure.nodeclass import AKSNodeClassSpec
 from nodewright_azure.vmsize import VMSize, VMSizeError, parse_vm_size
