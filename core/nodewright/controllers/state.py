@@ -262,8 +262,11 @@ def _placed_on(
     pod (namespace, labels, anti-affinity) with how many of them run there."""
     if not pods:
         return []
-    alike: dict[tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]], int] = {}
-    first: dict[tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]], Pod] = {}
+    # (namespace, labels, anti-affinity) -> the first such pod's labels, how many run here
+    alike: dict[
+        tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]],
+        tuple[Mapping[str, str], int],
+    ] = {}
     for pod in pods:
         if pod.deleting:
             continue
@@ -273,8 +276,8 @@ def _placed_on(
             hard = pod_topology(pod, namespaces)[0]
             anti = tuple(t for t in hard if t.kind == ANTI_AFFINITY)
         key = (pod.namespace, tuple(sorted(pod.metadata.labels.items())), anti)
-        alike[key] = alike.get(key, 0) + 1
-        first.setdefault(key, pod)
+        labels, count = alike.get(key, (pod.metadata.labels, 0))
+        alike[key] = (labels, count + 1)
     if not alike:
         return []
     taints = taints_from_api(node.spec.taints)
@@ -282,7 +285,7 @@ def _placed_on(
     return [
         PlacedPod(
             namespace=namespace,
-            labels=first[namespace, labels, anti].metadata.labels,
+            labels=labels,
             node_name=node.name,
             node_labels=node.metadata.labels,
             node_taints=taints,
@@ -290,7 +293,7 @@ def _placed_on(
             count=count,
             node_requirements=requirements,
         )
-        for (namespace, labels, anti), count in alike.items()
+        for (namespace, _, anti), (labels, count) in alike.items()
     ]
 
 

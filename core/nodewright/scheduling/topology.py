@@ -418,32 +418,20 @@ class Topology:
                 taints, self._labels_of(name, labels), allow_undefined=False
             ):
                 group.register(domain)
-        # Replicas share their labels and nodes hold many pods: decide each once per group
-        # (a trial scheduling of disruption builds every group again, over every placed pod).
-        selected: dict[tuple[str, int], bool] = {}
-        filtered_in: dict[str, bool] = {}
         for pod in placed:
-            label_key = (pod.namespace, id(pod.labels))
-            chosen = selected.get(label_key)
-            if chosen is None:
-                chosen = selected[label_key] = term.selects(pod.namespace, pod.labels)
-            if not chosen:
+            if not term.selects(pod.namespace, pod.labels):
                 continue
             domain = pod.node_labels.get(term.key)
             if domain is None and group.hostname:
                 domain = pod.node_name
             if domain is None:
                 continue
-            if node_filter is not None:
-                admitted = filtered_in.get(pod.node_name)
-                if admitted is None:
-                    admitted = filtered_in[pod.node_name] = node_filter.matches(
-                        pod.node_taints,
-                        self._labels_of(pod.node_name, pod.node_labels),
-                        allow_undefined=False,
-                    )
-                if not admitted:
-                    continue
+            if node_filter is not None and not node_filter.matches(
+                pod.node_taints,
+                self._labels_of(pod.node_name, pod.node_labels),
+                allow_undefined=False,
+            ):
+                continue
             group.record((domain,), pod.count)
         return group
 
