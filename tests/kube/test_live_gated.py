@@ -33,7 +33,7 @@ from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION
-from nodewright.api.meta import Condition
+from nodewright.api.meta import find_condition
 from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED_ANNOTATION, NodeOverlay
 from nodewright.api.quantity import parse_quantity
 from nodewright.cluster.kube import KubeCluster
@@ -187,15 +187,6 @@ def _of_pool(admin: KubeCluster, kind: Any, pool: str) -> list[Any]:
     return [o for o in admin.list(kind, labels={POOL_LABEL: pool}) if not o.deleting]
 
 
-def _ready(node: Node) -> bool:
-    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
-    return ready is not None and ready.status == "True"
-
-
-def _condition(conditions: list[Condition], kind: str) -> Condition | None:
-    return next((c for c in conditions if c.type == kind), None)
-
-
 def _explain(admin: KubeCluster, namespace: str, pool: str) -> str:
     """What a user would look at when the pod does not run: its conditions, the pool's
     NodeClaims and Nodes, and the overlays' status."""
@@ -219,7 +210,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         pool = admin.read(NodePool, static)
         return (
             len(nodes) == count
-            and all(_ready(n) for n in nodes)
+            and all(n.ready for n in nodes)
             and pool is not None
             and pool.status.nodes == count
         )
@@ -253,7 +244,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
         buffer = admin.read(CapacityBuffer, "headroom", namespace)
         if buffer is None:
             return False
-        provisioning = _condition(buffer.status.conditions, "Provisioning")
+        provisioning = find_condition(buffer.status.conditions, "Provisioning")
         return provisioning is not None and provisioning.status == "True"
 
     _wait(buffer_fits, "the buffer's virtual pods fit existing capacity")
@@ -281,7 +272,7 @@ def _run(admin: KubeCluster, run: Gated) -> None:
 
     def replaced() -> bool:
         nodes = _of_pool(admin, Node, balanced)
-        return len(nodes) == 1 and nodes[0].name not in big and _ready(nodes[0]) and web_runs(2)
+        return len(nodes) == 1 and nodes[0].name not in big and nodes[0].ready and web_runs(2)
 
     _wait(replaced, "the Balanced pool's big node was replaced by a smaller one")
     run.balanced_after = _of_pool(admin, Node, balanced)
@@ -390,7 +381,7 @@ def test_an_overlaid_resource_gets_a_node_that_offers_it(gated: Gated) -> None:
     assert node.status.allocatable.get(GPU) == "1"
     assert claim.metadata.annotations.get(CAPACITY_OVERLAY_APPLIED_ANNOTATION) == "true"
     assert gated.overlay is not None
-    ready = _condition(gated.overlay.status.conditions, "Ready")
+    ready = find_condition(gated.overlay.status.conditions, "Ready")
     assert ready is not None
     assert ready.status == "True"
 
@@ -398,10 +389,10 @@ def test_an_overlaid_resource_gets_a_node_that_offers_it(gated: Gated) -> None:
 def test_a_capacity_buffer_gets_nodes_of_its_own(gated: Gated) -> None:
     assert gated.buffer is not None
     assert gated.buffer.status.replicas == 2
-    ready = _condition(gated.buffer.status.conditions, "ReadyForProvisioning")
+    ready = find_condition(gated.buffer.status.conditions, "ReadyForProvisioning")
     assert ready is not None
     assert ready.status == "True"
-    provisioning = _condition(gated.buffer.status.conditions, "Provisioning")
+    provisioning = find_condition(gated.buffer.status.conditions, "Provisioning")
     assert provisioning is not None
     assert provisioning.reason == "FitsExistingCapacity"
     # no real pod asked for a c-family node of the dynamic pool: they hold the headroom
