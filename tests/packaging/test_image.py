@@ -179,21 +179,29 @@ def _in_namespace(
     venv: Path, target: str, runtime: Runtime, command: Sequence[str], *, timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` in a private mount namespace: the virtualenv read-only at ``target``,
-    an empty read-only ``workdir`` owned by the user, ``/`` read-only, a fresh ``/tmp``."""
+    an empty read-only ``workdir`` owned by the user, ``/`` read-only, a fresh ``/tmp`` (the
+    checkout stays visible, read-only, when it lives under ``/tmp`` itself)."""
     workdir, uid, gid, env = runtime.workdir, runtime.uid, runtime.gid, runtime.env
     parent = str(Path(target).parent)
     home = str(Path(workdir).parent)
+    checkout, kept = shlex.quote(str(ROOT)), f"{parent}/.checkout"
+    keep = restore = ""
+    if ROOT.is_relative_to("/tmp"):
+        keep = f"mkdir {kept}\nmount --bind -o ro {checkout} {kept}"
+        restore = f"mkdir -p {checkout}\nmount -n --move {kept} {checkout}"
     script = f"""
 set -e
 mount -t tmpfs -o mode=755 tmpfs {parent}
 mkdir {target}
 mount --bind -o ro {shlex.quote(str(venv))} {target}
+{keep}
 mount -t tmpfs -o mode=755 tmpfs {home}
 mkdir {workdir}
 chown {uid}:{gid} {workdir}
 mount -o remount,bind,ro {home}
 mount -o remount,bind,ro /
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+{restore}
 exec setpriv --reuid {uid} --regid {gid} --clear-groups -- \\
   env -C {workdir} -i {" ".join(shlex.quote(f"{k}={v}") for k, v in env.items())} \\
   HOME={workdir} {shlex.join(command)}
