@@ -41,11 +41,10 @@ def templates() -> dict[str, str]:
         if provider.info is None:
             continue
         for kind in provider.info.node_classes:
-            if kind.crd is not None:
-                schema = kind.crd()
-                files[f"{schema['metadata']['name']}.yaml"] = _template(
-                    dump(schema), provider.info.name
-                )
+            schema = kind.custom_resource_definition()
+            files[f"{schema['metadata']['name']}.yaml"] = _template(
+                dump(schema), provider.info.name
+            )
     return files
 
 

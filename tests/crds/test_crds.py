@@ -4,6 +4,7 @@ write (the examples, the seeds after ``nodewright convert``) validate against th
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,12 @@ import yaml
 
 from nodewright.api.convert import convert_documents
 from nodewright.commands import main
-from nodewright.commands.crds import all_crds, dump
+from nodewright.commands.crds import all_crds, dump, run_crds
 from nodewright.commands.host import load_host
+from nodewright.plugin import NodeClassKind, ProviderInfo, hookimpl
+from nodewright.plugin.host import PluginHost
+from nodewright.testing import FakeNodeClass, FakeProvider
+from nodewright.testing.catalog import GROUP
 from tests.convert.test_convert import SEED_000_PROVISIONER, SEED_002_NODEPOOL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,3 +169,40 @@ def test_the_chart_ships_the_generated_crds(crds: dict[str, dict[str, Any]]) -> 
         assert file.read_text() == dump(crd), (
             f"{file} is stale; run: nodewright crds --output-dir charts/nodewright/crds"
         )
+
+
+def _host(provider: FakeProvider) -> PluginHost:
+    host = PluginHost.load(entry_points=False, plugins={"fake": provider})
+    assert host.errors == []
+    return host
+
+
+def test_a_node_class_without_a_crd_builder_gets_one_from_its_model() -> None:
+    # FakeProvider declares FakeNodeClass with no `crd=`: it must not vanish from the CRDs.
+    host = _host(FakeProvider())
+    generated = {crd["metadata"]["name"]: crd for crd in all_crds(host)}
+    crd = generated["fakenodeclasses.testing.nodewright.dev"]
+    kubernetes_validate.validate(dict(crd), K8S_VERSION, strict=True)
+    assert crd["spec"]["names"]["kind"] == "FakeNodeClass"
+    assert "spec" in _schema(crd)["properties"]
+
+
+def test_a_crd_builder_that_raises_is_one_error_naming_the_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class BrokenCrd(FakeProvider):
+        @hookimpl
+        def nodewright_provider_info(self) -> ProviderInfo:
+            def crd() -> dict[str, Any]:
+                raise KeyError("spec")
+
+            kind = NodeClassKind(GROUP, FakeNodeClass.KIND, FakeNodeClass, crd=crd)
+            return replace(super().nodewright_provider_info(), node_classes=(kind,))
+
+    assert run_crds(_host(BrokenCrd())) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "error: the CRD of FakeNodeClass (testing.nodewright.dev) cannot be built: "
+        "KeyError: 'spec'\n"
+    )

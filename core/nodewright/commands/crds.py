@@ -1,7 +1,7 @@
 """``nodewright crds``: the CustomResourceDefinitions to install, as YAML.
 
 NodePool and NodeClaim from the core (:mod:`nodewright.api.crds`), and the NodeClass CRD of
-every installed provider that supplies one (``NodeClassKind.crd``).
+every installed provider (``NodeClassKind.custom_resource_definition``).
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ def all_crds(host: PluginHost) -> list[Mapping[str, Any]]:
     """
     crds: list[Mapping[str, Any]] = list(core_crds())
     for kind in host.node_class_kinds():
-        if kind.crd is None:
-            continue
         try:
-            crd = kind.crd()
+            crd = kind.custom_resource_definition()
             name = crd["metadata"]["name"]
         except Exception as error:  # a provider's bug must not become a traceback here
             raise CrdError(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nodewright.api.labels import CAPACITY_TYPES
 from nodewright.cluster.state import Change, ChangeFeed, ClusterState
+from nodewright.plugin.crd import node_class_crd
 from nodewright.scheduling.instancetype import (
     InstanceType,
     InstanceTypeOverhead,
@@ -36,9 +37,21 @@ class NodeClassKind:
     #: Other apiVersions (e.g. ``karpenter.azure.com/v1alpha2``) the model also accepts.
     extra_versions: tuple[str, ...] = ()
     #: Builds the kind's CustomResourceDefinition (a plain dict, see
-    #: :func:`nodewright.plugin.node_class_crd`) for ``nodewright crds`` and the Helm chart.
-    #: None: the provider ships no CRD.
+    #: :func:`nodewright.plugin.node_class_crd`) for ``nodewright crds`` and the Helm chart,
+    #: when it needs more than the defaults (short names, printer columns, served versions).
+    #: None: the CRD is generated from ``model`` with the defaults.
     crd: Callable[[], Mapping[str, Any]] | None = None
+
+    def custom_resource_definition(self) -> Mapping[str, Any]:
+        """The kind's CRD: ``crd()``, or one generated from ``model``.
+
+        Every NodeClass gets a CRD, so a kind a provider forgot to describe is never silently
+        missing from ``nodewright crds``. Raises whatever the builder raises
+        (:class:`nodewright.plugin.CrdGenerationError` for a model it cannot describe).
+        """
+        if self.crd is not None:
+            return self.crd()
+        return node_class_crd(self.model)
 
 
 @dataclass(frozen=True)
