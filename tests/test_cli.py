@@ -157,6 +157,29 @@ def test_a_logged_exception_shows_its_type_and_message_and_its_traceback_when_ve
     assert "Traceback (most recent call last)" in loud
 
 
+def test_simulated_log_lines_mask_secrets_as_run_does() -> None:
+    import logging
+
+    from nodewright.clock import SimulatedClock
+    from nodewright.logfields import fields
+    from nodewright.service.logs import TextFormatter
+
+    record = logging.LogRecord(
+        "nodewright.provider",
+        logging.ERROR,
+        __file__,
+        1,
+        "launch failed: Authorization: Bearer abc.def-123",
+        (),
+        None,
+    )
+    record.__dict__.update(fields(error="password=hunter2"))
+    line = TextFormatter.simulated(SimulatedClock()).format(record)
+    assert "abc.def-123" not in line
+    assert "hunter2" not in line
+    assert line.count("[redacted]") == 2
+
+
 # --- bad input: file:line on every line, exit 2, never a traceback (issue 18) ----------------
 
 

@@ -1,6 +1,7 @@
 """Log lines of the commands: ``nodewright run`` writes JSON lines as Karpenter v1 writes them,
-or text, with secrets masked as a last line of defence (the adapter never logs credentials in the
-first place); ``nodewright simulate`` writes the same text lines stamped with the simulated clock.
+or text; ``nodewright simulate`` writes the same text lines stamped with the simulated clock.
+Both mask secrets as a last line of defence (the adapter never logs credentials in the first
+place).
 
 A JSON line has zap's level name (``WARN``, not ``WARNING``), the time, the logger (``controller``
 while a controller's pass runs, as controller-runtime names Karpenter's), the message, the
@@ -79,9 +80,10 @@ class JSONFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     """``TIME LEVEL logger message key=value ...``.
 
-    ``nodewright run``'s lines are stamped with the time they were logged and masked; a
-    simulation's (:meth:`simulated`) with its clock, without the wall-clock keys, and with the
-    traceback of a logged exception when ``verbose``.
+    ``nodewright run``'s lines are stamped with the time they were logged; a simulation's
+    (:meth:`simulated`) with its clock, without the wall-clock keys, and with the traceback of
+    a logged exception when ``verbose``. Both are masked: a simulation reads the same
+    manifests and plugins a cluster does, so a secret can reach its lines too.
     """
 
     def __init__(
@@ -90,18 +92,16 @@ class TextFormatter(logging.Formatter):
         *,
         left_out: frozenset[str] = frozenset(),
         tracebacks: bool = False,
-        masked: bool = True,
     ) -> None:
         super().__init__()
         self._clock = clock
         self._left_out = left_out
         self._tracebacks = tracebacks
-        self._masked = masked
 
     @classmethod
     def simulated(cls, clock: Clock, verbose: bool = False) -> TextFormatter:
         """The lines ``nodewright simulate`` prints."""
-        return cls(clock, left_out=WALL_CLOCK_KEYS, tracebacks=verbose, masked=False)
+        return cls(clock, left_out=WALL_CLOCK_KEYS, tracebacks=verbose)
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = _created(record) if self._clock is None else _stamp(self._clock.now())
@@ -115,7 +115,7 @@ class TextFormatter(logging.Formatter):
             line += f"\t{as_text(values)}"
         if self._tracebacks and record.exc_info and record.exc_info[1] is not None:
             line += "\n" + self.formatException(record.exc_info)
-        return redact(line) if self._masked else line
+        return redact(line)
 
 
 def _handler(path: str) -> logging.Handler:
