@@ -8,6 +8,15 @@
 * :class:`MemoryCluster`, :class:`SimulatedClock`: the in-memory cluster and the clock to
   build a :class:`~nodewright.plugin.ProviderContext` from in a provider's tests.
 
+Modules to import by name:
+
+* :mod:`nodewright.testing.manifests`: manifest text as a user writes it (NodePools,
+  Deployments, PodDisruptionBudgets), to feed a simulation.
+* :mod:`nodewright.testing.simulate`: run ``nodewright simulate`` from a test and read its
+  JSON report.
+* :mod:`nodewright.testing.pytest_plugin`: opt-in fixtures (``fake_provider``,
+  ``simulated_clock``, ``make_plugin_host``, ``plugin_host``).
+
 A provider's tests import from here and from :mod:`nodewright.plugin` only.
 
 Nothing in the core imports this package.
