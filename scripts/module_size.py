@@ -1,11 +1,14 @@
 """Keep every Python module under ``LIMIT`` lines, so each room holds one concept.
 
-    uv run --frozen python scripts/module_size.py
+    uv run --frozen python scripts/module_size.py            # check
+    uv run --frozen python scripts/module_size.py --lower    # after a split: shrink the list
 
 Run by ``bin/check`` over every Python file git knows (tracked or new, not ignored). Modules
 already over the limit are listed in ``scripts/module_size_allowlist.txt`` with their size;
 that list may only shrink: a listed module may not grow, its entry must follow it down as it
 shrinks, and it must leave the list once the module is under the limit. Nothing new joins it.
+``--lower`` makes those two edits itself (lowers entries, drops entries of modules now within the
+limit or gone) and then checks; it never raises an entry or adds one.
 """
 
 from __future__ import annotations
@@ -68,6 +71,23 @@ def problems(sizes: Mapping[str, int], allowed: Mapping[str, int], limit: int = 
     return found
 
 
+def lowered(text: str, sizes: Mapping[str, int], limit: int = LIMIT) -> str:
+    """The allow-list ``text`` with each entry lowered to its module's size, and the entries of
+    modules within ``limit`` or gone left out. Comments stay; no entry is raised."""
+    kept: list[str] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            kept.append(raw)
+            continue
+        allowance, path = line.split()
+        lines = sizes.get(path)
+        if lines is None or lines <= limit:
+            continue
+        kept.append(raw.replace(allowance, str(min(lines, int(allowance))), 1))
+    return "".join(f"{line}\n" for line in kept)
+
+
 def module_sizes(root: Path) -> dict[str, int]:
     """Line counts of the Python files git knows under ``root`` (tracked or new)."""
     listing = subprocess.run(
@@ -85,12 +105,21 @@ def module_sizes(root: Path) -> dict[str, int]:
     return sizes
 
 
-def main() -> int:
-    found = problems(module_sizes(ROOT), read_allowlist(ALLOWLIST.read_text()))
+def main(argv: list[str]) -> int:
+    sizes = module_sizes(ROOT)
+    text = ALLOWLIST.read_text()
+    if argv == ["--lower"]:
+        read_allowlist(text)  # refuse to rewrite a list it cannot read
+        text = lowered(text, sizes)
+        ALLOWLIST.write_text(text)
+    elif argv:
+        print("usage: module_size.py [--lower]", file=sys.stderr)
+        return 2
+    found = problems(sizes, read_allowlist(text))
     for message in found:
         print(message, file=sys.stderr)
     return 1 if found else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

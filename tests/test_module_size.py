@@ -68,3 +68,13 @@ def test_the_allowlist_reads_sizes_and_paths_and_skips_comments() -> None:
     assert check.read_allowlist(text) == {"core/big.py": 850}
     with pytest.raises(ValueError, match="line 1"):
         check.read_allowlist("core/big.py 850\n")
+
+
+def test_lower_follows_modules_down_and_drops_those_within_the_limit() -> None:
+    text = "# header\n900 grown.py\n850 shrunk.py  # being split\n700 split.py\n650 gone.py\n"
+    sizes = {"grown.py": 950, "shrunk.py": 700, "split.py": 400}
+    lowered = check.lowered(text, sizes, limit=600)
+    assert lowered == "# header\n900 grown.py\n700 shrunk.py  # being split\n"
+    # What --lower cannot fix, growth, is still refused.
+    [message] = check.problems(sizes, check.read_allowlist(lowered), limit=600)
+    assert message.startswith("grown.py: 950 lines, more than the 900")
