@@ -17,7 +17,7 @@ import re
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -101,6 +101,17 @@ def _watch_nodes(admin: KubeCluster, run: Seed001, stop: threading.Event) -> Non
         stop.wait(1.0)
 
 
+def _ready_span(run: Seed001, names: Iterable[str]) -> float:
+    """The shortest time the watcher has seen any Node of ``names`` Ready so far, counted from
+    its first Ready sample of that Node."""
+    spans = []
+    for name in names:
+        samples = list(run.samples.get(name, ()))
+        first = next((s.at for s in samples if s.ready), None)
+        spans.append(0.0 if first is None else samples[-1].at - first)
+    return min(spans, default=0.0)
+
+
 def _pods_running(admin: KubeCluster, namespace: str) -> list[Pod]:
     pods = admin.list(Pod, namespace, labels={"app": "inflate"})
     running = [
@@ -157,9 +168,16 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
                 live.POLL,
             )
             run.running = _pods_running(admin, namespace)
-            started = time.monotonic()
-            time.sleep(HOLD)
-            run.held = time.monotonic() - started
+            # Hold until the watcher itself has seen every Node Ready for HOLD seconds: its
+            # samples come a second apart and lag the pods, so a fixed sleep could end early.
+            nodes = {p.spec.node_name for p in run.running if p.spec.node_name}
+            eventually(
+                lambda: _ready_span(run, nodes) >= HOLD,
+                f"the watcher sees every Node Ready for {HOLD} s",
+                HOLD + live.TIMEOUT,
+                live.POLL,
+            )
+            run.held = _ready_span(run, nodes)
             run.claims_at_peak = admin.list(NodeClaim, labels={POOL_LABEL: pool})
             run.nodes_at_peak = admin.list(Node, labels={POOL_LABEL: pool})
             run.leases_at_peak = {
