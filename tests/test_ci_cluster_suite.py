@@ -93,3 +93,19 @@ def test_a_held_lock_fails_with_a_line_naming_it(tmp_path: Path) -> None:
     assert f"waiting for {lock}" in done.stdout
     assert f"FAILED, {lock} still held after 1s" in done.stdout
     assert not (folder / "record").exists()  # the control plane was left alone
+
+
+def test_started_under_flock_of_the_same_lock_it_does_not_wait_for_itself(tmp_path: Path) -> None:
+    folder = _stand_in(tmp_path / "realk8s", up="exit 1")  # stop right after up.sh
+    lock = tmp_path / "lock"
+    done = subprocess.run(
+        ["flock", str(lock), str(SCRIPT), str(folder)],
+        env={**_environment(tmp_path), "REALK8S_LOCK_WAIT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "waiting for" not in done.stdout
+    assert (folder / "record").read_text().split() == ["down", "up", "down"]
+    assert done.returncode == 1  # up.sh failed, as the stand-in was told to
