@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nodewright.api.apps import Deployment
 from nodewright.api.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.api.core import Pod
 from nodewright.api.meta import Condition, find_condition
 from nodewright.controllers.options import Options
+from tests.builders import deployment, pod_template
 from tests.conftest import Simulate
 from tests.disruption.harness import Harness
 
@@ -22,14 +22,7 @@ def template(name: str = "chunk", cpu: str = "1500m") -> PodTemplate:
     return PodTemplate.model_validate(
         {
             "metadata": {"name": name, "namespace": "default"},
-            "template": {
-                "metadata": {"labels": {"app": "headroom"}},
-                "spec": {
-                    "containers": [
-                        {"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu}}}
-                    ]
-                },
-            },
+            "template": pod_template("headroom", cpu, image="pause"),
         }
     )
 
@@ -143,33 +136,9 @@ def test_zero_replicas_is_an_empty_buffer(tmp_path: Path) -> None:
     )
 
 
-def _deployment(replicas: int) -> Deployment:
-    return Deployment.model_validate(
-        {
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "app",
-                                "image": "pause",
-                                "resources": {"requests": {"cpu": "100m"}},
-                            }
-                        ]
-                    },
-                },
-            },
-        }
-    )
-
-
 def test_replicas_follow_percentage_replicas_and_limits(tmp_path: Path) -> None:
     harness = Harness(tmp_path, options=ON)
-    harness.apply(_deployment(5))
+    harness.apply(deployment("web", 5, "100m", image="pause"))
     harness.apply(template("one-cpu", cpu="1"))
     scalable = {"kind": "Deployment", "name": "web"}
     harness.apply(buffer("share", scalableRef=scalable, percentage=50))

@@ -31,6 +31,7 @@ from nodewright.cluster import (
 )
 from nodewright.cluster.memory import MemoryCluster, WatchExpiredError
 from nodewright.cluster.objects import mutable
+from tests.builders import controller_ref, pod
 
 
 @pytest.fixture
@@ -43,12 +44,8 @@ def cluster(clock: SimulatedClock) -> MemoryCluster:
     return MemoryCluster(clock, seed=7)
 
 
-def pod(name: str, labels: dict[str, str] | None = None, **meta: object) -> Pod:
-    return Pod(metadata=ObjectMeta(name=name, labels=labels or {}, **meta))
-
-
 def running(cluster: MemoryCluster, name: str, labels: dict[str, str], **meta: object) -> Pod:
-    created = mutable(cluster.create(pod(name, labels, **meta)))
+    created = mutable(cluster.create(pod(name, labels=labels, meta=meta)))
     created.status = PodStatus(phase="Running")
     return cluster.update_status(created)
 
@@ -57,7 +54,7 @@ def running(cluster: MemoryCluster, name: str, labels: dict[str, str], **meta: o
 
 
 def test_create_fills_server_fields(cluster: MemoryCluster, clock: SimulatedClock) -> None:
-    created = cluster.create(pod("web"))
+    created = cluster.create(pod("web", namespace=None))
     assert created.namespace == "default"
     assert re.fullmatch(
         r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
@@ -119,7 +116,7 @@ def test_create_rejects_duplicates_and_nameless_objects(cluster: MemoryCluster) 
 
 def test_writes_keep_private_copies_and_reads_share_one_object(clock: SimulatedClock) -> None:
     cluster = MemoryCluster(clock, check_read_only=True)
-    original = pod("web", {"app": "web"})
+    original = pod("web", labels={"app": "web"})
     created = cluster.create(original)
     original.metadata.labels["app"] = "changed"  # the caller's objects stay the caller's
     fetched = cluster.get(Pod, "web")
@@ -134,7 +131,7 @@ def test_writes_keep_private_copies_and_reads_share_one_object(clock: SimulatedC
 
 def test_adopt_stores_the_object_handed_over_and_stamps_it(clock: SimulatedClock) -> None:
     cluster = MemoryCluster(clock, check_read_only=True)
-    handed_over = pod("", generate_name="web-")
+    handed_over = pod("", meta={"generateName": "web-"})
     adopted = cluster.adopt(handed_over)
     assert adopted is handed_over  # no copy: the caller gave it away
     assert adopted.name.startswith("web-")
@@ -148,7 +145,7 @@ def test_adopt_stores_the_object_handed_over_and_stamps_it(clock: SimulatedClock
 
 def test_a_reader_changing_a_shared_object_is_caught(clock: SimulatedClock) -> None:
     cluster = MemoryCluster(clock, check_read_only=True)
-    cluster.create(pod("web", {"app": "web"}))
+    cluster.create(pod("web", labels={"app": "web"}))
     fetched = cluster.get(Pod, "web")
     assert fetched is not None
     fetched.metadata.labels["app"] = "changed"
@@ -215,7 +212,7 @@ def test_noop_update_does_not_bump_resource_version(cluster: MemoryCluster) -> N
 
 
 def test_update_status_replaces_status_only(cluster: MemoryCluster) -> None:
-    created = mutable(cluster.create(pod("web", {"app": "web"})))
+    created = mutable(cluster.create(pod("web", labels={"app": "web"})))
     created.metadata.labels = {}
     created.spec.node_name = "n1"
     created.status.phase = "Running"
@@ -263,14 +260,8 @@ def test_finalizers_hold_the_object_until_removed(
 
 
 def owned_by(owner: ReplicaSet | Deployment | Node, name: str, **meta: object) -> Pod:
-    ref = OwnerReference(
-        api_version=owner.api_version,
-        kind=owner.kind,
-        name=owner.name,
-        uid=owner.metadata.uid or "",
-        controller=True,
-    )
-    return Pod(metadata=ObjectMeta(name=name, owner_references=[ref], **meta))
+    ref = controller_ref(owner.kind, owner.name, owner.metadata.uid or "", owner.api_version)
+    return pod(name, owner=ref, meta=meta)
 
 
 def test_removal_cascades_to_dependents(cluster: MemoryCluster) -> None:
@@ -311,10 +302,10 @@ def test_dependent_with_another_live_owner_survives(cluster: MemoryCluster) -> N
 
 
 def test_list_filters_and_sorts(cluster: MemoryCluster) -> None:
-    cluster.create(pod("b", {"app": "web"}, namespace="zeta"))
-    cluster.create(pod("c", {"app": "web", "tier": "front"}))
-    cluster.create(pod("a", {"app": "db"}))
-    cluster.create(pod("a", {"app": "web"}, namespace="alpha"))
+    cluster.create(pod("b", labels={"app": "web"}, namespace="zeta"))
+    cluster.create(pod("c", labels={"app": "web", "tier": "front"}))
+    cluster.create(pod("a", labels={"app": "db"}))
+    cluster.create(pod("a", labels={"app": "web"}, namespace="alpha"))
     assert [p.key for p in cluster.list(Pod)] == ["alpha/a", "default/a", "default/c", "zeta/b"]
     assert [p.key for p in cluster.list(Pod, labels={"app": "web"})] == [
         "alpha/a",
@@ -328,9 +319,9 @@ def test_list_filters_and_sorts(cluster: MemoryCluster) -> None:
 
 
 def test_select_uses_full_label_selector_semantics(cluster: MemoryCluster) -> None:
-    cluster.create(pod("web", {"app": "web", "tier": "front"}))
-    cluster.create(pod("api", {"app": "api", "tier": "back"}))
-    cluster.create(pod("bare", {}))
+    cluster.create(pod("web", labels={"app": "web", "tier": "front"}))
+    cluster.create(pod("api", labels={"app": "api", "tier": "back"}))
+    cluster.create(pod("bare", labels={}))
 
     def names(selector: LabelSelector) -> list[str]:
         return [p.name for p in cluster.select(Pod, selector)]
@@ -502,7 +493,7 @@ def test_budget_counts_missing_replicas_of_the_controller(cluster: MemoryCluster
 
 def test_pending_and_deleting_pods_evict_freely(cluster: MemoryCluster) -> None:
     running(cluster, "web-0", {"app": "web"})
-    cluster.create(pod("web-1", {"app": "web"}))  # Pending
+    cluster.create(pod("web-1", labels={"app": "web"}))  # Pending
     cluster.create(pdb("web", minAvailable="100%"))
     cluster.evict("web-1", "default")
     assert cluster.get(Pod, "web-1") is None

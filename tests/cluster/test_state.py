@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from nodewright.api.apps import PodDisruptionBudget, PodDisruptionBudgetSpec, ReplicaSet
-from nodewright.api.core import Node, NodeSpec, Pod, PodSpec, PodStatus
+from nodewright.api.core import Node, NodeSpec, Pod, PodStatus
 from nodewright.api.karpenter import NodeClaim
-from nodewright.api.meta import ObjectMeta, OwnerReference
+from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import ClusterState
+from tests.builders import controller_ref, pod
 
 
 @pytest.fixture
@@ -19,25 +20,9 @@ def cluster() -> MemoryCluster:
     return MemoryCluster(SimulatedClock())
 
 
-def _pod(name: str, node: str | None = None, owner: str | None = None) -> Pod:
-    refs = (
-        [
-            OwnerReference(
-                api_version="apps/v1", kind="ReplicaSet", name="rs", uid=owner, controller=True
-            )
-        ]
-        if owner
-        else []
-    )
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", owner_references=refs),
-        spec=PodSpec(node_name=node),
-    )
-
-
 def test_pods_are_indexed_by_node_until_they_finish(cluster: MemoryCluster) -> None:
-    cluster.create(_pod("a"))
-    cluster.create(_pod("b", node="n1"))
+    cluster.create(pod("a"))
+    cluster.create(pod("b", node="n1"))
     state = cluster.state
     assert list(state.unbound_pods()) == [("default", "a")]
     assert list(state.pods_on("n1")) == [("default", "b")]
@@ -73,8 +58,8 @@ def test_nodes_and_claims_join_by_provider_id(cluster: MemoryCluster) -> None:
 
 
 def test_objects_are_indexed_by_controller_and_pdbs_by_namespace(cluster: MemoryCluster) -> None:
-    cluster.create(_pod("a", owner="rs-uid"))
-    cluster.create(_pod("b", owner="other"))
+    cluster.create(pod("a", owner=controller_ref("ReplicaSet", "rs", "rs-uid")))
+    cluster.create(pod("b", owner=controller_ref("ReplicaSet", "rs", "other")))
     assert list(cluster.state.controlled_by(Pod, "rs-uid")) == [("default", "a")]
     assert not cluster.state.controlled_by(ReplicaSet, "rs-uid")
     cluster.create(
@@ -89,9 +74,9 @@ def test_objects_are_indexed_by_controller_and_pdbs_by_namespace(cluster: Memory
 def test_a_feed_gives_one_net_change_per_object(cluster: MemoryCluster) -> None:
     feed = cluster.state.feed(Pod)
     nodes = cluster.state.feed(Node)
-    cluster.create(_pod("a"))
+    cluster.create(pod("a"))
     cluster.bind("a", "default", "n1")
-    cluster.create(_pod("gone"))
+    cluster.create(pod("gone"))
     cluster.delete(Pod, "gone", "default")
     changes = feed.drain()
     assert [(c.key, c.old, c.new is not None) for c in changes] == [
@@ -108,17 +93,17 @@ def test_a_feed_gives_one_net_change_per_object(cluster: MemoryCluster) -> None:
     assert isinstance(deleted.old, Pod)
     assert deleted.old.spec.node_name == "n1"  # what the reader last saw
     cluster.state.close(feed)
-    cluster.create(_pod("later"))
+    cluster.create(pod("later"))
     assert not feed
 
 
 def test_replace_turns_a_relist_into_changes() -> None:
     state = ClusterState()
-    a, b, c = _pod("a"), _pod("b"), _pod("c")
+    a, b, c = pod("a"), pod("b"), pod("c")
     state.apply(Pod, ("default", "a"), None, a)
     state.apply(Pod, ("default", "b"), None, b)
     feed = state.feed(Pod)
-    b2 = _pod("b", node="n1")
+    b2 = pod("b", node="n1")
     state.replace(Pod, {("default", "b"): b2, ("default", "c"): c})
     changes = {change.key: (change.old, change.new) for change in feed.drain()}
     assert changes == {
@@ -134,7 +119,7 @@ def test_replace_turns_a_relist_into_changes() -> None:
 
 def test_version_counts_changes_per_kind(cluster: MemoryCluster) -> None:
     before = cluster.state.version
-    cluster.create(_pod("a"))
+    cluster.create(pod("a"))
     cluster.create(Node(metadata=ObjectMeta(name="n1")))
     assert cluster.state.version == before + 2
     assert cluster.state.kind_version(Pod) == 1

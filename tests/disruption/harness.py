@@ -14,7 +14,10 @@ from nodewright.api.apps import PodDisruptionBudget, ReplicaSet
 from nodewright.api.core import Event, Node, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.labels import (
+    ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION,
@@ -27,11 +30,26 @@ from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.controllers.templates import nodepool_hash
 from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.instancetype import InstanceType, Offering
+from nodewright.scheduling.resources import format_resources
+from nodewright.testing.catalog import ZONES, default_instance_types, fake_instance_type
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from tests.harness import OperatorHarness
 
-GIB = 2**30
-ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
+
+def kwok_type(instance_type: InstanceType) -> dict[str, Any]:
+    """A type of the test kit's fake catalog as a KWOK instance-types file lists it: its
+    architecture, resources and offerings, on Linux only."""
+    return {
+        "name": instance_type.name,
+        "architecture": next(iter(instance_type.requirements[ARCH_LABEL].values)),
+        "operatingSystems": ["linux"],
+        "resources": format_resources(instance_type.capacity),
+        "offerings": [
+            {"zone": o.zone, "capacityType": o.capacity_type, "price": o.price}
+            for o in instance_type.offerings
+        ],
+    }
 
 
 def fake_type(
@@ -45,26 +63,17 @@ def fake_type(
     on_demand_zones: Iterable[str] = ZONES,
     price: float | None = None,
 ) -> dict[str, Any]:
-    """An instance type priced as Karpenter's fake provider prices them (0.1 per CPU and per
-    10^9 bytes of memory), spot in zones 1-2 and on-demand in zones 1-3 by default."""
-    cost = price if price is not None else round(0.1 * cpu + 0.1 * memory_gib * GIB / 1e9, 6)
-    offerings = [{"zone": z, "capacityType": "spot", "price": cost} for z in spot_zones]
-    offerings += [{"zone": z, "capacityType": "on-demand", "price": cost} for z in on_demand_zones]
-    return {
-        "name": name,
-        "architecture": arch,
-        "operatingSystems": ["linux"],
-        "resources": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": str(pods)},
-        "offerings": offerings,
-    }
+    """:func:`~nodewright.testing.fake_instance_type` as a KWOK type, at its price (unless
+    ``price``) in these zones, spot in zones 1-2 and on-demand in zones 1-3 by default."""
+    fake = fake_instance_type(name, cpu=str(cpu), memory=f"{memory_gib}Gi", pods=pods, arch=arch)
+    cost = price if price is not None else fake.offerings[0].price
+    offerings = [Offering(z, CAPACITY_TYPE_SPOT, cost) for z in spot_zones]
+    offerings += [Offering(z, CAPACITY_TYPE_ON_DEMAND, cost) for z in on_demand_zones]
+    return kwok_type(fake.with_offerings(offerings))
 
 
 #: Karpenter's default fake catalog (``pkg/cloudprovider/fake``).
-FAKE_TYPES = [
-    fake_type("small-instance-type", 2, 2),
-    fake_type("default-instance-type", 4, 4),
-    fake_type("arm-instance-type", 16, 128, arch="arm64"),
-]
+FAKE_TYPES = [kwok_type(fake) for fake in default_instance_types()]
 
 
 def pool_manifest(

@@ -24,6 +24,7 @@ from nodewright.cluster import (
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
+from tests import builders
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import FakeApiServer
 
@@ -42,10 +43,6 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
         server.stop()
 
 
-def _pod(name: str, labels: dict[str, str] | None = None, namespace: str = "default") -> Pod:
-    return Pod(metadata=ObjectMeta(name=name, namespace=namespace, labels=labels or {}))
-
-
 def test_create_fills_server_fields_and_generates_names(cluster: Cluster) -> None:
     node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
     assert node.metadata.uid
@@ -54,7 +51,7 @@ def test_create_fills_server_fields_and_generates_names(cluster: Cluster) -> Non
     claim = cluster.create(NodeClaim(metadata=ObjectMeta(generate_name="default-")))
     assert claim.name.startswith("default-")
     assert len(claim.name) > len("default-")
-    pod = cluster.create(_pod("p"))
+    pod = cluster.create(builders.pod("p"))
     assert pod.status.phase == "Pending"
     assert pod.namespace == "default"
     with pytest.raises(AlreadyExistsError):
@@ -62,9 +59,9 @@ def test_create_fills_server_fields_and_generates_names(cluster: Cluster) -> Non
 
 
 def test_reads_see_writes_sorted_and_filtered(cluster: Cluster) -> None:
-    cluster.create(_pod("b", {"app": "x"}))
-    cluster.create(_pod("a", {"app": "x"}))
-    cluster.create(_pod("c", {"app": "y"}, namespace="other"))
+    cluster.create(builders.pod("b", labels={"app": "x"}))
+    cluster.create(builders.pod("a", labels={"app": "x"}))
+    cluster.create(builders.pod("c", labels={"app": "y"}, namespace="other"))
     assert [p.key for p in cluster.list(Pod)] == ["default/a", "default/b", "other/c"]
     assert [p.name for p in cluster.list(Pod, labels={"app": "x"})] == ["a", "b"]
     assert [p.name for p in cluster.list(Pod, namespace="other")] == ["c"]
@@ -165,7 +162,7 @@ def test_status_writes_need_a_current_version(cluster: Cluster) -> None:
 
 
 def test_bind_assigns_once(cluster: Cluster) -> None:
-    cluster.create(_pod("p"))
+    cluster.create(builders.pod("p"))
     cluster.bind("p", "default", "n1")
     pod = cluster.get(Pod, "p", "default")
     assert pod is not None
@@ -180,7 +177,7 @@ def test_bind_assigns_once(cluster: Cluster) -> None:
 
 
 def _running(cluster: Cluster, name: str) -> None:
-    pod = mutable(cluster.create(_pod(name, {"app": "web"})))
+    pod = mutable(cluster.create(builders.pod(name, labels={"app": "web"})))
     pod.status = PodStatus(phase="Running")
     cluster.update_status(pod)
 

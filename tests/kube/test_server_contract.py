@@ -28,7 +28,6 @@ from nodewright.api.core import (
     NodeCondition,
     Pod,
     PodCondition,
-    PodSpec,
     PodStatus,
 )
 from nodewright.api.meta import ObjectMeta
@@ -36,6 +35,7 @@ from nodewright.cluster import ConflictError, InvalidError
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.patch import JSON_PATCH, precondition_failed
 from nodewright_kwok import kubelet
+from tests import builders
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import NOT_APPLIED, FakeApiServer
 from tests.kube.polling import eventually
@@ -104,13 +104,15 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
 
 
 def _pod(server: Server, name: str) -> Pod:
-    pod = Pod(
-        metadata=ObjectMeta(name=f"{name}-{server.suffix}", namespace=server.namespace),
-        spec=PodSpec.model_validate(
-            {"schedulerName": NO_SCHEDULER, "containers": [{"name": "c", "image": "pause"}]}
-        ),
+    return server.mine.create(
+        builders.pod(
+            f"{name}-{server.suffix}",
+            namespace=server.namespace,
+            image="pause",
+            container_name="c",
+            schedulerName=NO_SCHEDULER,
+        )
     )
-    return server.mine.create(pod)
 
 
 def _node(server: Server, name: str) -> Node:

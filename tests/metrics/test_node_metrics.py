@@ -10,22 +10,20 @@ import pytest
 
 from nodewright import metrics
 from nodewright.api.core import (
-    Container,
     Node,
     NodeSpec,
     NodeStatus,
     Pod,
-    PodSpec,
     PodStatus,
-    ResourceRequirements,
 )
 from nodewright.api.karpenter import NodeClaim
-from nodewright.api.meta import ObjectMeta, OwnerReference
+from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.commands.host import load_host
 from nodewright.controllers.nodemetrics import NodeMetrics
+from tests import builders
 
 
 def _node(name: str, *, pool: str = "default", zone: str = "test-zone-a") -> Node:
@@ -55,15 +53,13 @@ def _pod(
     daemon: bool = False,
 ) -> Pod:
     kind = "DaemonSet" if daemon else "ReplicaSet"
-    owner = OwnerReference(
-        api_version="apps/v1", kind=kind, name=kind.lower(), uid=kind, controller=True
-    )
-    resources = ResourceRequirements(
-        requests={"cpu": cpu, "memory": "256Mi"}, limits={"cpu": limit} if limit else {}
-    )
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", owner_references=[owner]),
-        spec=PodSpec(node_name=node, containers=[Container(name="c", resources=resources)]),
+    return builders.pod(
+        name,
+        node=node,
+        owner=builders.controller_ref(kind, kind.lower(), kind),
+        requests={"cpu": cpu, "memory": "256Mi"},
+        limits={"cpu": limit} if limit else {},
+        container_name="c",
     )
 
 

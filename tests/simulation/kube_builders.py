@@ -10,10 +10,11 @@ from nodewright.api.core import Node, Pod
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from tests import builders
+from tests.builders import NAMESPACE
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
-NAMESPACE = "default"
 
 
 def settle(kube: EmbeddedKubernetes, limit: int = 20) -> int:
@@ -56,35 +57,13 @@ def node(
     )
 
 
-def template(app: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"labels": {"app": app}},
-        "spec": {
-            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
-
-
-def deployment(name: str, replicas: int, cpu: str = "1", **spec: Any) -> Deployment:
-    return Deployment.model_validate(
-        {
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": template(name, cpu, **spec),
-            },
-        }
-    )
-
-
 def pod(
     name: str, app: str | None = None, cpu: str = "1", namespace: str = NAMESPACE, **spec: Any
 ) -> Pod:
-    data = template(app or name, cpu, **spec)
-    data["metadata"] = {**data["metadata"], "name": name, "namespace": namespace}
-    return Pod.model_validate(data)
+    """A workload pod of app ``app`` (its own name by default) asking for ``cpu``."""
+    return builders.pod(
+        name, namespace=namespace, labels={"app": app or name}, requests={"cpu": cpu}, **spec
+    )
 
 
 def spread(

@@ -20,15 +20,14 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from tests.builders import deployment, pod_template
 from tests.simulation.kube_builders import (
     ZONE,
-    deployment,
     node,
     pod,
     pods_of,
     scale,
     settle,
-    template,
 )
 
 
@@ -149,7 +148,7 @@ def test_job_runs_parallelism_pods_that_never_restart(
         Job.model_validate(
             {
                 "metadata": {"name": "batch"},
-                "spec": {"parallelism": 3, "template": template("batch")},
+                "spec": {"parallelism": 3, "template": pod_template("batch")},
             }
         )
     )
@@ -342,7 +341,7 @@ def daemon_set(name: str, **spec: Any) -> DaemonSet:
             "metadata": {"name": name},
             "spec": {
                 "selector": {"matchLabels": {"app": name}},
-                "template": template(name, "100m", **spec),
+                "template": pod_template(name, "100m", **spec),
             },
         }
     )
@@ -411,7 +410,7 @@ def stateful_set(name: str, replicas: int, storage: str) -> StatefulSet:
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": {"app": name}},
-                "template": template(name),
+                "template": pod_template(name),
                 "volumeClaimTemplates": [
                     {
                         "metadata": {"name": "data"},

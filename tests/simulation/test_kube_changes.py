@@ -22,17 +22,15 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from tests.builders import NAMESPACE, deployment, pod_template
 from tests.simulation.kube_builders import (
     HOSTNAME,
-    NAMESPACE,
     ZONE,
-    deployment,
     node,
     pending_messages,
     pod,
     pods_of,
     settle,
-    template,
     unavailable,
 )
 
@@ -58,7 +56,7 @@ def daemon_set(name: str) -> DaemonSet:
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {
                 "selector": {"matchLabels": {"app": name}},
-                "template": template(name, "100m"),
+                "template": pod_template(name, "100m"),
             },
         }
     )
@@ -71,7 +69,7 @@ def stateful_set(name: str, replicas: int) -> StatefulSet:
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": {"app": name}},
-                "template": template(name),
+                "template": pod_template(name),
                 "volumeClaimTemplates": [
                     {
                         "metadata": {"name": "data"},
@@ -139,7 +137,7 @@ def test_a_job_pod_deleted_right_after_it_was_made_is_replaced(
         Job.model_validate(
             {
                 "metadata": {"name": "batch", "namespace": NAMESPACE},
-                "spec": {"parallelism": 2, "template": template("batch")},
+                "spec": {"parallelism": 2, "template": pod_template("batch")},
             }
         )
     )

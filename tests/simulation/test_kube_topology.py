@@ -9,10 +9,10 @@ from nodewright.api.core import Namespace
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from tests.builders import deployment
 from tests.simulation.kube_builders import (
     HOSTNAME,
     ZONE,
-    deployment,
     node,
     pending_messages,
     per_zone,

@@ -12,10 +12,9 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.scheduling.volumes import BIND_COMPLETED_ANNOTATION, pod_volumes
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from tests.builders import NAMESPACE, deployment, pod_template
 from tests.simulation.kube_builders import (
-    NAMESPACE,
     ZONE,
-    deployment,
     node,
     pending_messages,
     per_zone,
@@ -24,7 +23,6 @@ from tests.simulation.kube_builders import (
     pods_of,
     settle,
     spread,
-    template,
     unavailable,
 )
 
@@ -181,7 +179,9 @@ def test_stateful_set_claims_bind_in_the_zones_its_pods_spread_to(
                 "spec": {
                     "replicas": 3,
                     "selector": {"matchLabels": {"app": "db"}},
-                    "template": template("db", topologySpreadConstraints=[spread(ZONE, 1, "db")]),
+                    "template": pod_template(
+                        "db", topologySpreadConstraints=[spread(ZONE, 1, "db")]
+                    ),
                     "volumeClaimTemplates": [
                         {"metadata": {"name": "data"}, "spec": {"storageClassName": "gp3"}}
                     ],
