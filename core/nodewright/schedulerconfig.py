@@ -21,7 +21,7 @@ from pydantic import Field
 from nodewright.api.core import TopologySpreadConstraint
 from nodewright.api.excerpt import excerpt
 from nodewright.api.meta import StrictModel
-from nodewright.api.validation import qualified_name_problems
+from nodewright.api.names import qualified_name_problems
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"

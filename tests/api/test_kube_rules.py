@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodePool
 from nodewright.api.kubeschema import kubernetes_version
 from nodewright.api.manifests import (
@@ -21,7 +22,7 @@ from nodewright.api.manifests import (
     load_text,
 )
 from nodewright.api.meta import KubeObject
-from nodewright.api.validation import FieldError, validate_node_pool
+from nodewright.api.validation import validate_node_pool
 
 ROOT = Path(__file__).resolve().parents[2]
 

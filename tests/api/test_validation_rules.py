@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
-from nodewright.api.validation import FieldError, validate_node_claim, validate_node_pool
+from nodewright.api.validation import validate_node_claim, validate_node_pool
 
 Doc = dict[str, Any]
 

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodePool
 from nodewright.api.manifests import KindRegistry, load_manifests
 from nodewright.api.meta import KubeObject
-from nodewright.api.validation import FieldError, validate_node_pool
+from nodewright.api.validation import validate_node_pool
 from nodewright.commands.crds import run_crds
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect

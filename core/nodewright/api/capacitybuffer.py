@@ -15,9 +15,10 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from nodewright.api.core import PodTemplateSpec, _quantities
+from nodewright.api.fielderror import FieldError
 from nodewright.api.meta import Condition, KubeObject, StrictKubeObject, StrictModel
+from nodewright.api.names import dns_subdomain_problems
 from nodewright.api.quantity import QuantityError, parse_quantity
-from nodewright.api.validation import FieldError, dns_subdomain_problems
 
 API_VERSION = "autoscaling.x-k8s.io/v1beta1"
 

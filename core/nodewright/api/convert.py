@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api.excerpt import excerpt
-from nodewright.api.validation import FieldError
+from nodewright.api.fielderror import FieldError
 
 CORE_GROUP = "karpenter.sh"
 AWS_GROUP = "karpenter.k8s.aws"

@@ -7,7 +7,7 @@ simulating a cluster that could not exist. The shape of an object (unknown field
 types, quantities) is checked before this, by :mod:`nodewright.api.kubeschema`; these are the
 rules that need more than the shape.
 
-Each problem is a :class:`~nodewright.api.validation.FieldError` naming the field by its
+Each problem is a :class:`~nodewright.api.fielderror.FieldError` naming the field by its
 camelCase path (``spec.template.spec.containers[0].resources.requests[cpu]``).
 """
 
@@ -36,15 +36,15 @@ from nodewright.api.core import (
     PodTemplateSpec,
 )
 from nodewright.api.excerpt import excerpt
+from nodewright.api.fielderror import FieldError
 from nodewright.api.meta import KubeObject, ObjectMeta
-from nodewright.api.quantity import QuantityError, parse_quantity
-from nodewright.api.validation import (
-    FieldError,
+from nodewright.api.names import (
     dns_label_problems,
     dns_subdomain_problems,
     label_value_problems,
     qualified_name_problems,
 )
+from nodewright.api.quantity import QuantityError, parse_quantity
 
 #: The API server's limit on all of an object's annotations together (keys and values).
 MAX_ANNOTATIONS_BYTES = 256 * 1024

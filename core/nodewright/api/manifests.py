@@ -55,12 +55,12 @@ from nodewright.api.core import (
     Service,
 )
 from nodewright.api.excerpt import cut, excerpt, printable
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.kubeschema import MapKey, schema_problems, unknown_field_message
 from nodewright.api.kubevalidation import validate_object
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
-from nodewright.api.validation import FieldError
 
 #: File name endings read when a directory is loaded.
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -1,4 +1,4 @@
-"""Karpenter's validation rules for NodePools and NodeClaims.
+"""Karpenter's validation rules for NodePools, NodeClaims and NodeOverlays.
 
 Karpenter enforces these in two places: CEL rules and patterns in the CRDs (the API server
 rejects the object) and ``RuntimeValidate`` (the NodePool's ``ValidationSucceeded`` condition
@@ -17,6 +17,7 @@ from nodewright.api.core import Taint
 from nodewright.api.cron import CronError, parse_cron
 from nodewright.api.duration import NEVER, DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import (
     Budget,
     Disruption,
@@ -33,6 +34,12 @@ from nodewright.api.labels import (
     RESTRICTED_LABELS,
     WELL_KNOWN_LABELS,
     normalize_label,
+)
+from nodewright.api.names import (
+    LABEL_VALUE_MAX,
+    dns_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
 )
 from nodewright.api.nodeoverlay import (
     PRICE_ADJUSTMENT_PATTERN,
@@ -61,11 +68,6 @@ DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 #: Values a well-known key may take; a requirement naming none of them can never be met.
 WELL_KNOWN_VALUES: Mapping[str, frozenset[str]] = {CAPACITY_TYPE_LABEL: frozenset(CAPACITY_TYPES)}
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_LABEL_PATTERN = re.compile(_DNS_LABEL)
-_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _NON_NEGATIVE_INTEGER = re.compile(r"\+?[0-9]+")
 _DURATION_OR_NEVER = re.compile(r"([0-9]+(s|m|h))+|Never")
 _DURATION = re.compile(r"([0-9]+(s|m|h))+")
@@ -76,98 +78,8 @@ _BUDGET_NODES = re.compile(r"(100|[0-9]{1,2})%|[0-9]+")
 #: reads (Python refuses to read integers of more than 4,300 digits).
 _MAX_BUDGET_DIGITS = 18
 
-_DNS_SUBDOMAIN_MAX = 253
-_NAME_PART_MAX = 63
-_LABEL_VALUE_MAX = 63
 
-
-@dataclass(frozen=True)
-class FieldError:
-    """One broken rule: which object, which field, and what is wrong with it."""
-
-    kind: str
-    name: str
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f'{self.kind} "{self.name}": {self.field}: {self.message}'
-
-
-# --- reusable checks (each returns the problems in plain words; empty means valid) --------
-
-
-def dns_subdomain_problems(value: str) -> list[str]:
-    """Problems with ``value`` as an object name (RFC 1123 subdomain)."""
-    if not value:
-        return ["must not be empty"]
-    problems = []
-    if len(value) > _DNS_SUBDOMAIN_MAX:
-        problems.append(f"must be at most {_DNS_SUBDOMAIN_MAX} characters, got {len(value)}")
-    if not _DNS_SUBDOMAIN.fullmatch(value):
-        problems.append(
-            f"must consist of lower case letters, digits, '-' and '.', and start and end "
-            f"with a letter or digit, got {excerpt(value)}"
-        )
-    return problems
-
-
-def dns_label_problems(value: str) -> list[str]:
-    """Problems with ``value`` as a DNS label (RFC 1123): a namespace or container name."""
-    if not value:
-        return ["must not be empty"]
-    problems = []
-    if len(value) > _NAME_PART_MAX:
-        problems.append(f"must be at most {_NAME_PART_MAX} characters, got {len(value)}")
-    if not _DNS_LABEL_PATTERN.fullmatch(value):
-        problems.append(
-            "must consist of lower case letters, digits and '-', and start and end with a "
-            f"letter or digit, got {excerpt(value)}"
-        )
-    return problems
-
-
-def qualified_name_problems(value: str) -> list[str]:
-    """Problems with ``value`` as a label or taint key (``[prefix/]name``)."""
-    if not value:
-        return ["must not be empty"]
-    prefix, slash, name = value.rpartition("/")
-    problems = []
-    if slash and not prefix:
-        problems.append(f"prefix before '/' must not be empty, got {excerpt(value)}")
-    if prefix and prefix.count("/") == 0:
-        problems.extend(f"prefix {p}" for p in dns_subdomain_problems(prefix))
-    elif prefix:
-        problems.append(f"may contain at most one '/', got {excerpt(value)}")
-    if not name:
-        problems.append(f"name part must not be empty, got {excerpt(value)}")
-    else:
-        if len(name) > _NAME_PART_MAX:
-            problems.append(
-                f"name part must be at most {_NAME_PART_MAX} characters, got {len(name)} "
-                f"in {excerpt(value)}"
-            )
-        if not _QUALIFIED_NAME_PART.fullmatch(name):
-            problems.append(
-                "name part must consist of letters, digits, '-', '_' and '.', and start and "
-                f"end with a letter or digit, got {excerpt(value)}"
-            )
-    return problems
-
-
-def label_value_problems(value: str) -> list[str]:
-    """Problems with ``value`` as a label value (empty is allowed)."""
-    problems = []
-    if len(value) > _LABEL_VALUE_MAX:
-        problems.append(
-            f"must be at most {_LABEL_VALUE_MAX} characters, got {len(value)} in {excerpt(value)}"
-        )
-    if not _LABEL_VALUE.fullmatch(value):
-        problems.append(
-            "must be empty or consist of letters, digits, '-', '_' and '.', and start and end "
-            f"with a letter or digit, got {excerpt(value)}"
-        )
-    return problems
+# --- label keys Karpenter reserves ------------------------------------------------------------
 
 
 def label_domain(key: str) -> str:
@@ -238,10 +150,10 @@ def validate_node_pool(
     report = _Report("NodePool", pool.name)
     rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=True)
     _check_name(report, pool.name)
-    if len(pool.name) > _LABEL_VALUE_MAX:
+    if len(pool.name) > LABEL_VALUE_MAX:
         report.add(
             "metadata.name",
-            f"must be at most {_LABEL_VALUE_MAX} characters because it becomes the value of "
+            f"must be at most {LABEL_VALUE_MAX} characters because it becomes the value of "
             f"the {NODEPOOL_LABEL} label, got {len(pool.name)}",
         )
     spec = pool.spec

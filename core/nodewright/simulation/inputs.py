@@ -14,6 +14,7 @@ from pathlib import Path
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
 from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buffer
 from nodewright.api.core import Pod
+from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.manifests import (
     ExtraRules,
@@ -28,7 +29,6 @@ from nodewright.api.manifests import (
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.validation import (
-    FieldError,
     validate_node_claim,
     validate_node_overlay,
     validate_node_pool,
