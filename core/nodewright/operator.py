@@ -30,6 +30,7 @@ from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticDeprovisioning, StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
+from nodewright.controllers.virtualpods import VirtualPods
 from nodewright.logfields import duration, fields
 from nodewright.plugin.host import PluginHost
 
@@ -49,7 +50,10 @@ class Operator:
         self.options = options or Options()
         self.events = EventRecorder(cluster, clock)
         self.catalog = Catalog(cluster, host, clock)
-        self.buffers = CapacityBuffers(cluster, clock, enabled=self.options.capacity_buffer)
+        #: The CapacityBuffers' virtual pods: the buffer controller fills the store,
+        #: provisioning places them and disruption keeps room for them.
+        self.virtual_pods = VirtualPods(cluster, clock, enabled=self.options.capacity_buffer)
+        self.buffers = CapacityBuffers(cluster, clock, self.virtual_pods)
         self.provisioner = Provisioner(
             cluster,
             host,
@@ -57,7 +61,7 @@ class Operator:
             clock,
             self.events,
             options=self.options,
-            buffers=self.buffers,
+            virtual_pods=self.virtual_pods,
         )
         self.disruption = DisruptionController(
             cluster,
@@ -66,7 +70,7 @@ class Operator:
             clock,
             self.events,
             options=self.options,
-            buffers=self.buffers,
+            virtual_pods=self.virtual_pods,
         )
         #: NodeOverlays are evaluated before provisioning reads the overlaid catalog.
         overlays: list[Controller] = (

@@ -24,7 +24,6 @@ from nodewright.api.karpenter import (
 from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
-from nodewright.controllers.capacitybuffers import CapacityBuffers, is_virtual
 from nodewright.controllers.catalog import (
     Catalog,
     NodeClassNotFoundError,
@@ -42,6 +41,7 @@ from nodewright.controllers.state import (
     owner_kind,
 )
 from nodewright.controllers.templates import node_claim_for
+from nodewright.controllers.virtualpods import VirtualPods, is_virtual
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -87,7 +87,7 @@ class Provisioner:
         events: EventRecorder,
         *,
         options: Options,
-        buffers: CapacityBuffers | None = None,
+        virtual_pods: VirtualPods | None = None,
     ) -> None:
         self._cluster = cluster
         self._host = host
@@ -95,8 +95,8 @@ class Provisioner:
         self._clock = clock
         self._events = events
         self._options = options
-        #: CapacityBuffers whose virtual pods each pass places with the pending pods.
-        self._buffers = buffers
+        #: The CapacityBuffers' virtual pods, which each pass places with the pending pods.
+        self._virtual_pods = virtual_pods
         self._batch_start: datetime | None = None
         self._last_arrival: datetime | None = None
         self._batch: set[str] = set()
@@ -108,8 +108,8 @@ class Provisioner:
 
     def reconcile(self) -> timedelta | None:
         pending = [p for p in self._cluster.state.unbound_pods().values() if is_provisionable(p)]
-        if self._buffers is not None:
-            pending += self._buffers.virtual_pods()
+        if self._virtual_pods is not None:
+            pending += self._virtual_pods.pods()
         now = self._clock.now()
         if not pending:
             self._batch_start = self._last_arrival = None
@@ -202,8 +202,8 @@ class Provisioner:
             time.perf_counter() - solve_started
         )
         metrics.scheduler_queue_depth.labels("provisioner").set(0)
-        if self._buffers is not None:
-            self._buffers.record(result)
+        if self._virtual_pods is not None:
+            self._virtual_pods.record(result)
         pools = {t.name: t for t in templates}
         # Log a batch when it changes something or its outcome differs from the last one, so
         # pods waiting for their nodes to register do not repeat the same lines every second.
@@ -232,8 +232,8 @@ class Provisioner:
             if claim is None:
                 continue
             created.append(claim)
-            if self._buffers is not None:
-                self._buffers.hold(claim.name, sum(p.key in virtual for p in new.pods))
+            if self._virtual_pods is not None:
+                self._virtual_pods.hold(claim.name, sum(p.key in virtual for p in new.pods))
             for placed_pod in new.pods:
                 if placed_pod.key in virtual:
                     continue

@@ -17,7 +17,6 @@ from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
-from nodewright.controllers.capacitybuffers import CapacityBuffers
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.candidates import (
@@ -44,6 +43,7 @@ from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import NodeCache
+from nodewright.controllers.virtualpods import VirtualPods
 from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.disruption")
@@ -74,10 +74,10 @@ class DisruptionController:
         events: EventRecorder,
         *,
         options: Options,
-        buffers: CapacityBuffers | None = None,
+        virtual_pods: VirtualPods | None = None,
     ) -> None:
         self._cluster = cluster
-        self._buffers = buffers
+        self._virtual_pods = virtual_pods
         self._catalog = catalog
         self._clock = clock
         self._events = events
@@ -87,7 +87,7 @@ class DisruptionController:
         self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
         self.queue = OrchestrationQueue(cluster, clock, events, self.history)
         self.methods: list[Method] = [
-            Emptiness(buffers.holds_buffer if buffers is not None else None),
+            Emptiness(virtual_pods.holds_buffer if virtual_pods is not None else None),
             StaticDrift(),
             Drift(),
             MultiNodeConsolidation(),
@@ -281,7 +281,7 @@ class DisruptionController:
             solver_options(self._options, self._host, reserved_offering_mode="Fallback"),
             self._options.spot_to_spot_consolidation,
             requests=self._requests,
-            virtual=self._buffers.virtual_pods() if self._buffers is not None else (),
+            virtual=self._virtual_pods.pods() if self._virtual_pods is not None else (),
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
         )
 
