@@ -1,5 +1,6 @@
-"""Kubernetes objects for the core's tests: pods, pod templates and Deployments, built the one
-way every test builds them (manifest text for ``simulate`` is :mod:`nodewright.testing.manifests`).
+"""Kubernetes objects for the core's tests: pods, pod templates, Deployments and NodePool
+manifests as dicts, built the one way every test builds them (manifest text for ``simulate``
+is :mod:`nodewright.testing.manifests`).
 
 Fields the builders do not name pass through as the API spells them (``nodeSelector=...``,
 ``meta={"generateName": "web-"}``), so a test states only what it is about.
@@ -13,6 +14,7 @@ from typing import Any
 from nodewright.api.apps import Deployment
 from nodewright.api.core import Pod
 from nodewright.api.meta import OwnerReference
+from nodewright.testing.manifests import KWOK_NODE_CLASS_REF
 
 NAMESPACE = "default"
 
@@ -107,3 +109,46 @@ def deployment(
             },
         }
     )
+
+
+def pool_manifest(
+    name: str = "default",
+    *,
+    policy: str | None = "WhenEmptyOrUnderutilized",
+    consolidate_after: str | None = "0s",
+    budgets: list[dict[str, Any]] | None = None,
+    requirements: list[dict[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    expire_after: str | None = "720h",
+    limits: Mapping[str, str] | None = None,
+    weight: int | None = None,
+) -> dict[str, Any]:
+    """A NodePool over the default KWOKNodeClass as a dict (for ``NodePool.model_validate`` or
+    a CRD's rules). The defaults let every node be disrupted at once (budget ``100%``); None
+    leaves a field unset."""
+    template_spec: dict[str, Any] = {
+        "requirements": requirements or [],
+        "nodeClassRef": dict(KWOK_NODE_CLASS_REF),
+    }
+    if expire_after is not None:
+        template_spec["expireAfter"] = expire_after
+    disruption: dict[str, Any] = {}
+    if policy is not None:
+        disruption["consolidationPolicy"] = policy
+    if consolidate_after is not None:
+        disruption["consolidateAfter"] = consolidate_after
+    disruption["budgets"] = budgets if budgets is not None else [{"nodes": "100%"}]
+    spec: dict[str, Any] = {
+        "template": {"metadata": {"labels": dict(labels or {})}, "spec": template_spec},
+        "disruption": disruption,
+    }
+    if limits is not None:
+        spec["limits"] = dict(limits)
+    if weight is not None:
+        spec["weight"] = weight
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": spec,
+    }

@@ -12,7 +12,8 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright_kwok import plugin as kwok
-from tests.disruption.harness import Harness, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness
 
 GATE_ON = Options(static_capacity=True)
 
@@ -20,10 +21,8 @@ GATE_ON = Options(static_capacity=True)
 def static_pool(
     name: str = "static", replicas: int = 3, *, limits: dict[str, str] | None = None, **more: Any
 ) -> dict[str, Any]:
-    manifest = pool_manifest(name, **more)
+    manifest = pool_manifest(name, limits=limits, **more)
     manifest["spec"]["replicas"] = replicas
-    if limits is not None:
-        manifest["spec"]["limits"] = limits
     return manifest
 
 

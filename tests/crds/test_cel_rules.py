@@ -14,6 +14,7 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.validation import validate_node_claim, validate_node_pool
 from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
+from tests.builders import pool_manifest
 from tests.crds.cel import Broken, evaluate, validate
 
 Edit = Callable[[dict[str, Any]], object]  # what it returns is ignored
@@ -25,47 +26,27 @@ def crds() -> dict[str, dict[str, Any]]:
 
 
 def _node_pool() -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "default"},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {"team": "payments", "node.kubernetes.io/role": "web"}},
-                "spec": {
-                    "requirements": [
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-                        {
-                            "key": "karpenter.kwok.sh/instance-cpu",
-                            "operator": "Gt",
-                            "values": ["2"],
-                        },
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": ["m-4x-amd64-linux", "c-4x-amd64-linux"],
-                            "minValues": 2,
-                        },
-                        {"key": "topology.kubernetes.io/zone", "operator": "Exists"},
-                        {"key": "kops.k8s.io/instancegroup", "operator": "Exists"},
-                    ],
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                },
+    return pool_manifest(
+        labels={"team": "payments", "node.kubernetes.io/role": "web"},
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+            {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Gt", "values": ["2"]},
+            {
+                "key": "node.kubernetes.io/instance-type",
+                "operator": "In",
+                "values": ["m-4x-amd64-linux", "c-4x-amd64-linux"],
+                "minValues": 2,
             },
-            "disruption": {
-                "budgets": [
-                    {"nodes": "10%"},
-                    {"nodes": "0", "schedule": "@daily", "duration": "10m"},
-                ]
-            },
-            "limits": {"cpu": "1000"},
-            "weight": 10,
-        },
-    }
+            {"key": "topology.kubernetes.io/zone", "operator": "Exists"},
+            {"key": "kops.k8s.io/instancegroup", "operator": "Exists"},
+        ],
+        expire_after=None,
+        policy=None,
+        consolidate_after=None,
+        budgets=[{"nodes": "10%"}, {"nodes": "0", "schedule": "@daily", "duration": "10m"}],
+        limits={"cpu": "1000"},
+        weight=10,
+    )
 
 
 def _node_claim() -> dict[str, Any]:

@@ -34,6 +34,7 @@ from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.resources import format_resources
 from nodewright.testing.catalog import ZONES, default_instance_types, fake_instance_type
 from nodewright_kwok.nodeclass import KWOKNodeClass
+from tests.builders import pool_manifest
 from tests.harness import OperatorHarness
 
 
@@ -74,40 +75,6 @@ def fake_type(
 
 #: Karpenter's default fake catalog (``pkg/cloudprovider/fake``).
 FAKE_TYPES = [kwok_type(fake) for fake in default_instance_types()]
-
-
-def pool_manifest(
-    name: str = "default",
-    *,
-    policy: str = "WhenEmptyOrUnderutilized",
-    consolidate_after: str = "0s",
-    budgets: list[dict[str, Any]] | None = None,
-    requirements: list[dict[str, Any]] | None = None,
-    labels: Mapping[str, str] | None = None,
-    expire_after: str = "720h",
-) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "metadata": {"labels": dict(labels or {})},
-                "spec": {
-                    "requirements": requirements or [],
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "expireAfter": expire_after,
-                },
-            },
-            "disruption": {
-                "consolidationPolicy": policy,
-                "consolidateAfter": consolidate_after,
-                "budgets": budgets if budgets is not None else [{"nodes": "100%"}],
-            },
-        },
-    }
 
 
 def _in(key: str, value: str) -> dict[str, Any]:

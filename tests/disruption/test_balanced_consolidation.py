@@ -12,7 +12,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from nodewright.controllers.disruption.balanced import PoolTotals, score_move
-from tests.disruption.harness import Harness, fake_type, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness, fake_type
 
 #: Prices chosen so that replacing "big" by "medium" saves 10 % and by "small" 80 %.
 TYPES = [

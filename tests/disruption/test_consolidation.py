@@ -13,7 +13,8 @@ import pytest
 from nodewright.api.karpenter import NodeClaim
 from nodewright.controllers.options import Options
 from nodewright_kwok.nodeclass import KWOKNodeClass
-from tests.disruption.harness import Harness, fake_type, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness, fake_type
 
 
 def _new_claims(harness: Harness, before: set[str]) -> list[NodeClaim]:

@@ -9,7 +9,8 @@ import pytest
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import find_condition
 from nodewright_kwok.provider import KWOKProvider
-from tests.disruption.harness import Harness, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness
 
 
 def _drifted(harness: Harness, name: str) -> str | None:

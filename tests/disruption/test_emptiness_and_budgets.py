@@ -10,7 +10,8 @@ import pytest
 
 from nodewright.api.karpenter import NodePool
 from nodewright.controllers.disruption.methods import Context
-from tests.disruption.harness import Harness, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness
 
 
 def test_an_empty_node_is_deleted_after_consolidate_after_and_validation(tmp_path: Path) -> None:

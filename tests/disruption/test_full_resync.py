@@ -23,7 +23,8 @@ from nodewright.controllers.disruption import candidates as candidates_module
 from nodewright.controllers.disruption import conditions as conditions_module
 from nodewright.controllers.disruption import verdicts as verdicts_module
 from nodewright_kwok.provider import KWOKProvider
-from tests.disruption.harness import Harness, pool_manifest
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness
 
 
 def _resync_both(harness: Harness) -> Callable[[], None]:

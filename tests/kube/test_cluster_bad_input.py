@@ -32,6 +32,7 @@ from nodewright.commands.crds import run_crds
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
 from nodewright.settings import RunSettings
+from nodewright.testing.manifests import KWOK_NODE_CLASS_REF, deployment, node_pool, pod
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from tests.kube.polling import eventually
 
@@ -95,68 +96,23 @@ def _loader_refuses(text: str, tmp_path: Any) -> list[str]:
     return [str(error) for error in result.errors]
 
 
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {labels}}}
-spec:
-  containers:
-    - name: app
-      image: registry.k8s.io/pause:3.9
-      resources: {{requests: {{cpu: {cpu}}}}}
-{extra}"""
-
-
-def pod(name: str = "ok", labels: str = "{}", cpu: str = '"1"', extra: str = "") -> str:
-    return POD.format(name=name, labels=labels, cpu=cpu, extra=extra)
-
-
-DEPLOYMENT_LOTS = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: lots, namespace: default}
-spec:
-  replicas: 0
-  selector: {matchLabels: {app: lots}}
-  template:
-    metadata: {labels: {app: lots}}
-    spec:
-      containers:
-        - {name: app, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: lots}}}
-"""
-
-POOL = """\
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {name}}}
-spec:
-{weight}  template:
-    spec:
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: {node_class}}}
-      expireAfter: {expire}
-      requirements:
-        - {{key: {key}, operator: {operator}, values: [{value}]}}
-"""
-
-
 def pool(
     name: str = "ok",
     *,
-    weight: str = "",
+    weight: int | None = None,
     node_class: str = "default",
     expire: str = "720h",
     key: str = "karpenter.sh/capacity-type",
     operator: str = "In",
     value: str = "on-demand",
 ) -> str:
-    return POOL.format(
-        name=name,
-        weight=f"  weight: {weight}\n" if weight else "",
-        node_class=node_class,
-        expire=expire,
-        key=key,
-        operator=operator,
-        value=value,
+    """A NodePool with one requirement; each bad variant changes one field."""
+    return node_pool(
+        name,
+        weight=weight,
+        requirements=f"[{{key: {key}, operator: {operator}, values: [{value}]}}]",
+        template_spec=f"expireAfter: {expire}",
+        node_class_ref={**KWOK_NODE_CLASS_REF, "name": node_class},
     )
 
 
@@ -166,10 +122,10 @@ REFUSED_BY_THE_SERVER = {
     "label-value-of-64": pod(labels="{team: " + "a" * 64 + "}"),
     "label-name-of-64": pod(labels="{" + "a" * 64 + ": x}"),
     "nul-in-label-key": pod(labels='{"te\\0am": x}'),
-    "unknown-top-level-field": pod(extra="spce: {}\n"),
+    "unknown-top-level-field": pod(extra="spce: {}"),
     "cpu-lots-in-a-pod": pod(cpu="lots"),
-    "cpu-lots-in-a-deployment": DEPLOYMENT_LOTS,
-    "node-pool-weight-500": pool(weight="500"),
+    "cpu-lots-in-a-deployment": deployment("lots", 0, cpu="lots", memory=None),
+    "node-pool-weight-500": pool(weight=500),
     "node-pool-operator-Inn": pool(operator="Inn"),
     "node-pool-expire-30d": pool(expire="30d"),
     "node-pool-named-UPPER_case": pool(name="UPPER_case!"),
@@ -192,7 +148,7 @@ def test_the_api_server_refuses_what_the_loader_refuses(text: str, tmp_path: Any
 
 @pytest.mark.usefixtures("crds")
 def test_valid_objects_pass_both(tmp_path: Any) -> None:
-    text = pod() + "---\n" + pool()
+    text = pod() + pool()
     applied = kubectl("apply", "--dry-run=server", "--validate=strict", "-f", "-", stdin=text)
     assert applied.returncode == 0, applied.stderr
     assert _loader_refuses(text, tmp_path) == []
@@ -287,7 +243,7 @@ def test_what_the_crds_accept_gets_a_condition_and_an_event(
         expire=change.get("expire", "720h"),
     )
     good = pool(f"good-{suffix}", node_class=node_class)
-    applied = kubectl("apply", "-f", "-", stdin=classes + "---\n" + text + "---\n" + good)
+    applied = kubectl("apply", "-f", "-", stdin=classes + "---\n" + text + good)
     assert applied.returncode == 0, applied.stderr
     try:
         eventually(

@@ -14,20 +14,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import count
+from typing import Any
 
 from nodewright.api import core as api
 from nodewright.api.labels import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
     HOSTNAME_LABEL,
-    NODEPOOL_LABEL,
     WELL_KNOWN_LABELS,
     ZONE_LABEL,
 )
 from nodewright.api.meta import ObjectMeta
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import (
-    DaemonOverheadGroup,
     ExistingNode,
     NewNodeClaim,
     NodePoolTemplate,
@@ -36,16 +35,14 @@ from nodewright.scheduling.model import (
     SolverOptions,
 )
 from nodewright.scheduling.pods import pod_request
-from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.resources import ResourceList
 from nodewright.scheduling.solver.scheduler import solve
-from nodewright.scheduling.taints import Taint
 from nodewright.testing.catalog import (
     CPU_LABEL,
     SIZE_LABEL,
     SPECIAL_LABEL,
     karpenter_instance_types,
 )
+from tests.scheduling import scheduling_fakes
 
 #: The scheduling suite's NodePool allows every capacity type.
 ALL_CAPACITY_TYPES = (CAPACITY_TYPE_LABEL, "In", ["spot", "on-demand", "reserved"])
@@ -56,29 +53,13 @@ Spec = tuple[str, str, Sequence[str]]
 def node_pool(
     name: str = "default",
     *,
-    weight: int = 0,
-    requirements: Sequence[Spec] = (),
-    labels: Mapping[str, str] | None = None,
-    taints: Sequence[Taint] = (),
     instance_types: Sequence[InstanceType] | None = None,
-    remaining: ResourceList | None = None,
-    daemon_overhead: ResourceList | None = None,
+    **fields: Any,
 ) -> NodePoolTemplate:
-    """A NodePool as the solver sees it (requirements, template labels and its own name)."""
-    merged = Requirements.of((NODEPOOL_LABEL, "In", [name]), *requirements).add(
-        Requirements.from_labels(labels or {})
-    )
-    return NodePoolTemplate(
-        name=name,
-        weight=weight,
-        requirements=merged,
-        taints=tuple(taints),
-        instance_types=tuple(
-            instance_types if instance_types is not None else karpenter_instance_types()
-        ),
-        remaining=remaining,
-        daemon_groups=(DaemonOverheadGroup(daemon_overhead),) if daemon_overhead else (),
-    )
+    """:func:`tests.scheduling.scheduling_fakes.node_pool` over Karpenter's fake catalog at
+    Karpenter's own prices unless ``instance_types``."""
+    types = instance_types if instance_types is not None else karpenter_instance_types()
+    return scheduling_fakes.node_pool(name, instance_types=types, **fields)
 
 
 # -- pods ------------------------------------------------------------------------------------

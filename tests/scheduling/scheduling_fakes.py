@@ -82,22 +82,24 @@ def node_pool(
     *,
     weight: int = 0,
     requirements: Sequence[tuple[str, str, Sequence[str]]] = (),
+    labels: Mapping[str, str] | None = None,
     taints: Sequence[Taint] = (),
     instance_types: Sequence[InstanceType] | None = None,
-    limits: ResourceList | None = None,
+    remaining: ResourceList | None = None,
     daemon_overhead: ResourceList | None = None,
-    labels: Mapping[str, str] | None = None,
 ) -> NodePoolTemplate:
-    reqs = Requirements.of((NODEPOOL_LABEL, "In", [name]), *requirements).add(
+    """A NodePool as the solver sees it (requirements, template labels and its own name), over
+    :func:`fake_catalog` unless ``instance_types``; ``remaining`` is what its limits leave."""
+    merged = Requirements.of((NODEPOOL_LABEL, "In", [name]), *requirements).add(
         Requirements.from_labels(labels or {})
     )
     return NodePoolTemplate(
         name=name,
         weight=weight,
-        requirements=reqs,
+        requirements=merged,
         taints=tuple(taints),
         instance_types=tuple(instance_types if instance_types is not None else fake_catalog()),
-        remaining=limits,
+        remaining=remaining,
         daemon_groups=(DaemonOverheadGroup(daemon_overhead),) if daemon_overhead else (),
     )
 

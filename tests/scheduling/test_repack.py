@@ -98,7 +98,7 @@ def test_pods_a_topology_term_selects_stay_where_karpenter_put_them() -> None:
 
 def test_pools_with_limits_are_not_repacked() -> None:
     pods = lopsided_pods()
-    pool = node_pool(instance_types=proportional_catalog(), limits=resources(cpu=10_000))
+    pool = node_pool(instance_types=proportional_catalog(), remaining=resources(cpu=10_000))
     repacked = solve(pods, [], [pool])
     karpenter = solve(pods, [], [pool], KARPENTER_ORDER)
     assert total(repacked) == total(karpenter)

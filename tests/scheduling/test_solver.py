@@ -166,7 +166,7 @@ def test_daemonset_overhead_counts_towards_the_node() -> None:
 
 
 def test_partially_schedules_when_limits_would_be_exceeded() -> None:
-    pool = node_pool(limits=resources(cpu="3"))
+    pool = node_pool(remaining=resources(cpu="3"))
     result = solve([pod(cpu="1.5"), pod(cpu="1.5")], [], [pool])
     assert scheduled(result) == 1
     assert [cheapest(c) for c in result.new_node_claims] == ["small-instance-type"]
@@ -329,7 +329,7 @@ def test_no_instance_type_message_reads_like_karpenter() -> None:
 def test_errors_from_several_nodepools_are_joined() -> None:
     pools = [
         node_pool("a", taints=[Taint("x", "NoSchedule")]),
-        node_pool("b", limits=resources(cpu="0")),
+        node_pool("b", remaining=resources(cpu="0")),
     ]
     (message,) = solve([pod()], [], pools).errors.values()
     # equal weights: "b" is tried before "a"
@@ -349,7 +349,7 @@ def test_daemonset_overhead_is_shown_in_the_message() -> None:
 
 
 def test_node_limit_counts_node_claims() -> None:
-    pool = node_pool(limits=resources(nodes=2))
+    pool = node_pool(remaining=resources(nodes=2))
     result = solve([pod(cpu="10") for _ in range(3)], [], [pool])  # one per 16-CPU node
     assert len(result.new_node_claims) == 2
     assert set(result.errors.values()) == {
@@ -359,7 +359,7 @@ def test_node_limit_counts_node_claims() -> None:
 
 def test_limits_subtract_the_largest_option() -> None:
     # Each claim could become a 16-CPU arm node, so a 20-CPU limit allows only one claim.
-    pool = node_pool(limits=resources(cpu="20"))
+    pool = node_pool(remaining=resources(cpu="20"))
     pods = [pod(cpu="1.5", name=f"p{i}") for i in range(3)]
     result = solve(pods, [], [pool])
     assert len(result.new_node_claims) == 1

@@ -81,7 +81,7 @@ def test_no_placement_breaks_the_rules(
             weight=weight,
             taints=tainted,
             requirements=[(ZONE_LABEL, "In", zones)],
-            limits=resources(cpu=limit) if limit else None,
+            remaining=resources(cpu=limit) if limit else None,
             daemon_overhead=resources(cpu="200m", memory="100Mi", pods=1),
         ),
         node_pool("plain", weight=1, requirements=[(ZONE_LABEL, "In", zones)]),

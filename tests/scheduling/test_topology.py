@@ -443,7 +443,7 @@ def test_limits_with_anti_affinity_schedule_what_fits() -> None:
         }
     }
     pods = [make_pod(labels={"app": "web"}, cpu="1500m", affinity=anti) for _ in range(2)]
-    result = solve(pods, [], [node_pool(limits=resources(cpu="3"))])
+    result = solve(pods, [], [node_pool(remaining=resources(cpu="3"))])
     assert result.scheduled_count() == 1
     assert "exceed limits" in next(iter(result.errors.values()))
 

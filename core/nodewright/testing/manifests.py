@@ -1,5 +1,5 @@
-"""Manifest text for tests: NodePools, Deployments and PodDisruptionBudgets as a user writes
-them, to feed ``nodewright simulate`` or a simulated cluster.
+"""Manifest text for tests: NodePools, Deployments, pods and PodDisruptionBudgets as a user
+writes them, to feed ``nodewright simulate``, a simulated cluster or an API server.
 
 Each builder returns one YAML document ending in ``---``, so documents concatenate::
 
@@ -110,6 +110,32 @@ spec:
           image: {image}
           resources:
             requests: {{{requests}}}
+---
+"""
+
+
+def pod(
+    name: str = "web",
+    *,
+    namespace: str = "default",
+    labels: str = "{}",
+    cpu: str = "1",
+    container: str = "app",
+    image: str = "pause",
+    extra: str = "",
+) -> str:
+    """A bare pod with one container requesting ``cpu``; ``labels`` is YAML flow text,
+    ``extra`` more top-level YAML lines (a misspelt field, say)."""
+    more = "\n" + textwrap.dedent(extra).strip() if extra else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {namespace}, labels: {labels}}}
+spec:
+  containers:
+    - name: {container}
+      image: {image}
+      resources: {{requests: {{cpu: "{cpu}"}}}}{more}
 ---
 """
 
