@@ -4,7 +4,8 @@
   Karpenter's fake catalog (:mod:`nodewright.testing.catalog`, also for building NodePools).
 * :class:`ProviderConformance`: the contract every provider must pass; subclass it in a
   provider package's tests (needs pytest).
-* :func:`make_node_claim`, :func:`launch_request`: build what the core would send.
+* :func:`make_node_claim`, :func:`launch_request`: build what the core would send;
+  :func:`launched_instance`: the Instance of a launch a test made on its provider directly.
 * :class:`MemoryCluster`, :class:`SimulatedClock`: the in-memory cluster and the clock to
   build a :class:`~nodewright.plugin.ProviderContext` from in a provider's tests.
 
@@ -41,6 +42,7 @@ from nodewright.testing.fake_provider import (
     FakeProvider,
     fake_node_class,
 )
+from nodewright.testing.launches import launched_instance
 
 if TYPE_CHECKING:
     from nodewright.testing.conformance import (
@@ -77,6 +79,7 @@ __all__ = [
     "fake_node_class",
     "karpenter_instance_types",
     "launch_request",
+    "launched_instance",
     "make_node_claim",
     "node_claim_requirements",
     "price_from_resources",

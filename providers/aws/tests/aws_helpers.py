@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import botocore.exceptions
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ssm.models import Parameter, ssm_backends
 
 from nodewright.clock import SimulatedClock
@@ -18,6 +18,11 @@ from nodewright.plugin.model import LaunchRequest, ProviderContext
 from nodewright.testing.conformance import make_node_claim, node_claim_requirements
 from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.nodeclass import EC2NodeClass
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_iam import IAMClient
+    from mypy_boto3_sqs import SQSClient
 
 REGION = "us-west-2"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -37,15 +42,23 @@ class World:
     gpu_ami: str
     role: str
 
-    def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+    def ec2(self) -> EC2Client:
+        return boto3.client("ec2", region_name=REGION, endpoint_url=self.endpoint)
+
+    def iam(self) -> IAMClient:
+        return boto3.client("iam", region_name=REGION, endpoint_url=self.endpoint)
+
+    def sqs(self) -> SQSClient:
+        return boto3.client("sqs", region_name=REGION, endpoint_url=self.endpoint)
 
 
 def seed_ssm(name: str, value: str, region: str = REGION) -> None:
     """moto refuses put_parameter under /aws/: write the parameter into its backend."""
     backend = ssm_backends[DEFAULT_ACCOUNT_ID][region]
     backend._parameters[name].append(
-        Parameter(
+        # moto builds its own built-in parameters this way; its types mark two CloudFormation
+        # hooks abstract that Parameter never implements.
+        Parameter(  # type: ignore[abstract]
             account_id=DEFAULT_ACCOUNT_ID,
             name=name,
             value=value,
@@ -133,12 +146,16 @@ def options(world: World, **extra: str) -> dict[str, str]:
 
 
 def configured_provider(
-    world: World, clock: SimulatedClock | None = None, cluster: Any = None, **extra: str
+    world: World,
+    clock: SimulatedClock | None = None,
+    cluster: Any = None,
+    extra: Mapping[str, str] | None = None,
 ) -> AWSProvider:
+    """A provider on ``world`` with the test options and ``extra`` ones (option names)."""
     provider = AWSProvider(session_factory=moto_session)
     provider.configure(
         ProviderContext(
-            cluster=cluster, clock=clock or SimulatedClock(), options=options(world, **extra)
+            cluster=cluster, clock=clock or SimulatedClock(), options=options(world, **extra or {})
         )
     )
     return provider
@@ -189,5 +206,5 @@ def request_for(
 
 
 def describe(world: World, instance_id: str) -> dict[str, Any]:
-    reservations = world.client("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"]
+    reservations = world.ec2().describe_instances(InstanceIds=[instance_id])["Reservations"]
     return dict(reservations[0]["Instances"][0])

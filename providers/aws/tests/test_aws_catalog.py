@@ -18,7 +18,7 @@ MI = 1024 * 1024 * 1000  # one MiB in milli-units
 
 
 def catalog(world: World, **extra: str) -> dict[str, InstanceType]:
-    provider = configured_provider(world, **extra)
+    provider = configured_provider(world, extra=extra)
     return {t.name: t for t in provider.instance_types(node_class())}
 
 

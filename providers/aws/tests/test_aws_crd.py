@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 K8S_VERSION = "1.30.0"
-BASE = {
+BASE: dict[str, Any] = {
     "apiVersion": "karpenter.k8s.aws/v1",
     "kind": "EC2NodeClass",
     "metadata": {"name": "default"},

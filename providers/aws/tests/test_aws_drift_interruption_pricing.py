@@ -15,7 +15,7 @@ from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
-from nodewright.testing import make_node_claim
+from nodewright.testing import launched_instance, make_node_claim
 from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.interruption import (
     REBALANCE,
@@ -38,14 +38,14 @@ from providers.aws.tests.aws_helpers import (
 
 
 def launched_claim(provider: AWSProvider, nc: EC2NodeClass, world: World) -> NodeClaim:
-    instance = provider.launch(
-        request_for(provider, nc, "claim-drift", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])])
+    instance = launched_instance(
+        provider.launch(
+            request_for(provider, nc, "claim-drift", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])])
+        )
     )
     # moto applies the VPC's default group, not the launch template's: align it.
     instance_id = instance.provider_id.rsplit("/", 1)[-1]
-    world.client("ec2").modify_instance_attribute(
-        InstanceId=instance_id, Groups=[world.security_group]
-    )
+    world.ec2().modify_instance_attribute(InstanceId=instance_id, Groups=[world.security_group])
     # The core writes Instance.annotations onto the NodeClaim when the launch returns.
     claim = NodeClaim(
         metadata=ObjectMeta(name="claim-drift", annotations=dict(instance.annotations))
@@ -101,7 +101,7 @@ def test_new_ami_release_is_ami_drift(world: World) -> None:
     provider = configured_provider(world)
     nc = node_class()
     claim = launched_claim(provider, nc, world)
-    images = world.client("ec2").describe_images(Owners=["amazon"])["Images"]
+    images = world.ec2().describe_images(Owners=["amazon"])["Images"]
     newer = next(
         i["ImageId"]
         for i in images
@@ -115,7 +115,7 @@ def test_security_group_and_subnet_drift(world: World) -> None:
     provider = configured_provider(world)
     nc = node_class()
     claim = launched_claim(provider, nc, world)
-    ec2 = world.client("ec2")
+    ec2 = world.ec2()
     vpc = describe(world, claim.status.provider_id.rsplit("/", 1)[-1])["VpcId"]  # type: ignore[union-attr]
     other = ec2.create_security_group(GroupName="other", Description="o", VpcId=vpc)["GroupId"]
     assert (
@@ -195,14 +195,16 @@ def test_spot_interruption_from_sqs_deletes_the_node_claim_and_marks_the_offerin
 ) -> None:
     clock = SimulatedClock()
     cluster = MemoryCluster(clock)
-    sqs = world.client("sqs")
+    sqs = world.sqs()
     url = sqs.create_queue(QueueName="test-cluster")["QueueUrl"]
     provider = configured_provider(
-        world, clock=clock, cluster=cluster, **{"interruption-queue": "test-cluster"}
+        world, clock=clock, cluster=cluster, extra={"interruption-queue": "test-cluster"}
     )
     nc = node_class()
-    instance = provider.launch(
-        request_for(provider, nc, "claim-spot", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])])
+    instance = launched_instance(
+        provider.launch(
+            request_for(provider, nc, "claim-spot", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])])
+        )
     )
     claim = NodeClaim(
         metadata=ObjectMeta(name="claim-spot", labels={INSTANCE_TYPE_LABEL: "m5.large"})
@@ -248,8 +250,8 @@ def test_on_demand_prices_come_from_the_pricing_api(world: World) -> None:
     from providers.aws.tests.aws_helpers import options
 
     provider.configure(
-        ProviderContext(cluster=None, clock=SimulatedClock(), options=options(world))
-    )  # type: ignore[arg-type]
+        ProviderContext(cluster=None, clock=SimulatedClock(), options=options(world))  # type: ignore[arg-type]
+    )
     with Stubber(provider.clients.pricing) as stub:
         params = {"ServiceCode": "AmazonEC2", "Filters": ANY, "MaxResults": 100}
         stub.add_response(

@@ -12,11 +12,13 @@ from typing import Any
 import botocore.exceptions
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.errors import InstanceNotFoundError, InsufficientCapacityError, LaunchError
 from nodewright.plugin.model import LaunchResult
+from nodewright.testing import launched_instance
 from nodewright_aws import labels as L
 from nodewright_aws.cloudprovider import AWSProvider
 from providers.aws.tests.aws_helpers import (
@@ -74,7 +76,10 @@ class FleetSpy:
     def _short_circuit(self, **_: Any) -> Any:
         if not self.nothing_left:
             return None
-        return AWSResponse("", 200, {}, None), {"Instances": [], "Errors": self._error_list()}
+        return AWSResponse("", 200, HTTPHeaders(), None), {
+            "Instances": [],
+            "Errors": self._error_list(),
+        }
 
     def _errors(self, parsed: dict[str, Any], **_: Any) -> None:
         if self.dropped:
@@ -113,7 +118,7 @@ def test_on_demand_launch_shape_tags_and_provider_id(
             (INSTANCE_TYPE_LABEL, "In", ["m5.large", "c5.large"]),
         ],
     )
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     (call,) = spy.calls
     assert call["Type"] == "instant"
     assert call["TargetCapacitySpecification"] == {
@@ -151,7 +156,7 @@ def test_spot_uses_price_capacity_optimized(provider: AWSProvider, spy: FleetSpy
     request = request_for(
         provider, node_class(), "claim-spot", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])]
     )
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     assert spy.calls[0]["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
     assert spy.calls[0]["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
     assert instance.capacity_type == "spot"
@@ -178,7 +183,7 @@ def test_launch_template_is_deterministic_and_carries_the_node_class(
     assert len(names) == 1
     (name,) = names
     assert name.startswith("karpenter.k8s.aws/")
-    ec2 = world.client("ec2")
+    ec2 = world.ec2()
     data = ec2.describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"][
         0
     ]["LaunchTemplateData"]
@@ -201,7 +206,7 @@ def test_idle_launch_templates_are_deleted(
         "LaunchTemplateName"
     ]
     provider.reconcile(clock.now())
-    ec2 = world.client("ec2")
+    ec2 = world.ec2()
     assert ec2.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
     clock.advance(timedelta(minutes=2))
     provider.reconcile(clock.now())
@@ -268,9 +273,13 @@ def test_a_restarted_provider_adopts_the_instance_of_the_same_node_claim(
     world: World, provider: AWSProvider, clock: SimulatedClock
 ) -> None:
     nc = node_class()
-    first = provider.launch(request_for(provider, nc, "claim-adopt", uid="uid-42"))
+    first = launched_instance(
+        provider.launch(request_for(provider, nc, "claim-adopt", uid="uid-42"))
+    )
     restarted = configured_provider(world, clock=clock)
-    again = restarted.launch(request_for(restarted, nc, "claim-adopt", uid="uid-42"))
+    again = launched_instance(
+        restarted.launch(request_for(restarted, nc, "claim-adopt", uid="uid-42"))
+    )
     assert again.provider_id == first.provider_id
     assert [i.provider_id for i in restarted.list_instances() if i.node_claim == "claim-adopt"] == [
         first.provider_id
@@ -278,7 +287,7 @@ def test_a_restarted_provider_adopts_the_instance_of_the_same_node_claim(
 
 
 def test_list_only_shows_this_clusters_instances(world: World, provider: AWSProvider) -> None:
-    ec2 = world.client("ec2")
+    ec2 = world.ec2()
     foreign = ec2.run_instances(
         ImageId=world.x86_ami,
         MinCount=1,
@@ -294,14 +303,16 @@ def test_list_only_shows_this_clusters_instances(world: World, provider: AWSProv
             }
         ],
     )["Instances"][0]["InstanceId"]
-    mine = provider.launch(request_for(provider, node_class(), "claim-mine"))
+    mine = launched_instance(provider.launch(request_for(provider, node_class(), "claim-mine")))
     listed = {instance_id(i.provider_id) for i in provider.list_instances()}
     assert instance_id(mine.provider_id) in listed
     assert foreign not in listed
 
 
 def test_delete_terminates_then_reports_not_found(world: World, provider: AWSProvider) -> None:
-    instance = provider.launch(request_for(provider, node_class(), "claim-delete"))
+    instance = launched_instance(
+        provider.launch(request_for(provider, node_class(), "claim-delete"))
+    )
     provider.delete(instance.provider_id)
     assert describe(world, instance_id(instance.provider_id))["State"]["Name"] in (
         "shutting-down",
@@ -335,7 +346,7 @@ def test_throttling_is_retried_with_backoff(provider: AWSProvider) -> None:
         throttled["sent"] += 1
         if throttled["left"]:
             throttled["left"] -= 1
-            return AWSResponse("", 503, {}, _Body(body))
+            return AWSResponse("", 503, HTTPHeaders(), _Body(body))
         return None
 
     provider.clients.ec2.meta.events.register("before-send.ec2.DescribeInstances", throttle)

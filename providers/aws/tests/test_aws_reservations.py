@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.plugin.errors import InsufficientCapacityError
+from nodewright.testing import launched_instance
 from nodewright_aws import labels as L
 from nodewright_aws.cloudprovider import AWSProvider
 from providers.aws.tests.aws_helpers import (
@@ -28,7 +30,7 @@ def with_reservation(provider: AWSProvider, available: int) -> list[dict[str, An
 
     def answer(params: dict[str, Any], **_: Any) -> Any:
         seen.append(params)
-        return AWSResponse("", 200, {}, None), {
+        return AWSResponse("", 200, HTTPHeaders(), None), {
             "CapacityReservations": [
                 {
                     "CapacityReservationId": RESERVATION,
@@ -94,7 +96,7 @@ def test_launch_prefers_the_reservation_and_targets_it(world: World) -> None:
     request = request_for(
         provider, nc, "claim-reserved", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])]
     )
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     assert instance.capacity_type == "reserved"
     assert instance.zone == "us-west-2b"
     assert instance.labels[L.CAPACITY_RESERVATION_ID] == RESERVATION
@@ -102,7 +104,7 @@ def test_launch_prefers_the_reservation_and_targets_it(world: World) -> None:
     template = fleets[0]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"][
         "LaunchTemplateName"
     ]
-    data = world.client("ec2").describe_launch_template_versions(LaunchTemplateName=template)[
+    data = world.ec2().describe_launch_template_versions(LaunchTemplateName=template)[
         "LaunchTemplateVersions"
     ][0]["LaunchTemplateData"]
     assert (
@@ -131,7 +133,7 @@ def test_a_reservation_out_of_room_at_launch_is_insufficient_capacity(world: Wor
     )
 
     def exceeded(**_: Any) -> Any:
-        return AWSResponse("", 200, {}, None), {
+        return AWSResponse("", 200, HTTPHeaders(), None), {
             "Instances": [],
             "Errors": [
                 {

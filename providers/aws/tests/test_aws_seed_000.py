@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -33,6 +33,9 @@ from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.plugin import AWSPlugin
 from nodewright_aws.pricing import PriceBook
 from providers.aws.tests.aws_helpers import builtin_images, moto_session, seed_ssm
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2.type_defs import InstanceTypeDef, TagTypeDef
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "aws-seed-000"
 REGION = "eu-west-1"
@@ -60,7 +63,7 @@ def seed_world(moto_endpoint: str) -> str:
     with urllib.request.urlopen(reset, timeout=10):
         pass
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=moto_endpoint)
-    discovery = [{"Key": "karpenter.sh/discovery", "Value": "alpha"}]
+    discovery: list[TagTypeDef] = [{"Key": "karpenter.sh/discovery", "Value": "alpha"}]
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     for index, zone in enumerate(ZONES):
         subnet = ec2.create_subnet(
@@ -158,9 +161,9 @@ def simulation(endpoint: str) -> Simulation:
     return Simulation(host, provider_options={"aws": provider_options(endpoint)})
 
 
-def instances(endpoint: str, states: tuple[str, ...]) -> list[dict[str, Any]]:
+def instances(endpoint: str, states: tuple[str, ...]) -> list[InstanceTypeDef]:
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=endpoint)
-    found = []
+    found: list[InstanceTypeDef] = []
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[{"Name": "instance-state-name", "Values": list(states)}]
     )
@@ -170,7 +173,7 @@ def instances(endpoint: str, states: tuple[str, ...]) -> list[dict[str, Any]]:
     return found
 
 
-def tags(instance: dict[str, Any]) -> dict[str, str]:
+def tags(instance: InstanceTypeDef) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
 
 

@@ -36,7 +36,7 @@ def test_ready_with_subnets_groups_amis_and_instance_profile(world: World) -> No
         "requirements"
     ]
     assert status["instance_profile"].startswith(f"{CLUSTER}_")
-    iam = world.client("iam")
+    iam = world.iam()
     profile = iam.get_instance_profile(InstanceProfileName=status["instance_profile"])[
         "InstanceProfile"
     ]
@@ -94,7 +94,7 @@ def test_ami_selected_by_ssm_parameter_and_by_id(world: World) -> None:
 
 def test_alias_for_another_kubernetes_version_finds_nothing(world: World) -> None:
     seed_ssm(al2023_parameter("x86_64", "standard", "1.34"), world.x86_ami)
-    readiness = configured_provider(world, **{"kubernetes-version": "1.34"}).node_class_status(
+    readiness = configured_provider(world, extra={"kubernetes-version": "1.34"}).node_class_status(
         node_class()
     )
     assert readiness.ready
@@ -136,7 +136,7 @@ def test_a_converted_v1alpha5_class_without_profile_needs_the_default_option(wor
     readiness = configured_provider(world).node_class_status(converted)
     assert not readiness.ready
     assert "aws.default-instance-profile" in readiness.message
-    with_default = configured_provider(world, **{"default-instance-profile": "legacy-profile"})
+    with_default = configured_provider(world, extra={"default-instance-profile": "legacy-profile"})
     readiness = with_default.node_class_status(converted)
     assert readiness.ready
     assert readiness.status["instance_profile"] == "legacy-profile"

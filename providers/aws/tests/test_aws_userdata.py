@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import email
 import tomllib
+from email.message import Message
 from typing import Any
 
+import boto3
 import pytest
 import yaml
 
@@ -17,6 +19,7 @@ from nodewright.plugin.errors import LaunchError
 from nodewright_aws.cloudprovider import AWSProvider
 from providers.aws.tests.aws_helpers import (
     CLUSTER,
+    REGION,
     World,
     configured_provider,
     node_class,
@@ -39,7 +42,11 @@ KUBELET = {
 def provider(world: World) -> AWSProvider:
     return configured_provider(
         world,
-        **{"cluster-endpoint": ENDPOINT, "cluster-ca-bundle": CA, "cluster-cidr": "10.100.0.0/16"},
+        extra={
+            "cluster-endpoint": ENDPOINT,
+            "cluster-ca-bundle": CA,
+            "cluster-cidr": "10.100.0.0/16",
+        },
     )
 
 
@@ -56,7 +63,7 @@ def _launch_user_data(world: World, provider: AWSProvider, **spec: Any) -> str:
     claim.spec.taints = [Taint(key="dedicated", value="payments", effect="NoSchedule")]
     claim.spec.startup_taints = [Taint(key="example.com/agent-not-ready", effect="NoExecute")]
     provider.launch(request)
-    ec2 = world.client("ec2")
+    ec2 = world.ec2()
     templates = ec2.describe_launch_templates(
         Filters=[{"Name": "tag:eks:eks-cluster-name", "Values": [CLUSTER]}]
     )["LaunchTemplates"]
@@ -70,7 +77,13 @@ def _launch_user_data(world: World, provider: AWSProvider, **spec: Any) -> str:
 def _parts(text: str) -> list[tuple[str, str]]:
     message = email.message_from_string(text)
     assert message.is_multipart()
-    return [(p.get_content_type(), str(p.get_payload())) for p in message.get_payload()]
+    parts = message.get_payload()
+    assert isinstance(parts, list)
+    found = []
+    for part in parts:
+        assert isinstance(part, Message), part
+        found.append((part.get_content_type(), str(part.get_payload())))
+    return found
 
 
 EXPECTED_TAINTS = [
@@ -234,8 +247,8 @@ def test_custom_family_passes_user_data_through(world: World, provider: AWSProvi
 
 
 def test_cluster_details_come_from_eks_when_not_given(world: World) -> None:
-    eks = world.client("eks")
-    iam = world.client("iam")
+    eks = boto3.client("eks", region_name=REGION, endpoint_url=world.endpoint)
+    iam = world.iam()
     role = iam.get_role(RoleName=world.role)["Role"]["Arn"]
     eks.create_cluster(
         name=CLUSTER,

@@ -44,7 +44,7 @@ def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Iterator[Callable[.
         def factory(_settings: Settings) -> FakeTokenCredential:
             return credential
 
-        provider = AzureProvider(credential_factory=factory)  # type: ignore[arg-type]
+        provider = AzureProvider(credential_factory=factory)
         provider.configure(
             ProviderContext(cluster=None, clock=clock, options=fake_options(fake, **options))  # type: ignore[arg-type]
         )

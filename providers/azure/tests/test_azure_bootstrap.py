@@ -14,6 +14,7 @@ import pytest
 
 from nodewright.api.core import Taint
 from nodewright.plugin.errors import NodeClassNotReadyError
+from nodewright.testing import launched_instance
 from nodewright_azure.bootstrap import kubelet_labels
 from nodewright_azure.cloudprovider import AzureProvider
 from providers.azure.tests.azure_helpers import RESOURCE_GROUP, node_class
@@ -141,7 +142,7 @@ def test_the_bootstrap_token_is_never_logged(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     provider = make_provider(**bootstrap_options(tmp_path))
-    instance = provider.launch(request_for(provider, "default-bbbbb", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "default-bbbbb", D2_ZONE_2)))
     assert TOKEN not in caplog.text
     assert TOKEN not in repr(provider.settings)
     assert TOKEN not in repr(instance)

@@ -19,7 +19,7 @@ class TestAzureConformance(ProviderConformance):
     @pytest.fixture
     def provider(self, fake: FakeAzure) -> Iterator[object]:
         credential = FakeTokenCredential(fake)
-        azure = AzureProvider(credential_factory=lambda _s: credential)  # type: ignore[arg-type,return-value]
+        azure = AzureProvider(credential_factory=lambda _s: credential)
         yield AzurePlugin(azure)
         azure.close()
 

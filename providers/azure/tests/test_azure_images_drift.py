@@ -13,7 +13,7 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.model import ProviderContext
-from nodewright.testing import make_node_claim
+from nodewright.testing import launched_instance, make_node_claim
 from nodewright_azure.cloudprovider import AzureProvider
 from nodewright_azure.drift import drift_annotations
 from nodewright_azure.images import HYPERV_GENERATION
@@ -117,7 +117,7 @@ def test_no_resolvable_image_makes_the_node_class_not_ready(
 def test_each_vm_size_boots_the_first_compatible_image(
     provider: AzureProvider, fake: FakeAzure
 ) -> None:
-    instance = provider.launch(request_for(provider, "gen2-aaaaa", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "gen2-aaaaa", D2_ZONE_2)))
     assert vm_image(fake, "gen2-aaaaa") == {"communityGalleryImageId": ubuntu("2204gen2containerd")}
     assert instance.image_id == ubuntu("2204gen2containerd")
 
@@ -150,7 +150,7 @@ def test_sizes_no_image_boots_are_not_launched(provider: AzureProvider, fake: Fa
     arm_or_d2 = [(INSTANCE_TYPE_LABEL, "In", ["Standard_D2pls_v5", "Standard_D2_v4"])]
     request = request_for(provider, "mixed-ddddd", arm_or_d2)
     assert {t.name for t in request.instance_types} == {"Standard_D2pls_v5", "Standard_D2_v4"}
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     # The arm64 size is cheaper in the fake's prices, but no arm64 image resolves.
     assert instance.instance_type == "Standard_D2_v4"
 
@@ -207,7 +207,9 @@ def test_a_newly_published_image_drifts_the_node_after_the_refresh(
     provider: AzureProvider, fake: FakeAzure, clock: SimulatedClock
 ) -> None:
     nc = node_class(imageFamily="Ubuntu2204")
-    instance = provider.launch(request_for(provider, "img-fffff", D2_ZONE_2, nc=nc))
+    instance = launched_instance(
+        provider.launch(request_for(provider, "img-fffff", D2_ZONE_2, nc=nc))
+    )
     claim = claim_with(nc, drift_annotations(nc.spec), image=instance.image_id)
     assert provider.is_drifted(claim, nc) is None
     fake.publish_image(
@@ -224,11 +226,15 @@ def test_launch_returns_the_drift_annotations_and_the_node_name(
     provider: AzureProvider,
 ) -> None:
     nc = node_class(imageFamily="Ubuntu2204")
-    instance = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    instance = launched_instance(
+        provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    )
     assert instance.annotations == drift_annotations(nc.spec)
     assert instance.node_name == "aks-default-65f84"
     # Launch again (a retry after a crash): the same VM, the same annotations.
-    again = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    again = launched_instance(
+        provider.launch(request_for(provider, "default-65f84", D2_ZONE_2, nc=nc))
+    )
     assert again.provider_id == instance.provider_id
     assert again.annotations == instance.annotations
 
@@ -238,7 +244,7 @@ def test_a_kubelet_of_another_kubernetes_version_drifts(
 ) -> None:
     cluster = MemoryCluster(clock)
     credential = FakeTokenCredential(fake)
-    provider = AzureProvider(credential_factory=lambda _settings: credential)  # type: ignore[arg-type,return-value]
+    provider = AzureProvider(credential_factory=lambda _settings: credential)
     provider.configure(
         ProviderContext(
             cluster=cluster,
@@ -272,7 +278,7 @@ def test_claims_hashed_by_karpenter_azure_are_restamped_and_then_drift(
 ) -> None:
     cluster = MemoryCluster(clock)
     credential = FakeTokenCredential(fake)
-    provider = AzureProvider(credential_factory=lambda _settings: credential)  # type: ignore[arg-type,return-value]
+    provider = AzureProvider(credential_factory=lambda _settings: credential)
     provider.configure(ProviderContext(cluster=cluster, clock=clock, options=fake_options(fake)))
     nc = cluster.create(node_class(imageFamily="Ubuntu2204", osDiskSizeGB=128))
     karpenter = claim_with(

@@ -17,7 +17,7 @@ from nodewright.plugin.errors import (
     LaunchError,
 )
 from nodewright.plugin.model import Instance, LaunchRequest, LaunchResult
-from nodewright.testing import make_node_claim
+from nodewright.testing import launched_instance, make_node_claim
 from nodewright.testing.conformance import node_claim_requirements
 from nodewright_azure import labels as L
 from nodewright_azure.cloudprovider import AzureProvider
@@ -65,7 +65,7 @@ def vm_puts(fake: FakeAzure) -> list[str]:
 def test_launch_creates_nic_then_vm_named_after_the_node_claim(
     provider: AzureProvider, fake: FakeAzure
 ) -> None:
-    instance = provider.launch(request_for(provider, "default-65f84", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "default-65f84", D2_ZONE_2)))
     puts = [p.split("?")[0].rsplit("/", 2)[-2] for m, p in fake.requests if m == "PUT"]
     assert puts == ["networkInterfaces", "virtualMachines"]
     vm = fake.vms[f"{RESOURCE_GROUP.lower()}/aks-default-65f84"]
@@ -101,14 +101,16 @@ def test_launch_creates_nic_then_vm_named_after_the_node_claim(
 
 
 def test_spot_vms_are_evicted_by_deletion(provider: AzureProvider, fake: FakeAzure) -> None:
-    instance = provider.launch(
-        request_for(
-            provider,
-            "spot-1",
-            [
-                (INSTANCE_TYPE_LABEL, "In", ["Standard_E16as_v5"]),
-                (CAPACITY_TYPE_LABEL, "In", ["spot"]),
-            ],
+    instance = launched_instance(
+        provider.launch(
+            request_for(
+                provider,
+                "spot-1",
+                [
+                    (INSTANCE_TYPE_LABEL, "In", ["Standard_E16as_v5"]),
+                    (CAPACITY_TYPE_LABEL, "In", ["spot"]),
+                ],
+            )
         )
     )
     props = fake.vms[f"{RESOURCE_GROUP.lower()}/aks-spot-1"]["properties"]
@@ -122,8 +124,8 @@ def test_a_retry_after_a_crash_finds_what_the_first_attempt_made(
     provider: AzureProvider, fake: FakeAzure
 ) -> None:
     request = request_for(provider, "crash-1", D2_ZONE_2)
-    first = provider.launch(request)
-    again = provider.launch(request)
+    first = launched_instance(provider.launch(request))
+    again = launched_instance(provider.launch(request))
     assert again.provider_id == first.provider_id
     assert len(vm_puts(fake)) == 1
     assert [i.node_claim for i in provider.list_instances()] == ["crash-1"]
@@ -141,7 +143,7 @@ def test_a_nic_left_by_a_crash_is_reused(provider: AzureProvider, fake: FakeAzur
         "tags": {},
         "properties": {"provisioningState": "Succeeded"},
     }
-    instance = provider.launch(request_for(provider, "crash-2", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "crash-2", D2_ZONE_2)))
     assert instance.state == "running"
     assert len([k for k in fake.nics if k.endswith("aks-crash-2")]) == 1
 
@@ -155,7 +157,7 @@ def test_throttling_and_server_errors_are_retried(provider: AzureProvider, fake:
 
 def test_lro_polls_until_the_operation_succeeds(provider: AzureProvider, fake: FakeAzure) -> None:
     fake.lro_polls = 3
-    instance = provider.launch(request_for(provider, "slow-1", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "slow-1", D2_ZONE_2)))
     assert instance.state == "running"
     polls = [p for _, p in fake.requests if "/operations/" in p]
     assert len(polls) >= 8  # NIC and VM, four status reads each
@@ -305,7 +307,8 @@ def test_restricted_zone_gives_sku_not_available_from_arm(
 
 def test_get_list_and_delete(provider: AzureProvider, fake: FakeAzure) -> None:
     instances: list[Instance] = [
-        provider.launch(request_for(provider, f"pool-{i}", D2_ZONE_2)) for i in range(3)
+        launched_instance(provider.launch(request_for(provider, f"pool-{i}", D2_ZONE_2)))
+        for i in range(3)
     ]
     other = dict(fake.vms[f"{RESOURCE_GROUP.lower()}/aks-pool-0"])
     other = {**other, "properties": {"hardwareProfile": {"vmSize": "Standard_D2_v4"}},
@@ -348,7 +351,7 @@ def test_a_create_slower_than_launch_is_followed_and_its_failure_recorded(
     stale_zone_2 = request_for(provider, "late-2", D2_ZONE_2)
     d2_on_demand = [(INSTANCE_TYPE_LABEL, "In", ["Standard_D2_v4"]), D2_ZONE_2[2]]
     stale_any_zone = request_for(provider, "late-3", d2_on_demand)
-    instance = provider.launch(request_for(provider, "late-1", D2_ZONE_2))
+    instance = launched_instance(provider.launch(request_for(provider, "late-1", D2_ZONE_2)))
     assert isinstance(instance, Instance)
     assert instance.state == "pending"
     for _ in range(500):

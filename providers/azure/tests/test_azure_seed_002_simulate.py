@@ -65,12 +65,12 @@ def _options(fake: FakeAzure, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def clock() -> _Clock:  # type: ignore[override]
+def clock() -> _Clock:
     return _Clock()
 
 
 @pytest.fixture
-def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:  # type: ignore[override]
+def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:
     azure = FakeAzure(tmp_path, now=clock.now).start()
     yield azure
     azure_plugin.provider.close()

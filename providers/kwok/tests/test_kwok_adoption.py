@@ -9,13 +9,13 @@ from datetime import timedelta
 import pytest
 
 from nodewright.plugin import Instance, InstanceNotFoundError, Node, NodeSpec, ObjectMeta
-from nodewright.testing import MemoryCluster, SimulatedClock
+from nodewright.testing import MemoryCluster, SimulatedClock, launched_instance
 from nodewright_kwok.provider import KWOKProvider
 from providers.kwok.tests.kwok_helpers import launch_request
 
 
 def _launched_and_registered(provider: KWOKProvider, clock: SimulatedClock, name: str) -> Instance:
-    instance = provider.launch(launch_request(provider, name))
+    instance = launched_instance(provider.launch(launch_request(provider, name)))
     provider.reconcile(clock.now())
     return instance
 
@@ -59,7 +59,7 @@ def test_a_repeated_launch_adopts_the_instance_another_process_registered(
     first = _launched_and_registered(old_leader, clock, "default-a")
     new_leader = make_provider()
     # the old leader died before writing the NodeClaim's status: the core launches again
-    again = new_leader.launch(launch_request(new_leader, "default-a"))
+    again = launched_instance(new_leader.launch(launch_request(new_leader, "default-a")))
     assert again.provider_id == first.provider_id
     assert len(new_leader.list_instances()) == 1
 

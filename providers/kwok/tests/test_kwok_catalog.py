@@ -18,6 +18,7 @@ from nodewright.plugin import (
     Reservation,
     resources,
 )
+from nodewright.testing import launched_instance
 from nodewright_kwok.catalog import CatalogFileError, default_catalog, load_catalog
 from nodewright_kwok.labels import RESERVATION_ID_LABEL
 from nodewright_kwok.provider import KWOKProvider
@@ -284,7 +285,7 @@ def test_launches_into_a_reservation_use_it_up_and_deletes_give_it_back(
     provider = make_provider(instance_types_file=str(path))
     assert _reservation(provider) == (True, 2)
 
-    first = provider.launch(launch_request(provider, "a"))
+    first = launched_instance(provider.launch(launch_request(provider, "a")))
     assert (first.capacity_type, first.labels[RESERVATION_ID_LABEL]) == ("reserved", "cr-0123")
     assert _reservation(provider) == (True, 1)
     provider.launch(launch_request(provider, "b"))

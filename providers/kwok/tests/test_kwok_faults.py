@@ -14,7 +14,7 @@ from nodewright.plugin import (
     Node,
     TemporaryProviderError,
 )
-from nodewright.testing import MemoryCluster, SimulatedClock
+from nodewright.testing import MemoryCluster, SimulatedClock, launched_instance
 from nodewright_kwok.provider import KWOKProvider
 from providers.kwok.tests.kwok_helpers import launch_request
 
@@ -70,9 +70,9 @@ def test_the_quota_stops_launches_until_an_instance_is_deleted(provider: KWOKPro
         provider.launch(launch_request(provider, "c"))
     assert raised.value.reason == "QuotaExceeded"
     # a repeated launch of an existing NodeClaim is not a new instance
-    assert provider.launch(launch_request(provider, "a")).node_claim == "a"
+    assert launched_instance(provider.launch(launch_request(provider, "a"))).node_claim == "a"
     provider.delete("kwok://a")
-    assert provider.launch(launch_request(provider, "c")).node_claim == "c"
+    assert launched_instance(provider.launch(launch_request(provider, "c"))).node_claim == "c"
 
 
 def test_api_errors_fail_the_next_calls_then_stop(provider: KWOKProvider) -> None:
@@ -82,7 +82,7 @@ def test_api_errors_fail_the_next_calls_then_stop(provider: KWOKProvider) -> Non
     for _ in range(2):
         with pytest.raises(TemporaryProviderError):
             provider.launch(request)
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     with pytest.raises(TemporaryProviderError):
         provider.list_instances()
     assert provider.list_instances() == [instance]
@@ -106,7 +106,7 @@ def test_reset_clears_every_fault(provider: KWOKProvider) -> None:
     provider.faults.fail_next("launch")
     provider.faults.latency = timedelta(minutes=1)
     provider.faults.reset()
-    assert provider.launch(launch_request(provider)).capacity_type == "spot"
+    assert launched_instance(provider.launch(launch_request(provider))).capacity_type == "spot"
 
 
 def test_faults_can_be_set_through_options(

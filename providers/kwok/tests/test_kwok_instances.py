@@ -23,7 +23,7 @@ from nodewright.plugin import (
     Pod,
     PodSpec,
 )
-from nodewright.testing import MemoryCluster, SimulatedClock
+from nodewright.testing import MemoryCluster, SimulatedClock, launched_instance
 from nodewright_kwok.provider import KWOKProvider
 from providers.kwok.tests.kwok_helpers import launch_request, node_class
 
@@ -31,7 +31,7 @@ from providers.kwok.tests.kwok_helpers import launch_request, node_class
 
 
 def test_launch_buys_the_cheapest_offering_spot_when_allowed(provider: KWOKProvider) -> None:
-    instance = provider.launch(launch_request(provider))
+    instance = launched_instance(provider.launch(launch_request(provider)))
     assert (instance.instance_type, instance.zone, instance.capacity_type) == (
         "c-1x-amd64-linux",
         "test-zone-a",
@@ -48,7 +48,7 @@ def test_launch_honours_capacity_type_and_zone_requirements(provider: KWOKProvid
         (ZONE_LABEL, "In", ["test-zone-c", "test-zone-d"]),
         ("kubernetes.io/arch", "In", ["arm64"]),
     )
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     assert (instance.instance_type, instance.zone, instance.capacity_type) == (
         "c-1x-arm64-linux",
         "test-zone-c",
@@ -65,15 +65,17 @@ def test_launch_picks_the_cheapest_of_the_requested_types(provider: KWOKProvider
         "default-xyz",
         (INSTANCE_TYPE_LABEL, "In", ["c-8x-amd64-linux", "s-4x-arm64-linux", "m-4x-amd64-linux"]),
     )
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
     assert instance.instance_type == "s-4x-arm64-linux"
     assert instance.labels["karpenter.kwok.sh/instance-family"] == "s"
     assert instance.labels["karpenter.kwok.sh/instance-cpu"] == "4"
 
 
 def test_launch_records_the_instance_with_its_shape(provider: KWOKProvider) -> None:
-    instance = provider.launch(
-        launch_request(provider, "pool-a-1", (INSTANCE_TYPE_LABEL, "In", ["m-2x-amd64-linux"]))
+    instance = launched_instance(
+        provider.launch(
+            launch_request(provider, "pool-a-1", (INSTANCE_TYPE_LABEL, "In", ["m-2x-amd64-linux"]))
+        )
     )
     assert instance.provider_id == "kwok://pool-a-1"
     assert instance.node_claim == "pool-a-1"
@@ -87,11 +89,11 @@ def test_launch_records_the_instance_with_its_shape(provider: KWOKProvider) -> N
 
 def test_launch_is_idempotent_per_node_claim(provider: KWOKProvider) -> None:
     request = launch_request(provider, "default-abc")
-    first = provider.launch(request)
-    again = provider.launch(request)
+    first = launched_instance(provider.launch(request))
+    again = launched_instance(provider.launch(request))
     assert again == first
     assert len(provider.ledger.instances()) == 1
-    other = provider.launch(launch_request(provider, "default-def"))
+    other = launched_instance(provider.launch(launch_request(provider, "default-def")))
     assert other.provider_id != first.provider_id
     assert len(provider.ledger.instances()) == 2
 
@@ -123,7 +125,7 @@ def test_the_node_registers_after_the_delay_looking_like_a_kwok_node(
         provider, "default-abc", (INSTANCE_TYPE_LABEL, "In", ["s-2x-amd64-linux"])
     )
     request.node_claim.metadata.labels["team"] = "blue"
-    instance = provider.launch(request)
+    instance = launched_instance(provider.launch(request))
 
     assert provider.reconcile(clock.now()) == timedelta(seconds=5)
     assert _node(cluster, "default-abc") is None
@@ -211,7 +213,7 @@ def test_registration_adopts_a_node_already_there_and_skips_a_foreign_one(
 
 
 def _registered(provider: KWOKProvider, clock: SimulatedClock, name: str = "n1") -> Instance:
-    instance = provider.launch(launch_request(provider, name))
+    instance = launched_instance(provider.launch(launch_request(provider, name)))
     provider.reconcile(clock.now())
     return instance
 
@@ -251,9 +253,9 @@ def test_its_nodes_are_kept_ready(
     node.status.conditions[0].status = "Unknown"
     cluster.update_status(node)
     provider.reconcile(clock.now())
-    node = _node(cluster, "n1")
-    assert node is not None
-    assert node.ready
+    kept = _node(cluster, "n1")
+    assert kept is not None
+    assert kept.ready
 
 
 def test_a_ready_condition_a_simulation_set_is_kept(
@@ -269,10 +271,10 @@ def test_a_ready_condition_a_simulation_set_is_kept(
     cluster.update_status(node)
     clock.advance(timedelta(minutes=10))
     provider.reconcile(clock.now())
-    node = _node(cluster, "n1")
-    assert node is not None
-    assert not node.ready, "a broken machine's kubelet keeps reporting it"
-    assert node.status.phase == "Running"
+    kept = _node(cluster, "n1")
+    assert kept is not None
+    assert not kept.ready, "a broken machine's kubelet keeps reporting it"
+    assert kept.status.phase == "Running"
 
 
 def test_without_manage_nodes_nodes_wait_for_a_kwok_controller(
@@ -295,7 +297,7 @@ def test_without_manage_nodes_nodes_wait_for_a_kwok_controller(
 
 
 def test_get_and_list_read_the_ledger(provider: KWOKProvider, clock: SimulatedClock) -> None:
-    first = provider.launch(launch_request(provider, "a"))
+    first = launched_instance(provider.launch(launch_request(provider, "a")))
     second = _registered(provider, clock, "b")
     assert provider.get("kwok://a").provider_id == first.provider_id
     assert provider.get("kwok://a").state == "running"

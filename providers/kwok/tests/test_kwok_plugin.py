@@ -50,8 +50,8 @@ def test_every_hook_in_the_contract_is_implemented() -> None:
     assert specs == implemented
 
 
-def test_provider_info_declares_kwok() -> None:
-    info = plugin.nodewright_provider_info()
+def test_provider_info_declares_kwok(hooks: pluggy.HookRelay) -> None:
+    (info,) = hooks.nodewright_provider_info()
     assert info.name == "kwok"
     (kind,) = info.node_classes
     assert (kind.group, kind.kind, kind.model) == (

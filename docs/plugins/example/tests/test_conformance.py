@@ -1,5 +1,6 @@
 import pytest
-from nodewright_toy.plugin import ToyNodeClass, ToyProvider
+from nodewright_toy.nodeclass import ToyNodeClass
+from nodewright_toy.plugin import ToyProvider
 
 from nodewright.testing import ProviderConformance
 
