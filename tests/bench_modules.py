@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -11,11 +11,9 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def load_bench(name: str) -> ModuleType:
-    """``bench/<name>.py`` as module ``bench_<name>`` (bench/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
+    """``bench/<name>.py`` as module ``<name>``. bench/ is not a package: a script there imports
+    its sibling modules by name, as when it runs with bench/ first on the path, so bench/ joins
+    the path here too (last, so it shadows nothing)."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
+    return importlib.import_module(name)

@@ -10,7 +10,10 @@ from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
-from tests.test_bench_smoke import bench
+from tests.bench_modules import load_bench
+
+cases = load_bench("scheduling_cases")
+prices = load_bench("scheduling_prices")
 
 
 def _type(name: str, cpu: int, memory_gib: int, price: float) -> InstanceType:
@@ -27,15 +30,15 @@ def test_bound_mixes_types_fractionally_when_that_is_cheapest() -> None:
     demand = [PodRequest("ns", "p", "u", resources(cpu=4, memory="4Gi", pods=1))]
 
     # 4a + b >= 4 and a + 4b >= 4 meet at a = b = 0.8: 1.6 $/h, cheaper than 2 of either.
-    assert bench.lp_lower_bound(demand, [cpu_heavy, memory_heavy]) == pytest.approx(1.6)
+    assert prices.lp_lower_bound(demand, [cpu_heavy, memory_heavy]) == pytest.approx(1.6)
 
 
 def test_bound_is_below_the_price_of_the_solvers_fleet() -> None:
-    catalog = bench.instance_types()
-    pods = bench.plain_pods(300)
-    requests = bench.pod_requests(pods)
+    catalog = cases.instance_types()
+    pods = cases.plain_pods(300)
+    requests = cases.pod_requests(pods)
 
-    result = solve(requests, [], [bench.node_pool(catalog)])
-    price = sum(bench.claim_price(c) for c in result.new_node_claims)
+    result = solve(requests, [], [cases.node_pool(catalog)])
+    price = sum(prices.claim_price(c) for c in result.new_node_claims)
 
-    assert 0 < bench.lp_lower_bound(requests, catalog) <= price
+    assert 0 < prices.lp_lower_bound(requests, catalog) <= price

@@ -1,6 +1,6 @@
 """The scheduling benchmark's pod mixes and result checks, on batches small enough to be quick.
 
-Nothing here is timed: these tests keep ``bench/scheduling.py`` honest (its pods are what
+Nothing here is timed: these tests keep the scheduling benchmark honest (its pods are what
 Karpenter's benchmark builds, its validator notices broken constraints and accepts sound
 placements). The LP bound needs scipy, whose import alone can take seconds, so it is tested
 in ``test_bench_lp_bound.py``.
@@ -14,17 +14,18 @@ import pytest
 
 from nodewright.api import core as api
 from nodewright.api.labels import HOSTNAME_LABEL, NODEPOOL_LABEL, ZONE_LABEL
-from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult
+from nodewright.scheduling.model import NewNodeClaim, PodRequest, SchedulingResult, SolverOptions
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver.scheduler import solve
 from tests.bench_modules import load_bench
 
-bench = load_bench("scheduling")
+cases = load_bench("scheduling_cases")
+validation = load_bench("scheduling_validation")
 
 
 @pytest.fixture(scope="module")
 def catalog() -> list[object]:
-    return bench.instance_types()  # type: ignore[no-any-return]
+    return cases.instance_types()  # type: ignore[no-any-return]
 
 
 def _kind(pod: api.Pod) -> str:
@@ -40,7 +41,7 @@ def _kind(pod: api.Pod) -> str:
 
 
 def test_diverse_mix_has_a_fifth_of_each_kind_and_the_remainder_plain() -> None:
-    pods = bench.diverse_pods(53)
+    pods = cases.diverse_pods(53)
 
     kinds = Counter(_kind(p) for p in pods)
 
@@ -52,15 +53,15 @@ def test_diverse_mix_has_a_fifth_of_each_kind_and_the_remainder_plain() -> None:
         "anti-affinity": 10,
     }
     assert len({p.metadata.uid for p in pods}) == 53
-    assert bench.diverse_pods(53) == pods  # seeded
+    assert cases.diverse_pods(53) == pods  # seeded
 
 
 def test_diverse_mix_through_the_solver_is_placed_and_checked() -> None:
-    pods = bench.diverse_pods(50)
-    requests = bench.pod_requests(pods)
+    pods = cases.diverse_pods(50)
+    requests = cases.pod_requests(pods)
 
-    result = solve(requests, [], [bench.node_pool(bench.instance_types(40))])
-    violations, unscheduled = bench.validate(pods, requests, result)
+    result = solve(requests, [], [cases.node_pool(cases.instance_types(40))])
+    violations, unscheduled = validation.validate(pods, requests, result)
 
     assert unscheduled == 0
     assert result.errors == {}
@@ -69,22 +70,22 @@ def test_diverse_mix_through_the_solver_is_placed_and_checked() -> None:
 
 
 def test_plain_mix_result_has_no_violations(catalog: list[object]) -> None:
-    pods = bench.plain_pods(300)
-    requests = bench.pod_requests(pods)
+    pods = cases.plain_pods(300)
+    requests = cases.pod_requests(pods)
 
-    result = solve(requests, [], [bench.node_pool(catalog)])
+    result = solve(requests, [], [cases.node_pool(catalog)])
 
-    assert bench.validate(pods, requests, result) == ([], 0)
+    assert validation.validate(pods, requests, result) == ([], 0)
 
 
 def test_preference_pods_schedule_with_either_policy() -> None:
-    pods = bench.preference_pods(30)
-    requests = bench.pod_requests(pods)
-    pool = bench.node_pool(bench.instance_types(40))
+    pods = cases.preference_pods(30)
+    requests = cases.pod_requests(pods)
+    pool = cases.node_pool(cases.instance_types(40))
 
     for policy in ("Respect", "Ignore"):
-        result = solve(requests, [], [pool], bench.SolverOptions(preference_policy=policy))
-        assert bench.validate(pods, requests, result) == ([], 0)
+        result = solve(requests, [], [pool], SolverOptions(preference_policy=policy))
+        assert validation.validate(pods, requests, result) == ([], 0)
 
 
 # -- the validator on hand-made results ---------------------------------------------------
@@ -105,7 +106,7 @@ def _claim(catalog: list[object], pods: list[PodRequest], zone: str | None) -> N
 def _placed(
     catalog: list[object], pods: list[api.Pod], layout: list[tuple[list[int], str | None]]
 ) -> tuple[list[PodRequest], SchedulingResult]:
-    requests = bench.pod_requests(pods)
+    requests = cases.pod_requests(pods)
     claims = [_claim(catalog, [requests[i] for i in idx], zone) for idx, zone in layout]
     return requests, SchedulingResult(new_node_claims=claims)
 
@@ -113,12 +114,12 @@ def _placed(
 def _kinds(
     pods: list[api.Pod], requests: list[PodRequest], result: SchedulingResult
 ) -> Counter[str]:
-    violations, _ = bench.validate(pods, requests, result)
+    violations, _ = validation.validate(pods, requests, result)
     return Counter(v.kind for v in violations)
 
 
 def test_validator_flags_anti_affinity_pods_sharing_a_node(catalog: list[object]) -> None:
-    factory = bench.PodFactory()
+    factory = cases.PodFactory()
     pods = [factory.anti_affinity(HOSTNAME_LABEL) for _ in range(3)]
 
     apart = _placed(catalog, pods, [([0], None), ([1], None), ([2], None)])
@@ -129,7 +130,7 @@ def test_validator_flags_anti_affinity_pods_sharing_a_node(catalog: list[object]
 
 
 def test_validator_wants_an_affinity_group_in_one_pinned_zone(catalog: list[object]) -> None:
-    factory = bench.PodFactory()
+    factory = cases.PodFactory()
     pods = [factory.self_affinity(ZONE_LABEL) for _ in range(12)]
     groups: dict[str, list[int]] = {}
     for index, pod in enumerate(pods):
@@ -160,7 +161,7 @@ def test_validator_bounds_spread_by_max_skew_over_the_emptiest_zone(
         when_unsatisfiable="DoNotSchedule",
         label_selector=api.LabelSelector(match_labels={"app": "web"}),
     )
-    factory = bench.PodFactory()
+    factory = cases.PodFactory()
     pods = [factory.pod({"app": "web"}, {"cpu": "100m"}, spread=[constraint]) for _ in range(6)]
 
     balanced = _placed(
@@ -175,10 +176,10 @@ def test_validator_bounds_spread_by_max_skew_over_the_emptiest_zone(
 
 
 def test_validator_flags_double_placement_and_an_overfull_node(catalog: list[object]) -> None:
-    pods = bench.plain_pods(3)
-    requests = bench.pod_requests(pods)
-    tiny = bench.instance_types(1)  # 1 CPU, 0.9 allocatable
-    heavy = bench.pod_requests([bench.PodFactory().pod({}, {"cpu": "1"})])
+    pods = cases.plain_pods(3)
+    requests = cases.pod_requests(pods)
+    tiny = cases.instance_types(1)  # 1 CPU, 0.9 allocatable
+    heavy = cases.pod_requests([cases.PodFactory().pod({}, {"cpu": "1"})])
     twice = SchedulingResult(
         new_node_claims=[
             _claim(catalog, [requests[0], requests[1]], None),
