@@ -17,8 +17,9 @@ from nodewright.api.meta import Condition, ObjectMeta
 from nodewright.cluster import ConflictError
 from nodewright.cluster.kube import KubeCluster, json_patch
 from nodewright.cluster.objects import mutable
+from tests.kube.apiserver.patches import apply_json_patch, apply_merge_patch
 from tests.kube.conftest import FAST
-from tests.kube.fake_apiserver import FakeApiServer, apply_json_patch, apply_merge_patch
+from tests.kube.fake_apiserver import FakeApiServer
 
 TERMINATION = "karpenter.sh/termination"
 OTHER_FINALIZER = "example.com/cleanup"

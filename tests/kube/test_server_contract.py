@@ -36,8 +36,9 @@ from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.patch import JSON_PATCH, precondition_failed
 from nodewright_kwok import kubelet
 from tests import builders
+from tests.kube.apiserver.patches import NOT_APPLIED
 from tests.kube.conftest import FAST
-from tests.kube.fake_apiserver import NOT_APPLIED, FakeApiServer
+from tests.kube.fake_apiserver import FakeApiServer
 from tests.kube.polling import eventually
 
 REAL_KUBECONFIG = os.environ.get("NODEWRIGHT_TEST_KUBECONFIG", "")
