@@ -34,8 +34,8 @@ from nodewright.api.labels import (
     TERMINATION_TIMESTAMP_ANNOTATION,
 )
 from nodewright.api.meta import KubeObject, is_true
-from nodewright.cluster.memory import Crash as ClusterCrash
-from nodewright.cluster.memory import FaultPoint, WriteVerb
+from nodewright.cluster.faults import Crash as ClusterCrash
+from nodewright.cluster.faults import FaultPoint, WriteVerb
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
 from nodewright_kwok.faults import Crash as CloudCrash
 from tests.controllers.kwok_world import Availability, KWOKWorld, four_cpu_pool

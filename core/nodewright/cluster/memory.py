@@ -15,26 +15,25 @@ pristine copy of every stored object and raises :class:`~nodewright.cluster.Read
 when a reader changed one in place. The store is single-threaded, like the simulation loop that
 drives it.
 
-For crash-consistency tests a :class:`FaultPoint` armed with :meth:`MemoryCluster.crash_at`
-raises :class:`Crash` just before or just after a matching write, stopping the writer there
-as if its process had died (the store itself stays consistent).
+For crash-consistency tests a :class:`~nodewright.cluster.faults.FaultPoint` armed with
+:meth:`MemoryCluster.crash_at` raises :class:`~nodewright.cluster.faults.Crash` just before or
+just after a matching write, stopping the writer there as if its process had died (the store
+itself stays consistent). Evictions are checked against PodDisruptionBudgets as the API
+server checks them (:mod:`nodewright.cluster.eviction`).
 """
 
 from __future__ import annotations
 
 import builtins
 import itertools
-import math
 import os
 import random
 import string
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
-from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import LabelSelector, Pod, PodCondition
 from nodewright.api.meta import KubeObject, shallow_copy
 from nodewright.clock import Clock
@@ -42,12 +41,13 @@ from nodewright.cluster import (
     AlreadyExistsError,
     ClusterError,
     ConflictError,
-    EvictionBlockedError,
     InvalidError,
     NotFoundError,
     ReadOnlyViolation,
     WatchEvent,
 )
+from nodewright.cluster.eviction import check_eviction
+from nodewright.cluster.faults import Crash, FaultPoint, WriteVerb
 from nodewright.cluster.objects import collector_paused, mutable
 from nodewright.cluster.selectors import label_selector_matches
 from nodewright.cluster.state import ClusterState
@@ -73,52 +73,6 @@ _Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped 
 
 class WatchExpiredError(ClusterError):
     """The requested resourceVersion is older than the watch history (HTTP 410 Gone)."""
-
-
-# --- fault points -------------------------------------------------------------------------------
-
-
-class Crash(BaseException):
-    """The writer "dies" at an armed fault point.
-
-    A BaseException, like SystemExit, so that no ``except Exception`` in a controller survives
-    it: the call stack unwinds to the test that armed the point.
-    """
-
-
-#: The writes a fault point can stop at.
-WriteVerb = Literal["create", "update", "update_status", "delete", "evict", "bind"]
-
-
-@dataclass(frozen=True)
-class FaultPoint:
-    """One write to crash at: ``verb`` on ``kind``, ``before`` or after it is stored.
-
-    ``match`` narrows it down; it receives the stored object before the write (None for a
-    create) and the object as written (None for a delete that removes it) and answers whether
-    this is the write to crash at.
-    """
-
-    name: str
-    verb: WriteVerb
-    kind: type[KubeObject]
-    before: bool = True
-    match: Callable[[KubeObject | None, KubeObject | None], bool] | None = None
-
-    def matches(
-        self,
-        verb: str,
-        kind: type[KubeObject],
-        before: bool,
-        old: KubeObject | None,
-        new: KubeObject | None,
-    ) -> bool:
-        return (
-            verb == self.verb
-            and kind is self.kind
-            and before == self.before
-            and (self.match is None or self.match(old, new))
-        )
 
 
 # --- the store ----------------------------------------------------------------------------------
@@ -409,77 +363,12 @@ class MemoryCluster:
         current = self._objects.get(Pod, {}).get(key)
         if not isinstance(current, Pod):
             raise NotFoundError(f'pods "{pod_name}" not found in namespace "{namespace}"')
-        # The API server lets pods that are not running (or already going) leave freely.
-        if not (current.deleting or current.status.phase in ("Pending", "Succeeded", "Failed")):
-            budgets = [
-                pdb
-                for pdb in self.peek(PodDisruptionBudget, current.namespace)
-                if label_selector_matches(pdb.spec.selector, current.metadata.labels)
-            ]
-            if len(budgets) > 1:
-                names = ", ".join(pdb.name for pdb in budgets)
-                raise EvictionBlockedError(
-                    f"pod {current.key} has more than one PodDisruptionBudget ({names}), "
-                    "which the eviction subresource does not support"
-                )
-            if budgets and self._disruptions_allowed(budgets[0]) <= 0:
-                raise EvictionBlockedError(
-                    f"Cannot evict pod {current.key} as it would violate the pod's disruption "
-                    f"budget {budgets[0].name}."
-                )
+        check_eviction(self.state, current)
         if self._fault_points:
             self._fault("evict", Pod, True, current, None)
         self._delete_stored(Pod, key, current)
         if self._fault_points:
             self._fault("evict", Pod, False, current, None)
-
-    # -- PodDisruptionBudgets --------------------------------------------------------------------
-
-    def _disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
-        """How many more pods the budget lets go: healthy pods minus the desired count."""
-        pods = [
-            pod
-            for pod in self.peek(Pod, pdb.namespace)
-            if label_selector_matches(pdb.spec.selector, pod.metadata.labels)
-            and pod.status.phase not in ("Succeeded", "Failed")
-        ]
-        healthy = sum(1 for pod in pods if pod.status.phase == "Running" and not pod.deleting)
-        expected = self._expected_pods(pods)
-        if pdb.spec.max_unavailable is not None:
-            desired = max(0, expected - _scaled(pdb.spec.max_unavailable, expected))
-        elif pdb.spec.min_available is not None:
-            desired = _scaled(pdb.spec.min_available, expected)
-        else:
-            desired = expected  # policy/v1 default: minAvailable 100%
-        return healthy - desired
-
-    def _expected_pods(self, pods: Iterable[Pod]) -> int:
-        """Pods the budget expects: the scale of each owning controller, else one per live pod."""
-        expected = 0
-        controllers: set[tuple[str, str]] = set()
-        for pod in pods:
-            owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
-            scale = self._controller_scale(pod.namespace, owner.kind, owner.name) if owner else None
-            if scale is None or owner is None:
-                expected += 0 if pod.deleting else 1
-            elif (owner.kind, owner.name) not in controllers:
-                controllers.add((owner.kind, owner.name))
-                expected += scale
-        return expected
-
-    def _controller_scale(self, namespace: str, kind: str, name: str) -> int | None:
-        scalable: dict[str, type[KubeObject]] = {
-            "ReplicaSet": ReplicaSet,
-            "StatefulSet": StatefulSet,
-        }
-        owner_kind = scalable.get(kind)
-        if owner_kind is None:
-            return None
-        owner = self._objects.get(owner_kind, {}).get((namespace, name))
-        if owner is None:
-            return None
-        replicas: int = getattr(owner, "spec").replicas  # noqa: B009
-        return replicas
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -604,20 +493,3 @@ def _spec_of(obj: KubeObject) -> dict[str, Any]:
     return {k: v for k, v in obj.__dict__.items() if k not in ("metadata", "status")} | {
         "__extra__": obj.__pydantic_extra__
     }
-
-
-def _scaled(value: int | str, total: int) -> int:
-    """An int, or a percentage of ``total`` rounded up (as the disruption controller does)."""
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.endswith("%"):
-        try:
-            percent = int(text[:-1])
-        except ValueError as error:
-            raise InvalidError(f"invalid percentage {value!r}") from error
-        return math.ceil(percent * total / 100)
-    try:
-        return int(text)
-    except ValueError as error:
-        raise InvalidError(f"invalid int-or-percentage {value!r}") from error

@@ -26,18 +26,14 @@ from nodewright.controllers.disruption.candidates import (
     pools_and_types,
 )
 from nodewright.controllers.disruption.conditions import NodeClaimDisruptionConditions
-from nodewright.controllers.disruption.methods import (
-    Command,
-    Context,
-    Drift,
-    Emptiness,
-    Method,
-    MultiNodeConsolidation,
-    SingleNodeConsolidation,
-    StaticDrift,
-)
+from nodewright.controllers.disruption.drift import Drift
+from nodewright.controllers.disruption.emptiness import Emptiness
+from nodewright.controllers.disruption.methods import Command, Context, Method
+from nodewright.controllers.disruption.multinodeconsolidation import MultiNodeConsolidation
 from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.disruption.rescheduling import PodRequests
+from nodewright.controllers.disruption.singlenodeconsolidation import SingleNodeConsolidation
+from nodewright.controllers.disruption.staticdrift import StaticDrift
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
