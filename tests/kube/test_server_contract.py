@@ -6,7 +6,9 @@ real one does, or it would hide the bugs these tests were written for.
 * timestamps left out of conditions and container states are stored as ``null``;
 * a pod's status patch (what the KWOK emulation sends) applies as a patch, with no fall-back;
 * a concurrent write to the value we change is a ConflictError, and a retry after re-reading
-  succeeds; a concurrent write to another value survives ours.
+  succeeds; a concurrent write to another value survives ours;
+* a PodDisruptionBudget with an empty selector covers every pod of its namespace, one without
+  a selector covers none.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from nodewright.api.core import (
     PodStatus,
 )
 from nodewright.api.meta import ObjectMeta
-from nodewright.cluster import ConflictError, InvalidError
+from nodewright.cluster import ConflictError, EvictionBlockedError, InvalidError
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.patch import JSON_PATCH, precondition_failed
 from nodewright_kwok import kubelet
@@ -322,3 +324,48 @@ def test_a_concurrent_condition_change_on_a_pod_is_a_conflict(server: Server) ->
     mine.status.conditions = [PodCondition(type="PodScheduled", status="True")]
     with pytest.raises(ConflictError):
         server.mine.update_status(mine)
+
+
+@pytest.mark.parametrize(
+    ("selector", "blocked"),
+    [({"selector": {}}, True), ({}, False)],
+    ids=["empty-selector-covers-every-pod", "no-selector-covers-none"],
+)
+def test_which_pods_a_budget_without_labels_covers(
+    server: Server, selector: dict[str, Any], blocked: bool
+) -> None:
+    pod = _pod(server, "guarded")
+
+    def run(current: Pod) -> None:
+        kubelet.mark_pod_running(current, datetime(2026, 1, 1, tzinfo=UTC))
+
+    _write_status(server.mine, pod, run)
+    budgets = f"/apis/policy/v1/namespaces/{server.namespace}/poddisruptionbudgets"
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "no-labels"},
+        "spec": {"maxUnavailable": 0, **selector},
+    }
+    assert server.mine._api.call("POST", budgets, body=budget).status == 201
+    if server.name == "real":  # the disruption controller must have counted the pod first
+
+        def counted() -> bool:
+            status = server.mine._api.call("GET", f"{budgets}/no-labels").body.get("status", {})
+            healthy = 1 if blocked else 0
+            return bool(
+                status.get("observedGeneration") == 1 and status.get("currentHealthy") == healthy
+            )
+
+        eventually(counted, "the disruption controller observes the budget", timeout=30.0)
+    if blocked:
+        with pytest.raises(EvictionBlockedError):
+            server.mine.evict(pod.name, pod.namespace)
+    else:
+        server.mine.evict(pod.name, pod.namespace)
+
+        def evicted() -> bool:
+            left = server.mine.read(Pod, pod.name, pod.namespace)
+            return left is None or left.deleting
+
+        eventually(evicted, "the evicted pod is deleted", timeout=30.0)

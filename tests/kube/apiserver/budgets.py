@@ -8,8 +8,9 @@ from typing import Any
 
 
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Label-selector semantics, except that an empty selector selects nothing here."""
-    if not selector:
+    """Label-selector semantics as policy/v1 evictions apply them: a budget without a selector
+    selects nothing, an empty selector (``selector: {}``) every pod of its namespace."""
+    if selector is None:
         return False
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
