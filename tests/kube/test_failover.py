@@ -21,6 +21,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.runner import UNCACHED_KINDS, RunService
 from nodewright.settings import RunSettings
+from nodewright.testing.manifests import KWOK_NODE_CLASS, node_pool, pod
 from nodewright_kwok.faults import Crash
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.nodeclass import KWOKNodeClass
@@ -33,34 +34,12 @@ from tests.kube.polling import eventually
 #: Seconds a replica may take to lead, sync its caches, launch or clean up.
 WAIT = 20.0
 
-MANIFESTS = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      requirements:
-        - {key: kubernetes.io/os, operator: In, values: [linux]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-"""
-
-POD = """
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {{app: inflate}}}}
-spec:
-  containers:
-    - name: app
-      image: pause
-      resources: {{requests: {{cpu: "1", memory: 100Mi}}}}
-"""
+MANIFESTS = KWOK_NODE_CLASS + node_pool(
+    weight=None,
+    requirements="[{key: kubernetes.io/os, operator: In, values: [linux]},"
+    " {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]},"
+    ' {key: karpenter.kwok.sh/instance-cpu, operator: In, values: ["4"]}]',
+)
 
 
 class CrashingKWOK(KWOKProvider):
@@ -135,8 +114,10 @@ def user(apiserver: FakeApiServer) -> Iterator[KubeCluster]:
 def _pending_pods(user: KubeCluster, count: int) -> None:
     registry = KindRegistry()
     for index in range(count):
-        (pod,) = load_text(POD.format(name=f"inflate-{index}"), "test", registry)
-        created = user.create(pod)
+        (loaded,) = load_text(
+            pod(f"inflate-{index}", labels="{app: inflate}", memory="100Mi"), "test", registry
+        )
+        created = user.create(loaded)
         assert isinstance(created, Pod)
         created.status = PodStatus(
             phase="Pending",

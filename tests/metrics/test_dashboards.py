@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from nodewright import metrics
+from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,23 +70,15 @@ NODE_SERIES = {
     "karpenter_cluster_state_node_count": (),
 }
 
-MANIFESTS = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  limits: {cpu: "1000"}
-  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
+MANIFESTS = (
+    node_pool(
+        weight=None,
+        limits='{cpu: "1000"}',
+        disruption="{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}",
+        requirements="[{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]",
+    )
+    + KWOK_NODE_CLASS
+    + """
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent, namespace: kube-system}
@@ -99,21 +92,9 @@ spec:
           image: agent
           resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 64Mi}}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: default}
-spec:
-  replicas: 12
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: pause
-          resources: {requests: {cpu: "1", memory: 1Gi}}
----
 """
+    + deployment("web", 12, "1", "1Gi", container="web")
+)
 SCENARIO = """
 steps:
   - advance: 1m

@@ -41,6 +41,7 @@ from nodewright.scheduling.pods import pod_requests
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.volumes import node_volume_limits, pod_volumes
+from nodewright.testing import manifests
 from tests.conftest import Simulate
 from tests.scheduling.karpenter_fakes import (
     AMD64,
@@ -313,20 +314,7 @@ def test_13_volume_limits_launch_another_node(simulate: Simulate) -> None:
     assert len(result.nodes()) == 2
 
 
-KWOK_BASICS = """
-apiVersion: karpenter.kwok.sh/v1alpha1
-kind: KWOKNodeClass
-metadata: {name: default}
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      requirements: []
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-"""
+KWOK_BASICS = manifests.KWOK_NODE_CLASS + manifests.node_pool(weight=None)
 EXISTING_NODE = """
 apiVersion: v1
 kind: Node

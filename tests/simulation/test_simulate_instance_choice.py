@@ -121,21 +121,7 @@ def test_daemons_already_running_on_a_node_are_not_counted_twice() -> None:
 
 
 def memory_app(name: str, memory: str) -> str:
-    return f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: default}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers:
-        - name: app
-          image: pause
-          resources: {{requests: {{cpu: 100m, memory: {memory}}}}}
-"""
+    return deployment(name, 1, cpu="100m", memory=memory)
 
 
 #: The 4 CPU KWOK types (families c, s and m) asking for three families.

@@ -13,23 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "static"
 GATE = ("--feature-gates", "StaticCapacity=true")
 
-STATIC_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: warm
-spec:
-  replicas: {replicas}
-  template:
-    spec:
-      requirements: []
-      nodeClassRef: {{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}
----
-"""
-
 
 def static_pool(replicas: int = 2) -> str:
-    return STATIC_POOL.format(replicas=replicas)
+    return node_pool("warm", weight=None, replicas=replicas)
 
 
 def _example() -> str:

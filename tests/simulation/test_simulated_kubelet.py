@@ -17,23 +17,18 @@ from nodewright.plugin import TemporaryProviderError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright.testing import FakeProvider
-from nodewright.testing.manifests import deployment
+from nodewright.testing.manifests import deployment, node_pool
 
 FAKE_POOL = """
 apiVersion: testing.nodewright.dev/v1
 kind: FakeNodeClass
 metadata: {name: default}
 ---
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      taints: [{key: example.com/dedicated, value: batch, effect: NoSchedule}]
-      nodeClassRef: {group: testing.nodewright.dev, kind: FakeNodeClass, name: default}
----
-"""
+""" + node_pool(
+    weight=None,
+    taints="[{key: example.com/dedicated, value: batch, effect: NoSchedule}]",
+    node_class_ref={"group": "testing.nodewright.dev", "kind": "FakeNodeClass", "name": "default"},
+)
 
 TOLERANT = """
 tolerations: [{key: example.com/dedicated, operator: Exists}]

@@ -45,12 +45,14 @@ def node_pool(
     labels: str = "{}",
     template_spec: str = "",
     disruption: str | None = None,
+    replicas: int | None = None,
     node_class_ref: Mapping[str, str] = KWOK_NODE_CLASS_REF,
 ) -> str:
     """A NodePool; ``requirements``, ``taints``, ``limits``, ``labels`` and ``disruption``
     are YAML flow text, ``template_spec`` more YAML lines for ``spec.template.spec``;
-    ``weight`` and ``disruption`` None leave them unset."""
+    ``weight``, ``disruption`` and ``replicas`` (a static NodePool's) None leave them unset."""
     weight_line = "" if weight is None else f"\n  weight: {weight}"
+    replicas_line = "" if replicas is None else f"\n  replicas: {replicas}"
     disruption_line = "" if disruption is None else f"\n  disruption: {disruption}"
     extra = "\n" + _indent(template_spec, 6) if template_spec else ""
     ref = "".join(f"\n        {key}: {value}" for key, value in node_class_ref.items())
@@ -59,7 +61,7 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
   name: {name}
-spec:{weight_line}{disruption_line}
+spec:{weight_line}{replicas_line}{disruption_line}
   template:
     metadata:
       labels: {labels}
@@ -88,7 +90,7 @@ def deployment(
     ``memory`` (None: no memory request); ``extra_spec`` is more YAML for the pod spec,
     ``annotations`` YAML flow text for the pods."""
     spec = _indent(extra_spec, 6)
-    requests = f'cpu: "{cpu}"' if memory is None else f'cpu: "{cpu}", memory: "{memory}"'
+    requests = _requests(cpu, memory)
     return f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -120,12 +122,15 @@ def pod(
     namespace: str = "default",
     labels: str = "{}",
     cpu: str = "1",
+    memory: str | None = None,
     container: str = "app",
     image: str = "pause",
     extra: str = "",
 ) -> str:
-    """A bare pod with one container requesting ``cpu``; ``labels`` is YAML flow text,
-    ``extra`` more top-level YAML lines (a misspelt field, say)."""
+    """A bare pod with one container requesting ``cpu`` and ``memory`` (None: no memory
+    request); ``labels`` is YAML flow text, ``extra`` more top-level YAML lines (a misspelt
+    field, say)."""
+    requests = _requests(cpu, memory)
     more = "\n" + textwrap.dedent(extra).strip() if extra else ""
     return f"""
 apiVersion: v1
@@ -135,7 +140,7 @@ spec:
   containers:
     - name: {container}
       image: {image}
-      resources: {{requests: {{cpu: "{cpu}"}}}}{more}
+      resources: {{requests: {{{requests}}}}}{more}
 ---
 """
 
@@ -151,6 +156,10 @@ spec:
   selector: {{matchLabels: {{app: {app}}}}}
 ---
 """
+
+
+def _requests(cpu: str, memory: str | None) -> str:
+    return f'cpu: "{cpu}"' if memory is None else f'cpu: "{cpu}", memory: "{memory}"'
 
 
 def _indent(text: str, spaces: int) -> str:
