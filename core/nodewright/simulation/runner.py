@@ -52,8 +52,12 @@ class Simulation:
         provider_options: Mapping[str, Mapping[str, str]] | None = None,
         seed: int = 0,
         node_registration_delay: timedelta | None = DEFAULT_REGISTRATION_DELAY,
+        *,
+        clock: SimulatedClock | None = None,
     ) -> None:
-        self.clock = SimulatedClock()
+        # A test hands in the clock when something built before the simulation (a fake
+        # cloud stamping its resources) must tell the same time.
+        self.clock = clock or SimulatedClock()
         self.cluster = MemoryCluster(self.clock, seed=seed)
         self.options = options or Options()
         self.kube = EmbeddedKubernetes(self.cluster, self.clock, self.options.default_spread)

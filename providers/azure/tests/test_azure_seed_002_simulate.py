@@ -21,6 +21,7 @@ from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import CONDITION_READY, NodeClaim
 from nodewright.api.manifests import KindRegistry, load_paths
 from nodewright.api.meta import find_condition
+from nodewright.clock import SimulatedClock
 from nodewright.commands import main
 from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation
@@ -39,17 +40,6 @@ CLIENT_ID = "nap-client"
 SECRET = "nap-secret-value"
 
 
-class _Clock:
-    """Lets the fake stamp VMs with the simulation's time once the simulation exists."""
-
-    def __init__(self) -> None:
-        self.simulation: Simulation | None = None
-
-    def now(self) -> datetime:
-        assert self.simulation is not None
-        return self.simulation.clock.now()
-
-
 def _options(fake: FakeAzure, tmp_path: Path) -> dict[str, str]:
     fake.clients[CLIENT_ID] = SECRET
     secret = tmp_path / "client-secret"
@@ -65,12 +55,7 @@ def _options(fake: FakeAzure, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def clock() -> _Clock:
-    return _Clock()
-
-
-@pytest.fixture
-def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:
+def fake(tmp_path: Path, clock: SimulatedClock) -> Iterator[FakeAzure]:
     azure = FakeAzure(tmp_path, now=clock.now).start()
     yield azure
     azure_plugin.provider.close()
@@ -78,10 +63,10 @@ def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:
 
 
 @pytest.fixture
-def simulation(fake: FakeAzure, clock: _Clock, tmp_path: Path) -> Simulation:
-    sim = Simulation(load_host(), provider_options={"azure": _options(fake, tmp_path)})
-    clock.simulation = sim
-    return sim
+def simulation(fake: FakeAzure, clock: SimulatedClock, tmp_path: Path) -> Simulation:
+    return Simulation(
+        load_host(), provider_options={"azure": _options(fake, tmp_path)}, clock=clock
+    )
 
 
 def _apply(sim: Simulation, *paths: Path) -> None:

@@ -12,7 +12,6 @@ controllers against the loopback fake of ARM (see ``test_azure_seed_002_simulate
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from nodewright.api.core import Node, Pod
 from nodewright.api.labels import ZONE_LABEL
 from nodewright.api.manifests import KindRegistry, load_paths, load_text
+from nodewright.clock import SimulatedClock
 from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation
 from nodewright_azure import labels as L
@@ -31,22 +31,8 @@ NODE_CLASS = Path(__file__).resolve().parents[3] / "examples" / "azure" / "seed-
 REGIONAL = L.REGIONAL_ZONE
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.simulation: Simulation | None = None
-
-    def now(self) -> datetime:
-        assert self.simulation is not None
-        return self.simulation.clock.now()
-
-
 @pytest.fixture
-def clock() -> _Clock:
-    return _Clock()
-
-
-@pytest.fixture
-def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:
+def fake(tmp_path: Path, clock: SimulatedClock) -> Iterator[FakeAzure]:
     azure = FakeAzure(tmp_path, now=clock.now).start()
     yield azure
     azure_plugin.provider.close()
@@ -54,7 +40,7 @@ def fake(tmp_path: Path, clock: _Clock) -> Iterator[FakeAzure]:
 
 
 @pytest.fixture
-def simulation(fake: FakeAzure, clock: _Clock, tmp_path: Path) -> Simulation:
+def simulation(fake: FakeAzure, clock: SimulatedClock, tmp_path: Path) -> Simulation:
     fake.clients["client"] = "secret"
     secret = tmp_path / "client-secret"
     secret.write_text("secret")
@@ -66,9 +52,7 @@ def simulation(fake: FakeAzure, clock: _Clock, tmp_path: Path) -> Simulation:
         client_secret_file=str(secret),
         authority_host=fake.url,
     )
-    sim = Simulation(load_host(), provider_options={"azure": options})
-    clock.simulation = sim
-    return sim
+    return Simulation(load_host(), provider_options={"azure": options}, clock=clock)
 
 
 def _pool(placement: str) -> str:
