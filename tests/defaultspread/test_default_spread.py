@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.commands import main
-from nodewright.schedulerconfig import SchedulerConfigError, load_scheduler_config
+from nodewright.settings.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate, SimulateResult
 

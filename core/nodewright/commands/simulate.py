@@ -27,9 +27,9 @@ from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
 from nodewright.commands.host import load_host
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
-from nodewright.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.service.logs import TextFormatter
 from nodewright.settings import DEFAULT_FEATURE_GATES, DRA_FALSE_REFUSED, parse_feature_gates
+from nodewright.settings.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.simulation.html import render_html
 from nodewright.simulation.inputs import (
     InputError,

@@ -3,7 +3,8 @@ variable, named as Karpenter names them (``BATCH_MAX_DURATION``, ``FEATURE_GATES
 ``METRICS_PORT`` ...), so a Karpenter deployment's environment carries over.
 
 Flags win over the environment, which wins over the defaults. A bad value is reported as one
-line naming the flag, the variable and what was wrong; never a traceback.
+line naming the flag, the variable and what was wrong; never a traceback. ``nodewright
+simulate`` takes the feature gates and the scheduler configuration (``schedulerconfig``) too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodewright.api.core import TopologySpreadConstraint
 from nodewright.api.duration import DurationError, format_duration, parse_duration
-from nodewright.schedulerconfig import load_scheduler_config
+from nodewright.settings.schedulerconfig import load_scheduler_config
 
 #: Karpenter's feature gates and their defaults.
 DEFAULT_FEATURE_GATES = (
