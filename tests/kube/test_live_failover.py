@@ -4,7 +4,7 @@ hands over with no node launched twice, and SIGTERM releases the Lease at once."
 from __future__ import annotations
 
 import os
-import queue
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +27,7 @@ from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
 from tests.kube import live
-from tests.kube.polling import eventually
+from tests.kube.polling import LogLines, eventually
 
 pytestmark = live.LIVE
 
@@ -199,44 +199,23 @@ def test_sigterm_releases_the_lease(namespace: str, admin: KubeCluster) -> None:
         ],
         env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
-    seen: list[str] = []
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    pumping = threading.Thread(target=pump, daemon=True)
-    pumping.start()
-
-    def wait_for(text: str, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                seen.append(lines.get(timeout=0.5))
-            except queue.Empty:
-                continue
-            if text in seen[-1]:
-                return
-        raise AssertionError(f"no log line with {text!r}; got:\n{''.join(seen)}")
+    assert process.stderr is not None
+    log = LogLines(process.stderr)
 
     try:
-        wait_for("serving /healthz and /readyz on 127.0.0.1:")
-        wait_for("became leader")
+        log.wait_for(re.escape("serving /healthz and /readyz on 127.0.0.1:"), 60.0)
+        log.wait_for("became leader", 60.0)
         lease = admin.read(Lease, "nodewright-failover", namespace)
         assert lease is not None
         assert lease.spec.holder_identity
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
-        wait_for("released Lease")
+        log.wait_for("released Lease", 60.0)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(10)
-        pumping.join(10)
-        assert process.stderr is not None
-        process.stderr.close()
+        log.close()
     released = admin.read(Lease, "nodewright-failover", namespace)
     assert released is not None
     assert released.spec.holder_identity == ""

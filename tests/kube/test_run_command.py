@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,6 +17,7 @@ from nodewright.api.coordination import Lease
 from nodewright.cluster.kube import KubeCluster
 from tests.kube.conftest import FAST
 from tests.kube.fake_apiserver import TOKEN, FakeApiServer
+from tests.kube.polling import LogLines
 
 
 @pytest.mark.slow
@@ -50,38 +48,16 @@ def test_run_serves_probes_and_stops_cleanly_on_sigterm(apiserver: FakeApiServer
         stdout=subprocess.DEVNULL,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-    seen: list[str] = []
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    pumping = threading.Thread(target=pump, daemon=True)
-    pumping.start()
-
-    def wait_for(pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            seen.append(line)
-            found = re.search(pattern, line)
-            if found:
-                return found
-        raise AssertionError(f"no log line matching {pattern!r}; got:\n{''.join(seen)}")
-
+    assert process.stderr is not None
+    log = LogLines(process.stderr)
     user = KubeCluster.connect(str(apiserver.kubeconfig), settings=FAST)
     try:
         # the address it is bound to, not ":PORT" as if it listened everywhere
-        ports = wait_for(
+        ports = log.wait_for(
             r"/healthz and /readyz on 127\.0\.0\.1:(\d+), /metrics on 127\.0\.0\.1:(\d+)"
         )
         health, metrics = int(ports[1]), int(ports[2])
-        wait_for("became leader")
+        log.wait_for("became leader")
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=5) as answer:
             assert answer.status == 200
         deadline = time.monotonic() + 20
@@ -104,7 +80,7 @@ def test_run_serves_probes_and_stops_cleanly_on_sigterm(apiserver: FakeApiServer
 
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-        wait_for("released Lease")
+        log.wait_for("released Lease")
         released = user.read(Lease, "karpenter-leader-election", "kube-system")
         assert released is not None
         assert released.spec.holder_identity == ""
@@ -113,11 +89,7 @@ def test_run_serves_probes_and_stops_cleanly_on_sigterm(apiserver: FakeApiServer
             process.kill()
             process.wait(10)
         user.close()
-        pumping.join(10)
-        assert process.stderr is not None
-        process.stderr.close()
-    while not lines.empty():
-        seen.append(lines.get())
+        seen = log.close()
     for line in seen:
         entry = json.loads(line)  # every line is a JSON object
         assert {"level", "time", "logger", "message"} <= set(entry)
