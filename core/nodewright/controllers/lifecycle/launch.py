@@ -41,7 +41,7 @@ from nodewright.scheduling.resources import ResourceList, format_resources
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
 #: A launch that failed is tried again this much later.
-RETRY = timedelta(seconds=5)
+LAUNCH_RETRY = timedelta(seconds=5)
 
 
 class Launch:
@@ -156,7 +156,7 @@ class Launch:
             self._cluster.update_status(claim)
             self._events.publish(claim, reason, message, WARNING)
             log.error("Launching nodeclaim %s failed: %s", claim.name, message)
-        return RETRY
+        return LAUNCH_RETRY
 
 
 def _launch_options(

@@ -36,7 +36,7 @@ from nodewright.plugin.host import PluginHost
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
 #: While the instance is not reported gone (or its deletion failed), look again this often.
-RETRY = timedelta(seconds=5)
+INSTANCE_POLL = timedelta(seconds=5)
 #: While the NodeClaim's Node is still terminating, look again this often.
 POLL = timedelta(seconds=1)
 
@@ -75,14 +75,14 @@ class Termination:
                     claim.status.conditions, CONDITION_INSTANCE_TERMINATING, "True", now
                 ):
                     self._cluster.update_status(claim)
-                return RETRY
+                return INSTANCE_POLL
         except (PluginError, TemporaryProviderError) as error:
             log.error("Deleting the instance of nodeclaim %s failed: %s", claim.name, error)
-            return RETRY
+            return INSTANCE_POLL
         except UnknownNodeClassError as error:
             # Without a provider nothing can be deleted; keep the finalizer so nothing leaks.
             log.error("Cannot delete the instance of nodeclaim %s: %s", claim.name, error)
-            return RETRY
+            return INSTANCE_POLL
         claim.metadata.finalizers = [
             f for f in claim.metadata.finalizers if f != TERMINATION_FINALIZER
         ]
