@@ -29,7 +29,8 @@ from providers.azure.tests.azure_helpers import (
     fake_options,
     node_class,
 )
-from providers.azure.tests.fake_azure import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeAzure
+from providers.azure.tests.fake_azure import FakeAzure
+from providers.azure.tests.fake_azure_catalog import AZURE_LINUX_GALLERY, UBUNTU_GALLERY
 from providers.azure.tests.test_azure_instances import D2_ZONE_2, request_for
 
 NEWEST = "202406.07.0"

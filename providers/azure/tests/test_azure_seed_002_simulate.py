@@ -33,7 +33,8 @@ from nodewright_azure.nodeclass import (
     AKSNodeClass,
 )
 from providers.azure.tests.azure_helpers import RESOURCE_GROUP, fake_options
-from providers.azure.tests.fake_azure import UBUNTU_GALLERY, FakeAzure
+from providers.azure.tests.fake_azure import FakeAzure
+from providers.azure.tests.fake_azure_catalog import UBUNTU_GALLERY
 
 SEED = Path(__file__).resolve().parents[3] / "examples" / "azure" / "seed-002"
 CLIENT_ID = "nap-client"
