@@ -4,7 +4,8 @@ The model follows the released v1.14.1 schema and keeps fields it does not know 
 Karpenter's additions, the open ``kubelet`` map on main), so a manifest written for
 Karpenter loads unchanged. The CRD's CEL rules are checked here and name the field.
 
-The CRD (:mod:`nodewright_aws.crd`) is generated from these models: its CEL rules
+The status models are in :mod:`nodewright_aws.nodeclassstatus`. The CRD
+(:mod:`nodewright_aws.crd`) is generated from the models: its CEL rules
 (:class:`~nodewright.plugin.Rule`) and the keywords only the API server checks
 (:class:`~nodewright.plugin.Schema`) are declared beside the fields they constrain.
 """
@@ -12,7 +13,6 @@ The CRD (:mod:`nodewright_aws.crd`) is generated from these models: its CEL rule
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -23,14 +23,12 @@ from nodewright.plugin import (
     Int64,
     Model,
     NodeClass,
-    NodeClassStatus,
-    ResolvedRequirement,
     Rule,
     Schema,
-    SchemaFrom,
     validations,
 )
 from nodewright_aws.labels import API_VERSION, CLUSTER_TAG_PREFIX, RESTRICTED_TAGS
+from nodewright_aws.nodeclassstatus import CAPACITY_RESERVATION_ID, OWNER_ID, EC2NodeClassStatus
 
 ALIAS_FAMILIES = {
     "al2": "AL2",
@@ -43,8 +41,6 @@ ALIAS_FAMILIES = {
 AMI_FAMILIES = frozenset({*ALIAS_FAMILIES.values(), "Custom"})
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-z]+$")
 _SG_ID = re.compile(r"^sg-[0-9a-z]+$")
-_CR_ID = re.compile(r"^cr-[0-9a-z]+$")
-_OWNER_ID = re.compile(r"^[0-9]{12}$")
 
 # What the CRD checks beyond the model (the API server rejects these before the model sees
 # them): Karpenter's patterns, eviction signals and reserved-resource keys.
@@ -184,8 +180,8 @@ class CapacityReservationSelectorTerm(_Open):
     )
 
     tags: SelectorTags = Field(default_factory=dict)
-    id: Annotated[str | None, Schema(pattern=_CR_ID.pattern)] = None
-    owner_id: Annotated[str | None, Schema(pattern=_OWNER_ID.pattern)] = Field(
+    id: Annotated[str | None, Schema(pattern=CAPACITY_RESERVATION_ID.pattern)] = None
+    owner_id: Annotated[str | None, Schema(pattern=OWNER_ID.pattern)] = Field(
         default=None, alias="ownerID"
     )
     instance_match_criteria: Literal["open", "targeted"] | None = None
@@ -194,9 +190,9 @@ class CapacityReservationSelectorTerm(_Open):
     def _check(self) -> CapacityReservationSelectorTerm:
         if self.id is not None and (self.tags or self.owner_id):
             raise ValueError("capacityReservationSelectorTerms: 'id' is exclusive")
-        if self.id is not None and not _CR_ID.match(self.id):
+        if self.id is not None and not CAPACITY_RESERVATION_ID.match(self.id):
             raise ValueError(f"capacityReservationSelectorTerms.id {self.id!r} must match cr-…")
-        if self.owner_id is not None and not _OWNER_ID.match(self.owner_id):
+        if self.owner_id is not None and not OWNER_ID.match(self.owner_id):
             raise ValueError("capacityReservationSelectorTerms.ownerID must be 12 digits")
         return self
 
@@ -518,54 +514,6 @@ class EC2NodeClassSpec(_Open):
         if self.ami_family is not None and self.ami_family != "Custom":
             return self.ami_family
         return self.ami_family or alias or "Custom"
-
-
-class SubnetStatus(Model):
-    """The shape of a ``status.subnets`` entry (the status keeps entries as written)."""
-
-    id: str
-    zone: str
-    zone_id: str | None = Field(default=None, alias="zoneID")
-
-
-class SecurityGroupStatus(Model):
-    id: str
-    name: str | None = None
-
-
-class AMIStatus(Model):
-    id: str
-    name: str | None = None
-    deprecated: bool | None = None
-    requirements: list[ResolvedRequirement]
-
-
-class CapacityReservationStatus(Model):
-    availability_zone: str
-    end_time: datetime | None = None
-    id: Annotated[str, Schema(pattern=_CR_ID.pattern)]
-    instance_match_criteria: Literal["open", "targeted"]
-    instance_type: str
-    owner_id: Annotated[str | None, Schema(pattern=_OWNER_ID.pattern)] = Field(
-        default=None, alias="ownerID"
-    )
-    reservation_type: Literal["default", "capacity-block"] | None = None
-    state: Literal["active", "expiring"] | None = None
-    available_instance_count: Int32 | None = Field(default=None, ge=0)
-
-
-class EC2NodeClassStatus(NodeClassStatus):
-    model_config = ConfigDict(extra="allow")
-
-    subnets: list[Annotated[dict[str, Any], SchemaFrom(SubnetStatus)]] = Field(default_factory=list)
-    security_groups: list[Annotated[dict[str, Any], SchemaFrom(SecurityGroupStatus)]] = Field(
-        default_factory=list
-    )
-    amis: list[Annotated[dict[str, Any], SchemaFrom(AMIStatus)]] = Field(default_factory=list)
-    capacity_reservations: list[
-        Annotated[dict[str, Any], SchemaFrom(CapacityReservationStatus)]
-    ] = Field(default_factory=list)
-    instance_profile: str | None = None
 
 
 class EC2NodeClass(NodeClass):
