@@ -45,7 +45,7 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from nodewright.api.crds import QUANTITY_PATTERN, conditions, crd
+from nodewright.api.crds.schema import QUANTITY_PATTERN, conditions, crd
 from nodewright.api.karpenter import CONDITION_READY, NodeClass
 from nodewright.api.meta import Condition, Model
 
