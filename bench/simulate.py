@@ -36,7 +36,7 @@ import yaml
 
 from nodewright import metrics
 from nodewright.api.core import Node, Pod
-from nodewright.api.manifests import load_paths
+from nodewright.api.manifests.loading import load_paths
 from nodewright.commands.host import load_host
 from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation

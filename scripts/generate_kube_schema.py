@@ -22,7 +22,7 @@ import kubernetes_validate
 KUBERNETES_VERSION = "1.37.0"
 TABLE = Path(__file__).resolve().parent.parent / "core" / "nodewright" / "api" / "kubeschema.json"
 
-#: The built-in kinds manifests may hold (``nodewright.api.manifests.CORE_KINDS`` less
+#: The built-in kinds manifests may hold (``nodewright.api.manifests.kinds.CORE_KINDS`` less
 #: Karpenter's own kinds, which have their own models and CRDs).
 KINDS = (
     ("v1", "Namespace"),

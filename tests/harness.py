@@ -10,7 +10,8 @@ from typing import Any
 
 from nodewright.api.core import Event, Node, Pod
 from nodewright.api.karpenter import NodeClaim
-from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_text
 from nodewright.api.meta import KubeObject
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost

@@ -14,13 +14,9 @@ import pytest
 from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodePool
 from nodewright.api.kubeschema import kubernetes_version
-from nodewright.api.manifests import (
-    KindRegistry,
-    ManifestError,
-    ManifestErrors,
-    load_manifests,
-    load_text,
-)
+from nodewright.api.manifests.errors import ManifestError, ManifestErrors
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_manifests, load_text
 from nodewright.api.meta import KubeObject
 from nodewright.api.validation import validate_node_pool
 

@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.api.manifests import (
-    KindRegistry,
-    Limits,
-    ManifestError,
-    load_manifests,
-    parse_documents,
-    parse_yaml,
-    read_manifest,
-)
+from nodewright.api.manifests.documents import parse_documents, parse_yaml
+from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.files import read_manifest
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.limits import Limits
+from nodewright.api.manifests.loading import load_manifests
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: a}]}\n"
 

@@ -11,15 +11,10 @@ import pytest
 from nodewright.api.apps import Deployment
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodeClass, NodePool
-from nodewright.api.manifests import (
-    KindRegistry,
-    ManifestError,
-    ManifestErrors,
-    load_paths,
-    load_text,
-    parse_documents,
-    parse_object,
-)
+from nodewright.api.manifests.documents import parse_documents
+from nodewright.api.manifests.errors import ManifestError, ManifestErrors
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_paths, load_text, parse_object
 from nodewright.api.validation import validate_node_pool
 
 NODE_POOL = """\

@@ -25,7 +25,8 @@ import pytest
 
 from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodePool
-from nodewright.api.manifests import KindRegistry, load_manifests
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_manifests
 from nodewright.api.meta import KubeObject
 from nodewright.api.validation import validate_node_pool
 from nodewright.commands.crds import run_crds

@@ -15,7 +15,8 @@ import pytest
 from nodewright.api.coordination import Lease
 from nodewright.api.core import Node, Pod, PodCondition, PodStatus
 from nodewright.api.karpenter import NodeClaim
-from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_text
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext

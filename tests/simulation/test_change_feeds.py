@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodewright.api.core import Pod
-from nodewright.api.manifests import load_paths
+from nodewright.api.manifests.loading import load_paths
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation

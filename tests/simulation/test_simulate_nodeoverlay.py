@@ -20,7 +20,8 @@ from nodewright.api.karpenter import (
     NodePool,
 )
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
-from nodewright.api.manifests import KindRegistry, load_paths, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_paths, load_text
 from nodewright.api.meta import find_condition
 from nodewright.api.nodeoverlay import (
     CAPACITY_OVERLAY_APPLIED_ANNOTATION,

@@ -12,7 +12,8 @@ from collections import Counter
 from nodewright.api.apps import StatefulSet
 from nodewright.api.core import Node, PersistentVolume, PersistentVolumeClaim
 from nodewright.api.labels import ZONE_LABEL
-from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_text
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool

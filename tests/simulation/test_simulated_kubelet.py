@@ -12,7 +12,8 @@ from nodewright.api.apps import Deployment
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL
-from nodewright.api.manifests import KindRegistry, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_text
 from nodewright.plugin import TemporaryProviderError
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation

@@ -1,7 +1,7 @@
 """``nodewright convert``: print retired Karpenter manifests as current ones.
 
 Files are read by the same loader as ``simulate`` (:func:`nodewright.api.manifests.
-load_manifests`), which converts retired versions (:mod:`nodewright.api.convert`) and reads
+loading.load_manifests`), which converts retired versions (:mod:`nodewright.api.convert`) and reads
 every result with the current models and rules. So ``convert`` prints only manifests that
 ``simulate`` and the API server would accept: anything it cannot convert faithfully is an
 error (``file:line``, exit status 2, nothing printed), and every field it drops or infers is a
@@ -19,7 +19,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from nodewright.api.manifests import ExtraRules, KindRegistry, load_manifests
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import ExtraRules, load_manifests
 from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
 from nodewright.commands.host import load_host
 from nodewright.simulation.inputs import karpenter_rules, kind_registry

@@ -9,7 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
-from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
+from nodewright.api.manifests.documents import parse_yaml
+from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.files import read_manifest
 from nodewright.cluster import ClusterError
 from nodewright.cluster.objects import tune_collector
 from nodewright.commands.command import EXIT_INVALID_INPUT, Command

@@ -16,16 +16,10 @@ from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buff
 from nodewright.api.core import Pod
 from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
-from nodewright.api.manifests import (
-    ExtraRules,
-    KindRegistry,
-    LoadResult,
-    Manifest,
-    ManifestError,
-    UnknownKindError,
-    load_manifests,
-    manifest_files,
-)
+from nodewright.api.manifests.errors import ManifestError, UnknownKindError
+from nodewright.api.manifests.files import manifest_files
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import ExtraRules, LoadResult, Manifest, load_manifests
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.validation import (

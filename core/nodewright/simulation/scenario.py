@@ -39,7 +39,9 @@ from nodewright.api.apps import Deployment, ReplicaSet, StatefulSet
 from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
 from nodewright.api.karpenter import NodePool
-from nodewright.api.manifests import ManifestError, parse_yaml, read_manifest
+from nodewright.api.manifests.documents import parse_yaml
+from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.files import read_manifest
 from nodewright.api.meta import KubeObject
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.host import PluginHost

@@ -73,17 +73,12 @@ from nodewright.api.labels import (
     TERMINATION_FINALIZER,
     ZONE_LABEL,
 )
-from nodewright.api.manifests import (
-    LIMITS,
-    ExtraRules,
-    KindRegistry,
-    ManifestError,
-    MiB,
-    UnknownKindError,
-    parse_documents,
-    parse_object,
-    read_manifest,
-)
+from nodewright.api.manifests.documents import parse_documents
+from nodewright.api.manifests.errors import ManifestError, UnknownKindError
+from nodewright.api.manifests.files import read_manifest
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.limits import LIMITS, MiB
+from nodewright.api.manifests.loading import ExtraRules, parse_object
 from nodewright.api.meta import Condition, KubeObject, ObjectMeta, OwnerReference
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.cluster import AlreadyExistsError

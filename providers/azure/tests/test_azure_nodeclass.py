@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from nodewright.api.manifests import KindRegistry, parse_object
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import parse_object
 from nodewright_azure.cloudprovider import provider_info
 from nodewright_azure.nodeclass import AKSNodeClass
 

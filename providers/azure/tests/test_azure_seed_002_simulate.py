@@ -19,7 +19,8 @@ import pytest
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import CONDITION_READY, NodeClaim
-from nodewright.api.manifests import KindRegistry, load_paths
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_paths
 from nodewright.api.meta import find_condition
 from nodewright.clock import SimulatedClock
 from nodewright.commands import main

@@ -18,7 +18,8 @@ import pytest
 
 from nodewright.api.core import Node, Pod
 from nodewright.api.labels import ZONE_LABEL
-from nodewright.api.manifests import KindRegistry, load_paths, load_text
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_paths, load_text
 from nodewright.clock import SimulatedClock
 from nodewright.commands.host import load_host
 from nodewright.simulation.runner import Simulation

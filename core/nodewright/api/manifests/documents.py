@@ -1,0 +1,343 @@
+"""YAML and JSON text as documents (mappings), read within :class:`~.limits.Limits` and
+remembering the line of every mapping, key and list item, so a problem can name its line.
+
+The only module of the API layer that reads YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright.api.excerpt import cut, excerpt
+from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.limits import LIMITS, Limits, file_too_big
+
+
+class MarkedDict(dict[str, object]):
+    """A mapping that remembers the line of itself and of each key (1-based), and how many
+    characters it spans in the file."""
+
+    line: int = 0
+    span: int = 0
+    key_lines: dict[object, int]
+
+
+class MarkedList(list[object]):
+    line: int = 0
+    item_lines: list[int]
+
+
+class _LimitExceeded(yaml.MarkedYAMLError):
+    """Input beyond one of the :class:`Limits`; reported without "malformed YAML"."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that records line numbers, rejects duplicate keys and enforces limits.
+
+    The composer (events to nodes) is recursive, so depth is counted there, before Python's
+    stack runs out. Aliases are shared nodes until something walks them; each alias is
+    charged the size of what it stands for, so a document that would expand to millions of
+    values is refused while it is still small.
+    """
+
+    def __init__(self, stream: str, limits: Limits) -> None:
+        super().__init__(stream)
+        self.limits = limits
+        self._depth = 0
+        self._documents = 0
+        self._alias_values = 0
+        #: Expanded size of each node composed in the current document, by id.
+        self._sizes: dict[int, int] = {}
+
+    def _peek(self) -> Any:
+        """The next event (PyYAML's stubs leave ``peek_event`` untyped)."""
+        return typing.cast(Any, self).peek_event()
+
+    def _refuse(self, message: str) -> typing.NoReturn:
+        raise _LimitExceeded(problem=message, problem_mark=self._peek().start_mark)
+
+    def compose_document(self) -> yaml.Node | None:
+        self._documents += 1
+        if self._documents > self.limits.documents:
+            self._refuse(f"more than {self.limits.documents} documents in one file")
+        self._sizes.clear()
+        self._alias_values = 0
+        node: yaml.Node | None = super().compose_document()
+        self._sizes.clear()
+        return node
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self._peek()
+            target = self.anchors.get(event.anchor)
+            if target is not None:
+                size = self._sizes.get(id(target))
+                if size is None:
+                    self._refuse(f"alias *{event.anchor} is inside its own anchor (a cycle)")
+                self._alias_values += size
+                if self._alias_values > self.limits.alias_values:
+                    self._refuse(
+                        f"aliases expand to more than {self.limits.alias_values} values in "
+                        "one document"
+                    )
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > self.limits.depth:
+                self._refuse(f"nested more than {self.limits.depth} levels deep")
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(self._sizes.get(id(item), 1) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(
+                self._sizes.get(id(key), 1) + self._sizes.get(id(value), 1)
+                for key, value in node.value
+            )
+        self._sizes[id(node)] = size
+        return node
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        event = self._peek()
+        if len(event.value) > self.limits.string_length:
+            self._refuse(
+                f"a string of {len(event.value)} characters; at most "
+                f"{self.limits.string_length} are read"
+            )
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        return node
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """Values YAML's grammar allows but Python cannot build (``2024-13-45``, an integer
+        of 5,000 digits) are errors at their line, not exceptions from deep inside."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError, TypeError) as error:
+            if isinstance(error, yaml.YAMLError):
+                raise
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {excerpt(node.value)}: {error}", node.start_mark
+            ) from None
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Iterator[MarkedDict]:
+    data = MarkedDict()
+    data.line = node.start_mark.line + 1
+    data.span = node.end_mark.index - node.start_mark.index
+    data.key_lines = {}
+    yield data
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        if key_node.value in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"found duplicate key {excerpt(key_node.value)}",
+                key_node.start_mark,
+            )
+        seen.add(key_node.value)
+    loader.flatten_mapping(node)
+    for key_node, _ in node.value:  # merged keys first, so explicit keys win
+        if isinstance(key_node, yaml.ScalarNode):
+            data.key_lines[loader.construct_object(key_node)] = key_node.start_mark.line + 1
+    data.update(typing.cast(dict[str, object], loader.construct_mapping(node, deep=True)))
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Iterator[MarkedList]:
+    data = MarkedList()
+    data.line = node.start_mark.line + 1
+    data.item_lines = [item.start_mark.line + 1 for item in node.value]
+    yield data
+    data.extend(loader.construct_sequence(node, deep=True))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+
+
+def line_of(document: Mapping[str, object], location: Sequence[object]) -> int | None:
+    """The line of the deepest part of ``location`` present in ``document``, if known."""
+    line = document.line if isinstance(document, MarkedDict) else None
+    node: object = document
+    for part in location:
+        if isinstance(node, MarkedDict) and _hashable(part) and part in node:
+            line = node.key_lines.get(part, line)
+            node = typing.cast(dict[object, object], node)[part]
+        elif isinstance(node, MarkedList) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.item_lines[part]
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def at_line(source: str, line: int | None) -> str:
+    return f"{source}:{line}" if line else source
+
+
+def parse_documents(text: str, source: str, limits: Limits = LIMITS) -> list[dict[str, object]]:
+    """The non-empty documents of a (multi-document) YAML or JSON text.
+
+    Raises :class:`ManifestError` naming ``source``, line and column for malformed YAML,
+    for input beyond ``limits``, and for a document that is not a mapping.
+    """
+    documents: list[dict[str, object]] = []
+    for index, document in enumerate(_parse_stream(text, source, limits)):
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            line = getattr(document, "line", None)
+            where = at_line(source, line) if line else f"{source} (document {index + 1})"
+            raise ManifestError(
+                where,
+                f"document is a {describe_type(document)}, expected a mapping with "
+                "apiVersion, kind and metadata",
+            )
+        documents.append(document)
+    return documents
+
+
+def parse_yaml(text: str, source: str, limits: Limits = LIMITS) -> object:
+    """The one document of a YAML text, of any shape (a scenario is a list), read with the
+    same limits and errors as manifests; None when the text is empty."""
+    documents = _parse_stream(text, source, limits)
+    if len(documents) > 1:
+        raise ManifestError(source, f"expected one YAML document, found {len(documents)}")
+    return documents[0] if documents else None
+
+
+def _parse_stream(text: str, source: str, limits: Limits) -> list[object]:
+    if len(text) > limits.file_bytes:
+        raise ManifestError(source, file_too_big(len(text), limits.file_bytes))
+    documents: list[object] = []
+    loader: _Loader | None = None
+    try:
+        loader = _Loader(text, limits)
+        while typing.cast(Any, loader).check_data():
+            documents.append(loader.get_data())
+    except _LimitExceeded as error:
+        raise ManifestError(_mark_at(source, error), f"refused: {error.problem}") from None
+    except yaml.MarkedYAMLError as error:
+        problem = error.problem or error.context or "cannot be parsed"
+        raise ManifestError(
+            _mark_at(source, error), f"malformed YAML: {cut(problem, 200)}"
+        ) from None
+    except yaml.reader.ReaderError as error:
+        where = at_line(source, text.count("\n", 0, error.position) + 1)
+        raise ManifestError(
+            where, f"malformed YAML: character {chr(error.character)!r} is not allowed"
+        ) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(source, f"malformed YAML: {cut(str(error), 200)}") from None
+    except RecursionError:  # a limit should always come first; never a traceback regardless
+        raise ManifestError(source, "refused: nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return documents
+
+
+def _mark_at(source: str, error: yaml.MarkedYAMLError) -> str:
+    mark = error.problem_mark or error.context_mark
+    return f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+
+
+def describe_type(value: object) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "mapping"
+    return type(value).__name__
+
+
+def _parse_json(text: str, source: str, limits: Limits) -> list[dict[str, object]]:
+    """A ``.json`` file YAML could not read (a key of more than 1024 characters, say).
+
+    Without line numbers, but with the same limits as YAML.
+    """
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ManifestError(
+            f"{source}:{error.lineno}:{error.colno}", f"malformed JSON: {error.msg}"
+        ) from None
+    except RecursionError:
+        raise ManifestError(
+            source, f"refused: nested more than {limits.depth} levels deep"
+        ) from None
+    problem = _json_limit_problem(document, limits)
+    if problem:
+        raise ManifestError(source, f"refused: {problem}")
+    if not isinstance(document, dict):
+        raise ManifestError(source, f"document is a {describe_type(document)}, expected a mapping")
+    return [document]
+
+
+def _json_limit_problem(document: object, limits: Limits) -> str | None:
+    pending: list[tuple[object, int]] = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > limits.depth:
+            return f"nested more than {limits.depth} levels deep"
+        if isinstance(value, str) and len(value) > limits.string_length:
+            return f"a string of {len(value)} characters; at most {limits.string_length} are read"
+        if isinstance(value, dict):
+            pending.extend((key, depth + 1) for key in value)
+            pending.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1) for item in value)
+    return None
+
+
+def documents_of_file(path: Path, text: str, limits: Limits) -> list[dict[str, object]]:
+    source = str(path)
+    if path.suffix != ".json":
+        return parse_documents(text, source, limits)
+    # A JSON string may not hold a raw tab, so tabs are only indentation, which YAML forbids.
+    try:
+        return parse_documents(text.replace("\t", " "), source, limits)
+    except ManifestError as yaml_error:
+        if yaml_error.message.startswith("refused"):
+            raise
+        return _parse_json(text.removeprefix("\ufeff"), source, limits)
+
+
+def without_nulls(value: object) -> object:
+    """``value`` without null entries in mappings: the API server reads a null field as an
+    absent one. Marked mappings and lists keep their line numbers."""
+    if isinstance(value, MarkedDict):
+        copy = MarkedDict((k, without_nulls(v)) for k, v in value.items() if v is not None)
+        copy.line, copy.span, copy.key_lines = value.line, value.span, value.key_lines
+        return copy
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, MarkedList):
+        items = MarkedList(without_nulls(v) for v in value)
+        items.line, items.item_lines = value.line, value.item_lines
+        return items
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
