@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.api.convert import convert_documents, format_seconds
+from nodewright.api.convert import convert_documents
+from nodewright.api.convert.batch import format_seconds
 from nodewright.commands import main
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment
 from tests.conftest import Simulate

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pydantic
 
-from nodewright.api.convert import ConversionNote, convert_documents, needs_conversion, source_path
+from nodewright.api.convert import convert_documents, needs_conversion, source_path
+from nodewright.api.convert.batch import ConversionNote
 from nodewright.api.excerpt import cut, excerpt
 from nodewright.api.fielderror import FieldError
 from nodewright.api.kubeschema import schema_problems
