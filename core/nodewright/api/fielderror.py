@@ -1,8 +1,10 @@
-"""One broken rule of an object, as every check in the API layer reports it."""
+"""One broken rule of an object, as every check in the API layer reports it, and the
+problems of one object collected as a check finds them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -16,3 +18,19 @@ class FieldError:
 
     def __str__(self) -> str:
         return f'{self.kind} "{self.name}": {self.field}: {self.message}'
+
+
+@dataclass
+class FieldErrors:
+    """Collects the problems of one object."""
+
+    kind: str
+    name: str
+    errors: list[FieldError] = field(default_factory=list)
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(self.kind, self.name, path, message))
+
+    def add_all(self, path: str, messages: Iterable[str]) -> None:
+        for message in messages:
+            self.add(path, message)

@@ -13,7 +13,7 @@ camelCase path (``spec.template.spec.containers[0].resources.requests[cpu]``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from nodewright.api.apps import (
     DaemonSet,
@@ -36,7 +36,7 @@ from nodewright.api.core import (
     PodTemplateSpec,
 )
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldError
+from nodewright.api.fielderror import FieldError, FieldErrors
 from nodewright.api.meta import KubeObject, ObjectMeta
 from nodewright.api.names import (
     dns_label_problems,
@@ -61,25 +61,11 @@ WEIGHT_RANGE = (1, 100)
 _LABEL_NAMED_KINDS = frozenset({Namespace.KIND})
 
 
-class _Report:
-    """Collects the problems of one object."""
-
-    def __init__(self, obj: KubeObject) -> None:
-        self.kind = obj.kind or type(obj).KIND
-        self.name = obj.metadata.name or obj.metadata.generate_name or ""
-        self.errors: list[FieldError] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.errors.append(FieldError(self.kind, self.name, path, message))
-
-    def add_all(self, path: str, messages: Iterable[str]) -> None:
-        for message in messages:
-            self.add(path, message)
-
-
 def validate_object(obj: KubeObject) -> list[FieldError]:
     """Every rule of the API server's validation for ``obj``'s kind that ``obj`` breaks."""
-    report = _Report(obj)
+    report = FieldErrors(
+        obj.kind or type(obj).KIND, obj.metadata.name or obj.metadata.generate_name or ""
+    )
     _check_metadata(report, "metadata", obj.metadata, type(obj), top_level=True)
     if isinstance(obj, Pod):
         _check_pod_spec(report, "spec", obj.spec)
@@ -104,7 +90,7 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
 
 
 def _check_metadata(
-    report: _Report, path: str, meta: ObjectMeta, kind: type[KubeObject], top_level: bool
+    report: FieldErrors, path: str, meta: ObjectMeta, kind: type[KubeObject], top_level: bool
 ) -> None:
     if top_level:
         name_rules = (
@@ -133,14 +119,14 @@ def _check_metadata(
         )
 
 
-def check_labels(report: _Report, path: str, labels: Mapping[str, str]) -> None:
+def check_labels(report: FieldErrors, path: str, labels: Mapping[str, str]) -> None:
     for key, value in labels.items():
         key_path = f"{path}[{key}]"
         report.add_all(key_path, (f"key {p}" for p in qualified_name_problems(key)))
         report.add_all(key_path, (f"value {p}" for p in label_value_problems(value)))
 
 
-def _check_label_selector(report: _Report, path: str, selector: LabelSelector) -> None:
+def _check_label_selector(report: FieldErrors, path: str, selector: LabelSelector) -> None:
     check_labels(report, f"{path}.matchLabels", selector.match_labels)
     for index, expression in enumerate(selector.match_expressions):
         where = f"{path}.matchExpressions[{index}]"
@@ -151,7 +137,7 @@ def _check_label_selector(report: _Report, path: str, selector: LabelSelector) -
 
 
 def _check_operator_values(
-    report: _Report, path: str, operator: str, values: list[str], operators: tuple[str, ...]
+    report: FieldErrors, path: str, operator: str, values: list[str], operators: tuple[str, ...]
 ) -> None:
     if operator not in operators:
         report.add(
@@ -176,13 +162,13 @@ def _check_operator_values(
 # --- workloads and pods ------------------------------------------------------------------------
 
 
-def _check_replicas(report: _Report, path: str, value: int) -> None:
+def _check_replicas(report: FieldErrors, path: str, value: int) -> None:
     if value < 0:
         report.add(path, f"must be greater than or equal to 0, got {value}")
 
 
 def _check_workload(
-    report: _Report,
+    report: FieldErrors,
     selector: LabelSelector,
     template: PodTemplateSpec,
     *,
@@ -205,12 +191,12 @@ def _check_workload(
     _check_template(report, "spec.template", template)
 
 
-def _check_template(report: _Report, path: str, template: PodTemplateSpec) -> None:
+def _check_template(report: FieldErrors, path: str, template: PodTemplateSpec) -> None:
     check_labels(report, f"{path}.metadata.labels", template.metadata.labels)
     _check_pod_spec(report, f"{path}.spec", template.spec)
 
 
-def _check_pod_spec(report: _Report, path: str, spec: PodSpec) -> None:
+def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
     if not spec.containers:
         report.add(f"{path}.containers", "must have at least one container")
     names: dict[str, str] = {}
@@ -285,7 +271,7 @@ def _check_pod_spec(report: _Report, path: str, spec: PodSpec) -> None:
             _check_label_selector(report, f"{where}.labelSelector", constraint.label_selector)
 
 
-def _check_container(report: _Report, path: str, container: Container) -> None:
+def _check_container(report: FieldErrors, path: str, container: Container) -> None:
     if not container.name:
         report.add(f"{path}.name", "required field is missing")
     else:
@@ -306,7 +292,7 @@ def _check_container(report: _Report, path: str, container: Container) -> None:
 
 
 def _check_resource_list(
-    report: _Report, path: str, resources: Mapping[str, str]
+    report: FieldErrors, path: str, resources: Mapping[str, str]
 ) -> dict[str, int]:
     """Resource names and non-negative quantities; the parsed values, in milli-units."""
     parsed: dict[str, int] = {}
@@ -328,7 +314,7 @@ def _check_resource_list(
     return parsed
 
 
-def _check_affinity(report: _Report, path: str, affinity: Affinity) -> None:
+def _check_affinity(report: FieldErrors, path: str, affinity: Affinity) -> None:
     node = affinity.node_affinity
     if node is not None:
         required = node.required_during_scheduling_ignored_during_execution
@@ -368,7 +354,7 @@ def _check_affinity(report: _Report, path: str, affinity: Affinity) -> None:
             )
 
 
-def _check_node_selector_term(report: _Report, path: str, term: NodeSelectorTerm) -> None:
+def _check_node_selector_term(report: FieldErrors, path: str, term: NodeSelectorTerm) -> None:
     for index, expression in enumerate(term.match_expressions):
         where = f"{path}.matchExpressions[{index}]"
         report.add_all(f"{where}.key", qualified_name_problems(expression.key))
@@ -386,7 +372,7 @@ def _check_node_selector_term(report: _Report, path: str, term: NodeSelectorTerm
         )
 
 
-def _check_pod_affinity_term(report: _Report, path: str, term: PodAffinityTerm) -> None:
+def _check_pod_affinity_term(report: FieldErrors, path: str, term: PodAffinityTerm) -> None:
     report.add_all(f"{path}.topologyKey", qualified_name_problems(term.topology_key))
     if term.label_selector is not None:
         _check_label_selector(report, f"{path}.labelSelector", term.label_selector)
@@ -394,7 +380,7 @@ def _check_pod_affinity_term(report: _Report, path: str, term: PodAffinityTerm) 
         _check_label_selector(report, f"{path}.namespaceSelector", term.namespace_selector)
 
 
-def _check_weight(report: _Report, path: str, weight: int) -> None:
+def _check_weight(report: FieldErrors, path: str, weight: int) -> None:
     low, high = WEIGHT_RANGE
     if not low <= weight <= high:
         report.add(path, f"must be between {low} and {high}, got {weight}")
@@ -403,7 +389,7 @@ def _check_weight(report: _Report, path: str, weight: int) -> None:
 # --- other kinds -------------------------------------------------------------------------------
 
 
-def _check_disruption_budget(report: _Report, budget: PodDisruptionBudget) -> None:
+def _check_disruption_budget(report: FieldErrors, budget: PodDisruptionBudget) -> None:
     spec = budget.spec
     if spec.min_available is not None and spec.max_unavailable is not None:
         report.add("spec", "minAvailable and maxUnavailable cannot both be set")
@@ -424,7 +410,7 @@ def _check_disruption_budget(report: _Report, budget: PodDisruptionBudget) -> No
         _check_label_selector(report, "spec.selector", spec.selector)
 
 
-def _check_node(report: _Report, node: Node) -> None:
+def _check_node(report: FieldErrors, node: Node) -> None:
     for index, taint in enumerate(node.spec.taints):
         where = f"spec.taints[{index}]"
         report.add_all(f"{where}.key", qualified_name_problems(taint.key))

@@ -10,14 +10,14 @@ path, as in the manifest) and the offending value.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from nodewright.api.core import Taint
 from nodewright.api.cron import CronError, parse_cron
 from nodewright.api.duration import NEVER, DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldError
+from nodewright.api.fielderror import FieldError, FieldErrors
 from nodewright.api.karpenter import (
     Budget,
     Disruption,
@@ -117,22 +117,6 @@ def restricted_label_problem(
 # --- object validation -----------------------------------------------------------------------
 
 
-@dataclass
-class _Report:
-    """Collects errors for one object."""
-
-    kind: str
-    name: str
-    errors: list[FieldError] = field(default_factory=list)
-
-    def add(self, path: str, message: str) -> None:
-        self.errors.append(FieldError(self.kind, self.name, path, message))
-
-    def add_all(self, path: str, messages: Iterable[str]) -> None:
-        for message in messages:
-            self.add(path, message)
-
-
 @dataclass(frozen=True)
 class _KeyRules:
     restricted_domains: frozenset[str]
@@ -147,7 +131,7 @@ def validate_node_pool(
     well_known_labels: frozenset[str] = WELL_KNOWN_LABELS,
 ) -> list[FieldError]:
     """Every rule of Karpenter's NodePool CRD and runtime validation that ``pool`` breaks."""
-    report = _Report("NodePool", pool.name)
+    report = FieldErrors("NodePool", pool.name)
     rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=True)
     _check_name(report, pool.name)
     if len(pool.name) > LABEL_VALUE_MAX:
@@ -203,7 +187,7 @@ def validate_node_claim(
     Unlike a NodePool, a NodeClaim may require ``karpenter.sh/nodepool``: Karpenter writes
     that requirement itself when it launches a claim for a pool.
     """
-    report = _Report("NodeClaim", claim.name)
+    report = FieldErrors("NodeClaim", claim.name)
     rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=False)
     _check_name(report, claim.name)
     spec = claim.spec
@@ -226,7 +210,7 @@ def validate_node_overlay(
 
     Its requirements may select ``karpenter.sh/nodepool`` (an overlay for one pool's types).
     """
-    report = _Report("NodeOverlay", overlay.name)
+    report = FieldErrors("NodeOverlay", overlay.name)
     rules = _KeyRules(restricted_domains, well_known_labels, forbid_nodepool_key=False)
     _check_name(report, overlay.name)
     spec = overlay.spec
@@ -275,11 +259,11 @@ def _key_path(path: str, key: str) -> str:
     return f"{path}[{key}]"
 
 
-def _check_name(report: _Report, name: str) -> None:
+def _check_name(report: FieldErrors, name: str) -> None:
     report.add_all("metadata.name", dns_subdomain_problems(name))
 
 
-def _check_key(report: _Report, path: str, key: str, rules: _KeyRules) -> None:
+def _check_key(report: FieldErrors, path: str, key: str, rules: _KeyRules) -> None:
     """The key rules shared by template labels and requirements."""
     if rules.forbid_nodepool_key and key == NODEPOOL_LABEL:
         report.add(path, f"label {NODEPOOL_LABEL!r} is restricted; Karpenter sets it itself")
@@ -293,7 +277,7 @@ def _check_key(report: _Report, path: str, key: str, rules: _KeyRules) -> None:
 
 
 def _check_template_labels(
-    report: _Report, path: str, labels: Mapping[str, str], rules: _KeyRules
+    report: FieldErrors, path: str, labels: Mapping[str, str], rules: _KeyRules
 ) -> None:
     if len(labels) > MAX_LABELS:
         report.add(path, f"must have at most {MAX_LABELS} labels, got {len(labels)}")
@@ -307,7 +291,7 @@ def _check_template_labels(
 
 
 def _check_requirements(
-    report: _Report,
+    report: FieldErrors,
     path: str,
     requirements: list[NodeSelectorRequirementWithMinValues],
     rules: _KeyRules,
@@ -319,7 +303,7 @@ def _check_requirements(
 
 
 def _check_requirement(
-    report: _Report,
+    report: FieldErrors,
     path: str,
     requirement: NodeSelectorRequirementWithMinValues,
     rules: _KeyRules,
@@ -393,7 +377,7 @@ def _check_requirement(
 
 
 def _check_taints(
-    report: _Report, spec_path: str, taints: list[Taint], startup_taints: list[Taint]
+    report: FieldErrors, spec_path: str, taints: list[Taint], startup_taints: list[Taint]
 ) -> None:
     """Taints and startup taints; a key/effect pair may appear once across both lists."""
     seen: dict[tuple[str, str], str] = {}
@@ -420,7 +404,7 @@ def _check_taints(
                 seen[pair] = path
 
 
-def _check_node_class_ref(report: _Report, path: str, ref: NodeClassReference) -> None:
+def _check_node_class_ref(report: FieldErrors, path: str, ref: NodeClassReference) -> None:
     for name, value in (("group", ref.group), ("kind", ref.kind), ("name", ref.name)):
         if not value:
             report.add(f"{path}.{name}", "must not be empty")
@@ -431,7 +415,7 @@ def _check_node_class_ref(report: _Report, path: str, ref: NodeClassReference) -
         )
 
 
-def _check_expire_after(report: _Report, path: str, value: str) -> None:
+def _check_expire_after(report: FieldErrors, path: str, value: str) -> None:
     if not _DURATION_OR_NEVER.fullmatch(value):
         report.add(
             path,
@@ -442,7 +426,7 @@ def _check_expire_after(report: _Report, path: str, value: str) -> None:
         _check_duration_range(report, path, value)
 
 
-def _check_grace_period(report: _Report, path: str, value: str | None) -> None:
+def _check_grace_period(report: FieldErrors, path: str, value: str | None) -> None:
     if value is not None and not _DURATION.fullmatch(value):
         report.add(
             path,
@@ -453,7 +437,7 @@ def _check_grace_period(report: _Report, path: str, value: str | None) -> None:
         _check_duration_range(report, path, value)
 
 
-def _check_duration_range(report: _Report, path: str, value: str) -> None:
+def _check_duration_range(report: FieldErrors, path: str, value: str) -> None:
     """A duration the pattern allows but no clock can hold (``99999999999999999999h``):
     Karpenter's parser refuses it, and the controllers would fail on it at every pass."""
     if value == NEVER:
@@ -464,7 +448,7 @@ def _check_duration_range(report: _Report, path: str, value: str) -> None:
         report.add(path, str(error))
 
 
-def _check_disruption(report: _Report, path: str, disruption: Disruption) -> None:
+def _check_disruption(report: FieldErrors, path: str, disruption: Disruption) -> None:
     if disruption.consolidation_policy not in CONSOLIDATION_POLICIES:
         report.add(
             f"{path}.consolidationPolicy",
@@ -488,7 +472,7 @@ def _check_disruption(report: _Report, path: str, disruption: Disruption) -> Non
         _check_budget(report, f"{path}.budgets[{index}]", budget)
 
 
-def _check_budget(report: _Report, path: str, budget: Budget) -> None:
+def _check_budget(report: FieldErrors, path: str, budget: Budget) -> None:
     if not _BUDGET_NODES.fullmatch(budget.nodes) or (
         not budget.nodes.endswith("%") and len(budget.nodes.lstrip("0")) > _MAX_BUDGET_DIGITS
     ):
@@ -536,7 +520,7 @@ def _check_budget(report: _Report, path: str, budget: Budget) -> None:
             seen.add(reason)
 
 
-def _check_quantities(report: _Report, path: str, quantities: Mapping[str, str]) -> None:
+def _check_quantities(report: FieldErrors, path: str, quantities: Mapping[str, str]) -> None:
     for resource, value in quantities.items():
         try:
             parse_quantity(value)
