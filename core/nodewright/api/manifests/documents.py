@@ -193,6 +193,7 @@ def _hashable(value: object) -> bool:
 
 
 def at_line(source: str, line: int | None) -> str:
+    """``source:line``, or ``source`` when the line is not known."""
     return f"{source}:{line}" if line else source
 
 
@@ -264,6 +265,7 @@ def _mark_at(source: str, error: yaml.MarkedYAMLError) -> str:
 
 
 def describe_type(value: object) -> str:
+    """What a value is, in a manifest's words (a list, a string, a mapping, an int)."""
     if isinstance(value, list):
         return "list"
     if isinstance(value, str):
@@ -313,6 +315,8 @@ def _json_limit_problem(document: object, limits: Limits) -> str | None:
 
 
 def documents_of_file(path: Path, text: str, limits: Limits) -> list[dict[str, object]]:
+    """The documents of one file's text: YAML, or for a ``.json`` file that YAML cannot
+    read, JSON."""
     source = str(path)
     if path.suffix != ".json":
         return parse_documents(text, source, limits)

@@ -32,6 +32,7 @@ LIMITS = Limits()
 
 
 def file_too_big(size: int, limit: int) -> str:
+    """Why a file of ``size`` bytes is refused."""
     return (
         f"refused: {size} bytes is more than the {limit} a manifest file may have; "
         "split it into several files"
