@@ -87,6 +87,11 @@ def label_domain(key: str) -> str:
     return prefix if slash else ""
 
 
+def domain_within(domain: str, restricted: str) -> bool:
+    """True when ``domain`` is the restricted domain or one of its subdomains."""
+    return domain == restricted or domain.endswith("." + restricted)
+
+
 def restricted_label_problem(
     key: str,
     *,
@@ -102,7 +107,7 @@ def restricted_label_problem(
         return None
     domain = label_domain(key)
     for restricted in sorted(restricted_domains):
-        if domain == restricted or domain.endswith("." + restricted):
+        if domain_within(domain, restricted):
             return (
                 f"label {excerpt(key)} is in the restricted domain {restricted!r}; "
                 f"use a well-known "

@@ -26,6 +26,7 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.karpenter import NodeClaim, NodeClass
+from nodewright.api.validation import domain_within, label_domain
 from nodewright.plugin.errors import (
     PluginConflictError,
     PluginContractError,
@@ -68,14 +69,6 @@ log = logging.getLogger("nodewright.plugins")
 
 #: How many recent call failures of contributing hooks the host remembers.
 RECENT_ERRORS = 100
-
-
-def _label_domain(key: str) -> str:
-    return key.split("/", 1)[0] if "/" in key else ""
-
-
-def _domain_within(domain: str, restricted: str) -> bool:
-    return domain == restricted or domain.endswith("." + restricted)
 
 
 @contextmanager
@@ -397,10 +390,10 @@ class PluginHost:
 
     @staticmethod
     def _may_set(entry: LoadedProvider, key: str, restricted: frozenset[str]) -> bool:
-        domain = _label_domain(key)
+        domain = label_domain(key)
         if not domain:
             return True
-        claimed = [r for r in restricted if _domain_within(domain, r)]
+        claimed = [r for r in restricted if domain_within(domain, r)]
         if not claimed:
             return True
         info = entry.info
