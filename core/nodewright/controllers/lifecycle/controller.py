@@ -115,7 +115,6 @@ class NodeClaimLifecycle:
         conditions = claim.status.conditions
         if not is_true(conditions, CONDITION_LAUNCHED):
             return _sooner_requeue(self._launch.reconcile(claim), timeout)
-        found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
         if not is_true(conditions, CONDITION_REGISTERED):
             return _sooner_requeue(self._registration.reconcile(claim, found), timeout)
         node = found[0] if len(found) == 1 else None

@@ -16,12 +16,11 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import set_condition
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY
-from nodewright.clock import Clock
-from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
-from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.catalog import NodeClassNotFoundError
+from nodewright.controllers.events import WARNING
 from nodewright.controllers.lifecycle.ready import set_ready
+from nodewright.controllers.lifecycle.step import ProviderStep
 from nodewright.controllers.templates import requirements_from_api
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
@@ -32,7 +31,6 @@ from nodewright.plugin.errors import (
     TemporaryProviderError,
     UnknownNodeClassError,
 )
-from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import LaunchRequest
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
@@ -44,21 +42,7 @@ log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 LAUNCH_RETRY = timedelta(seconds=5)
 
 
-class Launch:
-    def __init__(
-        self,
-        cluster: Cluster,
-        host: PluginHost,
-        catalog: Catalog,
-        clock: Clock,
-        events: EventRecorder,
-    ) -> None:
-        self._cluster = cluster
-        self._host = host
-        self._catalog = catalog
-        self._clock = clock
-        self._events = events
-
+class Launch(ProviderStep):
     def reconcile(self, claim: NodeClaim) -> timedelta | None:
         now = self._clock.now()
         try:

@@ -17,34 +17,17 @@ from nodewright.api.labels import (
     UNREGISTERED_TAINT_KEY,
 )
 from nodewright.api.meta import OwnerReference, set_condition
-from nodewright.clock import Clock
-from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.catalog import Catalog
-from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.events import WARNING
 from nodewright.controllers.lifecycle.ready import set_ready
+from nodewright.controllers.lifecycle.step import ProviderStep
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
-from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
 
-class Registration:
-    def __init__(
-        self,
-        cluster: Cluster,
-        host: PluginHost,
-        catalog: Catalog,
-        clock: Clock,
-        events: EventRecorder,
-    ) -> None:
-        self._cluster = cluster
-        self._host = host
-        self._catalog = catalog
-        self._clock = clock
-        self._events = events
-
+class Registration(ProviderStep):
     def reconcile(self, claim: NodeClaim, found: list[Node]) -> timedelta | None:
         now = self._clock.now()
         if len(found) > 1:

@@ -19,11 +19,9 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import set_condition
 from nodewright.api.timestamps import format_timestamp
-from nodewright.clock import Clock
-from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.catalog import Catalog
-from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.events import WARNING
+from nodewright.controllers.lifecycle.step import ProviderStep
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -31,7 +29,6 @@ from nodewright.plugin.errors import (
     TemporaryProviderError,
     UnknownNodeClassError,
 )
-from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
@@ -41,21 +38,7 @@ INSTANCE_POLL = timedelta(seconds=5)
 POLL = timedelta(seconds=1)
 
 
-class Termination:
-    def __init__(
-        self,
-        cluster: Cluster,
-        host: PluginHost,
-        catalog: Catalog,
-        clock: Clock,
-        events: EventRecorder,
-    ) -> None:
-        self._cluster = cluster
-        self._host = host
-        self._catalog = catalog
-        self._clock = clock
-        self._events = events
-
+class Termination(ProviderStep):
     def reconcile(self, claim: NodeClaim, nodes: list[Node]) -> timedelta | None:
         """The termination finalizer: set the drain deadline, have the Node terminated, then
         delete the instance until the provider reports it gone, then let the NodeClaim go."""
