@@ -173,16 +173,28 @@ def _required_terms(pod: api.Pod, anti: bool) -> list[api.PodAffinityTerm]:
     return list(block.required_during_scheduling_ignored_during_execution)
 
 
-def _anti_affinity_violations(pods: Sequence[api.Pod], where: Placement) -> list[Violation]:
-    """No pod matching a required anti-affinity term may share any possible domain with the
-    term's owner (in either order of arrival, so this also covers inverse anti-affinity)."""
-    groups: dict[tuple[str, str, frozenset[str] | None], list[api.Pod]] = defaultdict(list)
+TermGroups = dict[tuple[str, str, frozenset[str] | None], list[api.Pod]]
+
+
+def _term_groups(
+    pods: Sequence[api.Pod], *, anti: bool
+) -> tuple[TermGroups, dict[str, api.LabelSelector | None]]:
+    """The pods with a required (anti-)affinity term, grouped by the term's topology key,
+    selector and namespaces, and each selector by its key."""
+    groups: TermGroups = defaultdict(list)
     selectors: dict[str, api.LabelSelector | None] = {}
     for pod in pods:
-        for term in _required_terms(pod, anti=True):
+        for term in _required_terms(pod, anti=anti):
             key = _selector_key(term.label_selector)
             selectors[key] = term.label_selector
             groups[(term.topology_key, key, _term_namespaces(pod, term))].append(pod)
+    return groups, selectors
+
+
+def _anti_affinity_violations(pods: Sequence[api.Pod], where: Placement) -> list[Violation]:
+    """No pod matching a required anti-affinity term may share any possible domain with the
+    term's owner (in either order of arrival, so this also covers inverse anti-affinity)."""
+    groups, selectors = _term_groups(pods, anti=True)
     violations = []
     for (topology_key, selector_key, namespaces), owners in groups.items():
         matching = _matching(pods, selectors[selector_key], namespaces)
@@ -209,13 +221,7 @@ def _anti_affinity_violations(pods: Sequence[api.Pod], where: Placement) -> list
 def _affinity_violations(pods: Sequence[api.Pod], where: Placement) -> list[Violation]:
     """A pod with required affinity runs where a matching pod runs; pods that select
     themselves may bootstrap one domain, so they must not split across new domains."""
-    groups: dict[tuple[str, str, frozenset[str] | None], list[api.Pod]] = defaultdict(list)
-    selectors: dict[str, api.LabelSelector | None] = {}
-    for pod in pods:
-        for term in _required_terms(pod, anti=False):
-            key = _selector_key(term.label_selector)
-            selectors[key] = term.label_selector
-            groups[(term.topology_key, key, _term_namespaces(pod, term))].append(pod)
+    groups, selectors = _term_groups(pods, anti=False)
     violations = []
     for (topology_key, selector_key, namespaces), owners in groups.items():
         matching = _matching(pods, selectors[selector_key], namespaces)
