@@ -27,6 +27,7 @@ import yaml
 from nodewright.api.labels import NODEPOOL_LABEL
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.transport import Answer
+from nodewright.settings import RunSettings
 from nodewright.testing.manifests import deployment, kwok_node_class, node_pool
 from tests.kube.polling import eventually
 
@@ -163,6 +164,21 @@ class Identity:
     @property
     def user(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+    def run_settings(self, **changes: Any) -> RunSettings:
+        """``nodewright run``'s settings as this identity: its kubeconfig and lease, the KWOK
+        provider's options, ports the system picks, text logs; ``changes`` on top."""
+        return RunSettings(
+            kubeconfig=self.kubeconfig,
+            metrics_port=0,
+            health_probe_port=0,
+            bind_address="127.0.0.1",
+            leader_election_namespace=self.namespace,
+            leader_election_name=self.lease_name,
+            provider_options=PROVIDER_OPTIONS,
+            log_format="text",
+            **changes,
+        )
 
 
 @contextlib.contextmanager

@@ -39,7 +39,6 @@ from nodewright.api.quantity import parse_quantity
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
-from nodewright.settings import RunSettings
 from tests.kube import live
 from tests.kube.live import Identity
 from tests.kube.polling import eventually
@@ -330,17 +329,7 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gated]:
     identity: Identity
     with live.chart_identity(tmp_path_factory.mktemp("identity"), f"nodewright-{tag}") as identity:
         live.kubectl("create", "namespace", namespace)
-        settings = RunSettings(
-            kubeconfig=identity.kubeconfig,
-            metrics_port=0,
-            health_probe_port=0,
-            bind_address="127.0.0.1",
-            leader_election_namespace=identity.namespace,
-            leader_election_name=identity.lease_name,
-            provider_options=live.PROVIDER_OPTIONS,
-            feature_gates=GATES,
-            log_format="text",
-        )
+        settings = identity.run_settings(feature_gates=GATES)
         cluster = connect(settings)
         run = Gated(tag, namespace)
         service = RunService(settings, cluster, PluginHost.load(only=["kwok"]), identity=tag)

@@ -28,7 +28,6 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
-from nodewright.settings import RunSettings
 from nodewright_kwok.heartbeat import NODE_LEASE_NAMESPACE
 from tests.kube import live
 from tests.kube.live import HOLD, KWOK_CONTROLLER, Identity, Request, RequestLog
@@ -138,16 +137,7 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
         live.kubectl("create", "namespace", namespace)
         pod_name = f"nodewright-{tag}-5c8d9-x2k9q"
         env.setenv("POD_NAME", pod_name)  # as the chart's downward API sets it
-        settings = RunSettings(
-            kubeconfig=identity.kubeconfig,
-            metrics_port=0,
-            health_probe_port=0,
-            bind_address="127.0.0.1",
-            leader_election_namespace=identity.namespace,
-            leader_election_name=identity.lease_name,
-            provider_options=live.PROVIDER_OPTIONS,
-            log_format="text",
-        )
+        settings = identity.run_settings()
         cluster = connect(settings)
         run = Seed001(pool, namespace, identity, pod_name, RequestLog(cluster))
         host = PluginHost.load(only=["kwok"])
