@@ -1,7 +1,8 @@
 """What ships. ``bin/build`` makes the wheels and sdists of the four distributions; the
 Dockerfile installs them with ``bin/install-venv`` and runs them on a distroless Python as uid
-65532. No container engine runs here, so the tests install the wheels exactly as the
-Dockerfile's ``venv`` stage does (same script, same interpreter path, same arguments) and run
+65532. The image itself is built and run by ``.ci/image-suite`` (test_container.py); these
+tests need no container engine: they install the wheels exactly as the Dockerfile's ``venv``
+stage does (same script, same interpreter path, same arguments) and run
 the result as its last stage would: as uid 65532 and gid 65532, in its working directory, with
 its environment, the root file system read-only and a writable ``/tmp`` (the chart's emptyDir).
 That needs root for a private mount namespace (``unshare``) and ``setpriv``; without them the
@@ -271,6 +272,24 @@ def test_the_installed_controller_simulates_on_read_only_files(default_image: In
     )
     assert done.returncode == 0, done.stderr
     assert "10 pod(s) bound, 0 pending" in done.stdout
+
+
+def test_the_installed_controller_loads_the_kubernetes_client(default_image: Installed) -> None:
+    """What the virtualenv leaves out (the client's asyncio twin, aiohttp) is not needed to
+    reach a cluster: the client loads and reads the kubeconfig it is given."""
+    done = default_image.run("run", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert done.returncode == 2
+    assert "cannot load Kubernetes credentials from /nonexistent/kubeconfig" in done.stderr
+
+
+#: The image's virtualenv layer with the default (KWOK) provider, in bytes.
+VENV_BUDGET = 120_000_000
+
+
+def test_the_default_image_virtualenv_fits_its_budget(default_image: Installed) -> None:
+    files = [p for p in default_image.path.rglob("*") if p.is_file() and not p.is_symlink()]
+    size = sum(p.stat().st_size for p in files)
+    assert size <= VENV_BUDGET, f"{size / 1e6:.0f} MB"
 
 
 def test_the_providers_build_argument_chooses_the_providers(dist: Path, tmp_path: Path) -> None:
