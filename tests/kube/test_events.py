@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from nodewright import metrics
 from nodewright.api.core import Event, Node
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.kube import EVENT_ACTIONS, KubeCluster
 from nodewright.controllers.events import WARNING, EventRecorder
 from tests.kube.conftest import FAST
-from tests.kube.fake_apiserver import FakeApiServer
+from tests.kube.fake_apiserver import FakeApiServer, Fault
 
 CONTROLLERS = Path(__file__).resolve().parents[2] / "core" / "nodewright" / "controllers"
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -56,6 +57,7 @@ def _publish_three_times(cluster: KubeCluster) -> Node:
     recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)  # deduped
     clock.advance(timedelta(minutes=6))
     recorder.publish(node, "DisruptionBlocked", "Node is not empty", kind=WARNING)
+    assert cluster.flush_events(10.0)
     return node
 
 
@@ -117,6 +119,7 @@ def test_a_long_note_is_cut_to_the_api_limit(recorded: tuple[FakeApiServer, Kube
     server, cluster = recorded
     node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
     EventRecorder(cluster, SimulatedClock()).publish(node, "FailedScheduling", "é" * 2000)
+    assert cluster.flush_events(10.0)
     [event] = _stored(server, "events.k8s.io")
     assert len(event["note"].encode()) <= 1024
     assert event["note"].endswith("...")
@@ -167,6 +170,7 @@ def test_the_reporting_instance_is_the_pod_name_else_the_host_name(
         unnamed = _connect(server)
         node = named.create(Node(metadata=ObjectMeta(name="n1")))
         EventRecorder(named, SimulatedClock()).publish(node, "Evicted", "evicted")
+        assert named.flush_events(10.0)
         [event] = _stored(server, "events.k8s.io")
         assert event["reportingInstance"] == "nodewright-5c8d-x2k9q"
         assert unnamed.reporting_instance == socket.gethostname()
@@ -174,3 +178,71 @@ def test_the_reporting_instance_is_the_pod_name_else_the_host_name(
         unnamed.close()
     finally:
         server.stop()
+
+
+def _event(name: str, count: int = 1) -> Event:
+    return Event(
+        metadata=ObjectMeta(name=name, namespace="default"),
+        involved_object=Node(metadata=ObjectMeta(name="n1")).reference(),
+        reason="Evicted",
+        message=f"event {name}",
+        count=count,
+    )
+
+
+def test_events_are_written_by_a_background_writer_that_reads_nothing_first(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    node = cluster.create(Node(metadata=ObjectMeta(name="n1")))
+    recorder = EventRecorder(cluster, SimulatedClock())
+    for reason in ("DisruptionBlocked", "Unconsolidatable", "Evicted"):
+        recorder.publish(node, reason, "a message")
+    assert cluster.flush_events(10.0)
+    assert len(_stored(server, "events.k8s.io")) == 3
+    assert server.count("POST", "/apis/events.k8s.io/v1/namespaces/default/events") == 3
+    assert server.count("GET", "/apis/events.k8s.io/v1/namespaces/") == 0
+
+
+def test_a_full_queue_drops_the_oldest_events_and_counts_them_never_waiting(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    cluster.events_api()  # discovery first, so the slow answer below is an Event's
+    server.faults.append(Fault("POST", "/events", delay=3.0))
+    before = metrics.sample("nodewright_events_dropped_total", {"reason": "queue_full"})
+    names = [f"e{i:04d}" for i in range(1100)]
+    for name in names:
+        cluster.record_event(_event(name))
+    # every Event was handed over while the server still held the first write
+    assert server.count("POST", "/events") == 0
+    assert cluster.flush_events(30.0)
+    dropped = metrics.sample("nodewright_events_dropped_total", {"reason": "queue_full"}) - before
+    written = {e["metadata"]["name"] for e in _stored(server, "events.k8s.io")}
+    assert len(written) + dropped == len(names)
+    assert dropped >= len(names) - 1001
+    assert names[-1] in written  # the newest survive
+    assert names[1] not in written  # the oldest waiting ones went
+
+
+def test_a_repeat_whose_event_is_gone_is_created_again(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    cluster.record_event(_event("gone", count=3))
+    assert cluster.flush_events(10.0)
+    [event] = _stored(server, "events.k8s.io")
+    assert event["series"]["count"] == 3
+    assert server.count("PATCH", "/events/gone") == 1  # tried as a repeat first (404)
+
+
+def test_a_first_event_already_written_by_an_earlier_process_counts_on(
+    recorded: tuple[FakeApiServer, KubeCluster],
+) -> None:
+    server, cluster = recorded
+    cluster.record_event(_event("again"))
+    assert cluster.flush_events(10.0)
+    cluster.record_event(_event("again"))  # a restarted recorder starts again at 1
+    assert cluster.flush_events(10.0)
+    [event] = _stored(server, "events.k8s.io")
+    assert event["series"]["count"] == 2

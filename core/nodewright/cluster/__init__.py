@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
+from nodewright.api.core import Event
 from nodewright.api.meta import KubeObject
 
 if TYPE_CHECKING:
@@ -114,6 +115,14 @@ class Cluster(Protocol):
 
     def evict(self, pod_name: str, namespace: str) -> None:
         """Evict a pod through the Eviction API; raises EvictionBlockedError under a PDB."""
+        ...
+
+    def record_event(self, event: Event) -> None:
+        """Write an Event, best effort: never raises and never waits for the API server.
+
+        ``count`` 1 creates it; a higher count is a repeat of the Event of the same name (its
+        count and last time are patched, or it is created if it is gone).
+        """
         ...
 
     def resource_version(self) -> int:

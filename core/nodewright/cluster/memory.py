@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
-from nodewright.api.core import LabelSelector, Pod, PodCondition
+from nodewright.api.core import Event, LabelSelector, Pod, PodCondition
 from nodewright.api.meta import KubeObject, shallow_copy
 from nodewright.clock import Clock
 from nodewright.cluster import (
@@ -371,6 +371,18 @@ class MemoryCluster:
             self._fault("evict", Pod, False, current, None)
 
     # -- internals -------------------------------------------------------------------------------
+
+    def record_event(self, event: Event) -> None:
+        """Store an Event at once (the store is local: nothing to queue)."""
+        stored = self.get(Event, event.name, event.metadata.namespace or DEFAULT_NAMESPACE)
+        if stored is None:
+            self.create(event)
+            return
+        repeat = mutable(stored)
+        repeat.count = max(stored.count + 1, event.count)
+        repeat.last_timestamp = event.last_timestamp
+        repeat.message = event.message
+        self.update(repeat)
 
     def _key(self, kind: type[KubeObject], name: str, namespace: str) -> _Key:
         if kind.NAMESPACED:

@@ -232,6 +232,16 @@ workqueue_depth = Gauge(
     ["name", "controller", "priority"],
 )
 
+# -- nodewright's own ---------------------------------------------------------------------------
+
+events_dropped = Counter(
+    "events_dropped_total",
+    "Kubernetes Events not written: the queue was full (the oldest is dropped), the API server "
+    "refused one, stayed unreachable, or the process shut down first.",
+    ["reason"],
+    namespace="nodewright",
+)
+
 # -- recording helpers ------------------------------------------------------------------------
 
 #: Method names as Karpenter's cloud-provider metrics decorator reports them.

@@ -21,8 +21,8 @@ Kinds are routed by their model's ``API_VERSION`` and ``KIND``; the REST plural 
 
 One concept per module: :mod:`.transport` (HTTP, rate limit, retries, errors),
 :mod:`.routing` (paths), :mod:`.patch` (JSON patches and preconditions), :mod:`.events`
-(events.k8s.io/v1 translation), :mod:`.informer` (list+watch cache), :mod:`.adapter`
-(:class:`KubeCluster`).
+(events.k8s.io/v1 translation), :mod:`.eventwriter` (the queue and thread that write Events),
+:mod:`.informer` (list+watch cache), :mod:`.adapter` (:class:`KubeCluster`).
 """
 
 from nodewright.cluster.kube.adapter import KubeCluster

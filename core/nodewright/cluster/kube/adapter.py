@@ -20,6 +20,7 @@ from nodewright.api.core import Event, Pod
 from nodewright.api.meta import KubeObject
 from nodewright.cluster import ClusterError, EvictionBlockedError, InvalidError, ReadOnlyViolation
 from nodewright.cluster.kube.events import EVENTS_V1, EventsApi, events_v1_path
+from nodewright.cluster.kube.eventwriter import EventWriter
 from nodewright.cluster.kube.informer import Informer, Key
 from nodewright.cluster.kube.patch import (
     JSON_PATCH,
@@ -67,6 +68,9 @@ class KubeCluster:
         self._api = Transport(api_client, self.settings, sleep=sleep)
         self._events = EventsApi(
             self._api, reporting_instance or os.environ.get("POD_NAME") or socket.gethostname()
+        )
+        self._event_writer = EventWriter(
+            self.create, self.update, lambda event: self.read(Event, event.name, event.namespace)
         )
         self._uncached = frozenset(uncached)
         self._informers: dict[type[KubeObject], Informer] = {}
@@ -166,7 +170,8 @@ class KubeCluster:
         return all(i.synced.wait(max(0.0, deadline - time.monotonic())) for i in informers)
 
     def close(self) -> None:
-        """Stop every watch and close connections."""
+        """Write what Events it can in a moment, stop every watch and close connections."""
+        self._event_writer.close()
         self._stop.set()
         with self._streams_lock:
             streams = list(self._streams)
@@ -268,6 +273,14 @@ class KubeCluster:
     @reporting_instance.setter
     def reporting_instance(self, name: str) -> None:
         self._events.reporting_instance = name
+
+    def record_event(self, event: Event) -> None:
+        """Queue ``event`` for the background writer (see :mod:`.eventwriter`); never blocks."""
+        self._event_writer.put(event)
+
+    def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued Event is written or dropped; False on timeout."""
+        return self._event_writer.flush(timeout)
 
     def events_api(self) -> str:
         """``events.k8s.io/v1`` when the server serves it, else ``v1`` (asked once)."""
