@@ -6,68 +6,17 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from nodewright.commands import main
+from tests.simulation.conftest import DUMP, RunDump, example, item
 
-ROOT = Path(__file__).resolve().parents[2]
-DUMP = ROOT / "examples" / "what-if" / "cluster-dump.yaml"
 #: The example's KWOK prices: c-4x-amd64-linux and c-8x-amd64-linux on demand.
 C4_ON_DEMAND = 0.1086
 C8_ON_DEMAND = 0.2172
-
-
-@dataclass
-class Run:
-    exit_code: int
-    stdout: str
-    stderr: str
-    report: dict[str, Any]
-
-    @property
-    def what_if(self) -> dict[str, Any]:
-        return dict(self.report["whatIf"])
-
-    def changes(self) -> list[tuple[str, str, str | None]]:
-        return [(c["name"], c["action"], c["reason"]) for c in self.what_if["changes"]]
-
-
-RunDump = Callable[..., Run]
-
-
-@pytest.fixture
-def run_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RunDump:
-    def run(dump: dict[str, Any] | Path | str, *extra: str) -> Run:
-        if isinstance(dump, Path):
-            path = dump
-        else:
-            path = tmp_path / "dump.yaml"
-            path.write_text(dump if isinstance(dump, str) else yaml.safe_dump(dump))
-        report_file = tmp_path / "report.json"
-        try:
-            code = main(["simulate", "--from-dump", str(path), "--json", str(report_file), *extra])
-        finally:
-            logging.getLogger("nodewright").handlers.clear()
-        out = capsys.readouterr()
-        report = json.loads(report_file.read_text()) if report_file.exists() else {}
-        return Run(code, out.out, out.err, report)
-
-    return run
-
-
-def _example() -> dict[str, Any]:
-    return copy.deepcopy(yaml.safe_load(DUMP.read_text()))
-
-
-def _item(dump: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
-    return next(i for i in dump["items"] if i["kind"] == kind and i["metadata"]["name"] == name)
 
 
 def test_the_empty_node_is_removed_and_the_projected_cost_drops_by_its_price(
@@ -113,7 +62,7 @@ def test_the_web_page_shows_the_what_if(run_dump: RunDump, tmp_path: Path) -> No
 
 def test_a_json_dump_gives_the_same_what_if(run_dump: RunDump, tmp_path: Path) -> None:
     dump = tmp_path / "dump.json"
-    dump.write_text(json.dumps(_example()))
+    dump.write_text(json.dumps(example()))
     run = run_dump(dump)
     assert run.exit_code == 0, run.stderr
     assert run.changes() == [("kwok-c", "removed", "Empty")]
@@ -142,11 +91,11 @@ def test_loading_rolls_no_workload_and_keeps_every_pod_where_it_ran(run_dump: Ru
 
 
 def test_an_underutilized_node_is_removed_when_its_pods_fit_elsewhere(run_dump: RunDump) -> None:
-    dump = _example()
-    pool = _item(dump, "NodePool", "default")
+    dump = example()
+    pool = item(dump, "NodePool", "default")
     pool["spec"]["disruption"]["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
     # one of kwok-a's pods runs on kwok-c instead: kwok-b has room for it
-    _item(dump, "Pod", "web-7d4b9c8f6d-r2abc")["spec"]["nodeName"] = "kwok-c"
+    item(dump, "Pod", "web-7d4b9c8f6d-r2abc")["spec"]["nodeName"] = "kwok-c"
     run = run_dump(dump)
     assert run.exit_code == 0, run.stderr
     assert run.changes() == [("kwok-c", "removed", "Underutilized")]
@@ -155,8 +104,8 @@ def test_an_underutilized_node_is_removed_when_its_pods_fit_elsewhere(run_dump: 
 
 
 def test_a_node_its_nodepool_no_longer_allows_is_replaced_as_drifted(run_dump: RunDump) -> None:
-    dump = _example()
-    node = _item(dump, "Node", "kwok-b")
+    dump = example()
+    node = item(dump, "Node", "kwok-b")
     node["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"  # the pool wants on-demand
     run = run_dump(dump)
     assert run.exit_code == 0, run.stderr
@@ -165,7 +114,7 @@ def test_a_node_its_nodepool_no_longer_allows_is_replaced_as_drifted(run_dump: R
     on_c = [p for p in run.report["pods"] if p["node"] == "kwok-c"]
     assert len(on_c) == 2  # kwok-b's two pods, recreated by their ReplicaSet
 
-    dump["items"].remove(_item(dump, "Node", "kwok-c"))
+    dump["items"].remove(item(dump, "Node", "kwok-c"))
     run = run_dump(dump)
     assert run.exit_code == 0, run.stderr
     assert run.changes() == [("kwok-b", "replaced", "Drifted")]
@@ -175,8 +124,8 @@ def test_a_node_its_nodepool_no_longer_allows_is_replaced_as_drifted(run_dump: R
 
 
 def test_a_nodeclaim_the_real_cluster_saw_drifted_stays_drifted(run_dump: RunDump) -> None:
-    dump = _example()
-    claim = _item(dump, "NodeClaim", "default-x7k2p")
+    dump = example()
+    claim = item(dump, "NodeClaim", "default-x7k2p")
     claim["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] = "1234"  # an older template
     run = run_dump(dump)
     # its three pods fit on the empty kwok-c
@@ -184,8 +133,8 @@ def test_a_nodeclaim_the_real_cluster_saw_drifted_stays_drifted(run_dump: RunDum
 
 
 def test_pods_that_find_no_place_are_reported_with_the_reason(run_dump: RunDump) -> None:
-    dump = _example()
-    pending = copy.deepcopy(_item(dump, "Pod", "etcd-static-1"))
+    dump = example()
+    pending = copy.deepcopy(item(dump, "Pod", "etcd-static-1"))
     pending["metadata"]["name"] = "huge"
     pending["metadata"]["uid"] = "uid-pod-huge"
     del pending["spec"]["nodeName"]
@@ -202,7 +151,7 @@ def test_pods_that_find_no_place_are_reported_with_the_reason(run_dump: RunDump)
 
 def test_manifests_given_with_a_dump_are_applied_over_it(run_dump: RunDump, tmp_path: Path) -> None:
     # what if the NodePool never consolidated?
-    pool = _item(_example(), "NodePool", "default")
+    pool = item(example(), "NodePool", "default")
     pool["spec"]["disruption"]["consolidateAfter"] = "Never"
     for key in ("uid", "resourceVersion", "managedFields", "creationTimestamp", "annotations"):
         pool["metadata"].pop(key, None)
@@ -223,7 +172,7 @@ def _errors(stderr: str) -> list[str]:
 
 
 def test_a_dump_that_is_not_a_list_is_refused_with_one_line(run_dump: RunDump) -> None:
-    node = _item(_example(), "Node", "kwok-a")
+    node = item(example(), "Node", "kwok-a")
     run = run_dump(node)
     assert run.exit_code == 2
     (error,) = _errors(run.stderr)
@@ -233,8 +182,8 @@ def test_a_dump_that_is_not_a_list_is_refused_with_one_line(run_dump: RunDump) -
 
 
 def test_a_malformed_object_in_a_dump_is_named_with_its_field(run_dump: RunDump) -> None:
-    dump = _example()
-    _item(dump, "Pod", "web-7d4b9c8f6d-p0abc")["spec"]["containers"] = "pause"
+    dump = example()
+    item(dump, "Pod", "web-7d4b9c8f6d-p0abc")["spec"]["containers"] = "pause"
     run = run_dump(dump)
     assert run.exit_code == 2
     (error,) = _errors(run.stderr)
@@ -251,7 +200,7 @@ def test_a_list_whose_items_are_not_objects_is_refused(run_dump: RunDump) -> Non
 
 
 def test_kinds_a_simulation_does_not_use_are_skipped_and_counted(run_dump: RunDump) -> None:
-    dump = _example()
+    dump = example()
     dump["items"].append(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "x"}}
     )
@@ -284,7 +233,7 @@ def _owned_pod(
     dump: dict[str, Any], name: str, node: str, owner: tuple[str, str, str], spec: dict[str, Any]
 ) -> dict[str, Any]:
     """A running pod of ``owner`` (apiVersion, kind, name) on ``node``, as the server lists it."""
-    pod = copy.deepcopy(_item(dump, "Pod", "etcd-static-1"))
+    pod = copy.deepcopy(item(dump, "Pod", "etcd-static-1"))
     api_version, kind, owner_name = owner
     pod["metadata"].update(
         name=name,
@@ -305,7 +254,7 @@ def _owned_pod(
 
 
 def test_daemonset_statefulset_and_job_pods_are_kept_not_duplicated(run_dump: RunDump) -> None:
-    dump = _example()
+    dump = example()
     items = dump["items"]
     agent = {
         "metadata": {"labels": {"app": "agent"}},

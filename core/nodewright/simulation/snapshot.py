@@ -14,9 +14,11 @@ read-only listing of :mod:`nodewright.cluster.kube.snapshot` returns it. Loading
   label whose NodePool is in the snapshot is managed, and gets a NodeClaim (launched,
   registered and initialized) when the snapshot has none; any other Node is unmanaged but
   still holds its pods;
-* creates owners before what they own and points owner references at the new UIDs, and
-  renames each Deployment's current ReplicaSet to the name the embedded Deployment
-  controller gives it, so no workload is rolled or duplicated by being loaded.
+* creates owners before what they own and points owner references at the new UIDs, so no
+  workload is rolled or duplicated by being loaded: a Deployment keeps the ReplicaSets the
+  real cluster made (the embedded controller finds its current one by template, as
+  kube-controller-manager does), and a StatefulSet or DaemonSet the revision labels of its
+  pods, which the pods it recreates carry too.
 """
 
 from __future__ import annotations
@@ -83,7 +85,10 @@ from nodewright.api.meta import Condition, KubeObject, ObjectMeta, OwnerReferenc
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.cluster import AlreadyExistsError
 from nodewright.controllers.templates import nodepool_hash
-from nodewright.simulation.kubernetes.deployments import replica_set_name
+from nodewright.simulation.kubernetes.revisions import (
+    CONTROLLER_REVISION_HASH_LABEL,
+    POD_TEMPLATE_GENERATION_LABEL,
+)
 from nodewright.simulation.runner import Simulation
 
 #: What the API server writes in ``metadata`` and a snapshot does not carry over.
@@ -126,8 +131,8 @@ LOAD_ORDER: tuple[type[KubeObject], ...] = (
     ReplicaSet,
     Pod,
 )
-#: The Deployment controller's revision annotation: the highest is the current ReplicaSet.
-REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+#: The DaemonSet controller's annotation of the generation its pods are labelled with.
+DAEMONSET_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 #: Written in place of a NodeClaim's hash when the real cluster saw it drifted from its
 #: NodePool, so it stays drifted under nodewright's own hash.
 DRIFTED_HASH = "drifted-in-snapshot"
@@ -158,6 +163,9 @@ class Snapshot:
     made_claims: list[str] = field(default_factory=list)
     #: Things the user should know about the snapshot, one line each.
     notes: list[str] = field(default_factory=list)
+    #: The revision labels of each StatefulSet's and DaemonSet's pods (by ``id()`` of the
+    #: workload), for the pods the run recreates.
+    revisions: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def count(self, kind: type[KubeObject]) -> int:
         return sum(1 for obj in self.objects if isinstance(obj, kind))
@@ -221,11 +229,15 @@ def read_items(
     snapshot = Snapshot(source)
     problems: list[str] = []
     read: list[tuple[KubeObject, str]] = []
+    #: Each StatefulSet's ``status.updateRevision``: the status itself is not kept.
+    update_revisions: dict[tuple[str, str], str] = {}
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             problems.append(f"{source}: items[{index}]: expected an object, got {excerpt(item)}")
             continue
         document: dict[str, Any] = item if isinstance(item, dict) else dict(item)
+        if document.get("kind") == "StatefulSet":
+            _update_revision(document, update_revisions)
         uid = _clean(document)
         try:
             obj = parse_object(document, registry, source, rules)
@@ -259,8 +271,17 @@ def read_items(
             snapshot.uids[id(obj)] = uid
     _adopt_nodes(snapshot)
     _keep_drift(snapshot)
-    _current_replica_sets(snapshot)
+    _adopt_revisions(snapshot, update_revisions)
     return snapshot
+
+
+def _update_revision(document: Mapping[str, Any], found: dict[tuple[str, str], str]) -> None:
+    metadata, status = document.get("metadata"), document.get("status")
+    if isinstance(metadata, Mapping) and isinstance(status, Mapping):
+        revision = status.get("updateRevision")
+        name, namespace = metadata.get("name"), metadata.get("namespace") or "default"
+        if isinstance(revision, str) and revision and isinstance(name, str):
+            found[(str(namespace), name)] = revision
 
 
 def _is_list(document: Mapping[str, object]) -> bool:
@@ -412,45 +433,47 @@ def _keep_drift(snapshot: Snapshot) -> None:
         own[NODEPOOL_HASH_VERSION_ANNOTATION] = NODEPOOL_HASH_VERSION
 
 
-def _current_replica_sets(snapshot: Snapshot) -> None:
-    """Give each Deployment's current ReplicaSet (highest revision) the embedded Deployment
-    controller's name for it, and point its pods at the new name."""
-    deployments = {
-        (obj.namespace, obj.name): obj for obj in snapshot.objects if isinstance(obj, Deployment)
-    }
-    renamed: dict[tuple[str, str], str] = {}
-    owned: dict[tuple[str, str], list[ReplicaSet]] = {}
-    for obj in snapshot.objects:
-        if not isinstance(obj, ReplicaSet):
-            continue
-        ref = next((r for r in obj.metadata.owner_references if r.controller), None)
-        if ref is not None and ref.kind == "Deployment":
-            owned.setdefault((obj.namespace, ref.name), []).append(obj)
-    for key, replica_sets in owned.items():
-        deployment = deployments.get(key)
-        if deployment is None:
-            continue
-        current = max(replica_sets, key=lambda rs: (_revision(rs), rs.spec.replicas, rs.name))
-        wanted = replica_set_name(deployment)
-        if current.name == wanted or any(rs.name == wanted for rs in replica_sets):
-            continue
-        renamed[(current.namespace, current.name)] = wanted
-        current.metadata.name = wanted
-    if not renamed:
-        return
+def _adopt_revisions(snapshot: Snapshot, update_revisions: Mapping[tuple[str, str], str]) -> None:
+    """The revision labels the real cluster gave the pods of each StatefulSet and DaemonSet,
+    so the pods the run recreates carry them too (a Deployment's ReplicaSets carry theirs in
+    their templates)."""
+    pods: dict[tuple[str, str, str], list[Pod]] = {}
     for obj in snapshot.objects:
         if isinstance(obj, Pod):
-            for ref in obj.metadata.owner_references:
-                new = renamed.get((obj.namespace, ref.name))
-                if ref.kind == "ReplicaSet" and new is not None:
-                    ref.name = new
+            ref = next((r for r in obj.metadata.owner_references if r.controller), None)
+            if ref is not None and ref.kind in ("StatefulSet", "DaemonSet"):
+                pods.setdefault((ref.kind, obj.namespace, ref.name), []).append(obj)
+    for obj in snapshot.objects:
+        if isinstance(obj, StatefulSet):
+            owned = pods.get(("StatefulSet", obj.namespace, obj.name), [])
+            revision = update_revisions.get((obj.namespace, obj.name)) or _most_common(
+                owned, CONTROLLER_REVISION_HASH_LABEL
+            )
+            if revision:
+                snapshot.revisions[id(obj)] = {CONTROLLER_REVISION_HASH_LABEL: revision}
+        elif isinstance(obj, DaemonSet):
+            owned = pods.get(("DaemonSet", obj.namespace, obj.name), [])
+            generation = obj.metadata.annotations.get(DAEMONSET_GENERATION_ANNOTATION)
+            current = [
+                pod
+                for pod in owned
+                if pod.metadata.labels.get(POD_TEMPLATE_GENERATION_LABEL) == generation
+            ]
+            labels = {
+                key: value
+                for key in (CONTROLLER_REVISION_HASH_LABEL, POD_TEMPLATE_GENERATION_LABEL)
+                if (value := _most_common(current or owned, key))
+            }
+            if CONTROLLER_REVISION_HASH_LABEL in labels:
+                snapshot.revisions[id(obj)] = labels
 
 
-def _revision(replica_set: ReplicaSet) -> int:
-    try:
-        return int(replica_set.metadata.annotations.get(REVISION_ANNOTATION, "0"))
-    except ValueError:
-        return 0
+def _most_common(pods: Sequence[Pod], label: str) -> str | None:
+    """The value of ``label`` most of ``pods`` carry (the greatest of equally common ones)."""
+    counts = Counter(p.metadata.labels[label] for p in pods if p.metadata.labels.get(label))
+    if not counts:
+        return None
+    return max(counts.items(), key=lambda item: (item[1], item[0]))[0]
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -476,6 +499,9 @@ def load_snapshot(simulation: Simulation, snapshot: Snapshot) -> None:
             snapshot.notes.append(f"{obj.kind} {obj.key}: listed twice; the first one is kept")
             continue
         uid = created.metadata.uid or ""
+        revision = snapshot.revisions.get(id(obj))
+        if revision is not None and isinstance(created, StatefulSet | DaemonSet):
+            simulation.kube.revisions.adopt(created, revision)
         old = snapshot.uids.get(id(obj))
         if old:
             new_uids[old] = uid

@@ -17,6 +17,7 @@ from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, tolerates_all
 from nodewright.scheduling.taints import Toleration as SchedulingToleration
 from nodewright.simulation.kubernetes.ownership import controller_key, pod_from_template
 from nodewright.simulation.kubernetes.pods import is_active
+from nodewright.simulation.kubernetes.revisions import Revisions
 
 #: Tolerations the DaemonSet controller adds to every daemon pod, so daemons run on nodes
 #: that are starting, under pressure or cordoned.
@@ -37,9 +38,10 @@ class DaemonSetController:
     a changed node against every DaemonSet, and a changed daemon pod's node for its DaemonSet.
     """
 
-    def __init__(self, cluster: MemoryCluster, clock: Clock) -> None:
+    def __init__(self, cluster: MemoryCluster, clock: Clock, revisions: Revisions) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.revisions = revisions
         self.state = cluster.state
         self._changes = self.state.feed(DaemonSet, Node, Pod)
         self._started = False
@@ -57,6 +59,7 @@ class DaemonSetController:
             if ds is None or ds.deleting:
                 continue
             spec = _daemon_pod_spec(ds)
+            revision = self.revisions.labels(ds)
             placed: dict[str, list[Pod]] = defaultdict(list)
             for pod in self.state.controlled_by(Pod, ds.metadata.uid or "").values():
                 if not pod.deleting:
@@ -81,7 +84,12 @@ class DaemonSetController:
                     continue
                 if not _may_start(spec, node):
                     continue
-                pod = pod_from_template(ds.spec.template, ds, generate_name=f"{ds.name}-")
+                pod = pod_from_template(
+                    ds.spec.template,
+                    ds,
+                    generate_name=f"{ds.name}-",
+                    labels=revision,
+                )
                 pod.spec = mutable(spec)
                 pod.spec.node_name = node.name
                 pod.status.conditions.append(

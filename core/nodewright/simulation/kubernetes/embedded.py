@@ -14,6 +14,7 @@ from nodewright.simulation.kubernetes.jobs import JobController
 from nodewright.simulation.kubernetes.podcounts import OwnedPodCounts
 from nodewright.simulation.kubernetes.podgc import PodGarbageCollector
 from nodewright.simulation.kubernetes.replicasets import ReplicaSetController
+from nodewright.simulation.kubernetes.revisions import Revisions
 from nodewright.simulation.kubernetes.scheduler import KubeScheduler
 from nodewright.simulation.kubernetes.statefulsets import StatefulSetController
 from nodewright.simulation.kubernetes.statickubelets import StaticKubelets
@@ -48,9 +49,11 @@ class EmbeddedKubernetes:
         self.pod_gc = PodGarbageCollector(cluster)
         self.deployments = DeploymentController(cluster)
         self.replica_sets = ReplicaSetController(cluster, pod_counts)
-        self.stateful_sets = StatefulSetController(cluster)
+        #: The revision labels of StatefulSet and DaemonSet pods (a snapshot's kept).
+        self.revisions = Revisions()
+        self.stateful_sets = StatefulSetController(cluster, self.revisions)
         self.jobs = JobController(cluster, pod_counts)
-        self.daemon_sets = DaemonSetController(cluster, clock)
+        self.daemon_sets = DaemonSetController(cluster, clock, self.revisions)
         self.volumes = VolumeControllers(cluster)
         self.scheduler = KubeScheduler(cluster, clock, self.volumes, default_spread)
         self.static_kubelets = StaticKubelets(cluster, clock)

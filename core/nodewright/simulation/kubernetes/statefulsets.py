@@ -14,6 +14,7 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.state import Key, object_key
 from nodewright.simulation.kubernetes.ownerchanges import OwnerChanges
 from nodewright.simulation.kubernetes.ownership import create_unless_taken, pod_from_template
+from nodewright.simulation.kubernetes.revisions import Revisions
 
 
 class StatefulSetController:
@@ -23,14 +24,16 @@ class StatefulSetController:
     deleted claim brings back every StatefulSet of its namespace.
     """
 
-    def __init__(self, cluster: MemoryCluster) -> None:
+    def __init__(self, cluster: MemoryCluster, revisions: Revisions) -> None:
         self.cluster = cluster
         self.state = cluster.state
+        self.revisions = revisions
         self._changes = OwnerChanges(self.state, StatefulSet, Pod)
         self._claims = self.state.feed(PersistentVolumeClaim)
 
     def reconcile(self) -> None:
-        """Pods ``<name>-<ordinal>`` with one claim per volumeClaimTemplate and ordinal.
+        """Pods ``<name>-<ordinal>`` with one claim per volumeClaimTemplate and ordinal,
+        labelled with the StatefulSet's revision.
 
         Claims outlive the pods (the default ``Retain`` policy), so a pod that comes back
         finds its volume. All ordinals start at once (``Parallel`` pod management).
@@ -51,6 +54,7 @@ class StatefulSetController:
                     sts,
                     name=name,
                     labels={
+                        **self.revisions.labels(sts),
                         "statefulset.kubernetes.io/pod-name": name,
                         "apps.kubernetes.io/pod-index": str(ordinal),
                     },
