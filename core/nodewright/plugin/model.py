@@ -213,7 +213,10 @@ class ClockLike(Protocol):
 class ProviderContext:
     """Handed to every provider once, before any other hook but ``provider_info``."""
 
-    cluster: ProviderCluster
+    #: The cluster, or None when the provider is configured without one (a provider's own
+    #: tests): a provider that reads or writes it checks for None first and skips that work.
+    #: ``nodewright run`` and ``nodewright simulate`` always hand one over.
+    cluster: ProviderCluster | None
     clock: ClockLike
     #: The provider's own settings (``--provider-option kwok.registration-delay=5s`` style).
     options: Mapping[str, str]

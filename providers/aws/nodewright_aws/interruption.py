@@ -126,10 +126,11 @@ class InterruptionHandler:
         affected = {
             i.instance_id: i for i in interruptions if i.kind in ACTIONABLE and i.instance_id
         }
-        if not affected or self.context is None:
+        cluster = self.context.cluster if self.context is not None else None
+        if not affected or cluster is None:
             return []
         deleted = []
-        for claim in self.context.cluster.list(NodeClaim):
+        for claim in cluster.list(NodeClaim):
             provider_id = claim.status.provider_id or ""
             instance_id = provider_id.rsplit("/", 1)[-1]
             event = affected.get(instance_id)
@@ -142,6 +143,6 @@ class InterruptionHandler:
             log.info(
                 "interruption %s for %s: deleting NodeClaim %s", event.kind, instance_id, claim.name
             )
-            self.context.cluster.delete(NodeClaim, claim.name)
+            cluster.delete(NodeClaim, claim.name)
             deleted.append(claim.name)
         return deleted

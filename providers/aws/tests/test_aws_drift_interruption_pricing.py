@@ -250,7 +250,7 @@ def test_on_demand_prices_come_from_the_pricing_api(world: World) -> None:
     from providers.aws.tests.aws_helpers import options
 
     provider.configure(
-        ProviderContext(cluster=None, clock=SimulatedClock(), options=options(world))  # type: ignore[arg-type]
+        ProviderContext(cluster=None, clock=SimulatedClock(), options=options(world))
     )
     with Stubber(provider.clients.pricing) as stub:
         params = {"ServiceCode": "AmazonEC2", "Filters": ANY, "MaxResults": 100}

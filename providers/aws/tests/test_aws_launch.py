@@ -360,6 +360,6 @@ def test_without_a_region_list_is_empty_and_makes_no_call(monkeypatch: pytest.Mo
     from nodewright.plugin.model import ProviderContext
 
     provider = AWSProvider()
-    provider.configure(ProviderContext(cluster=None, clock=SimulatedClock(), options={}))  # type: ignore[arg-type]
+    provider.configure(ProviderContext(cluster=None, clock=SimulatedClock(), options={}))
     assert provider.list_instances() == []
     assert provider.reconcile(SimulatedClock().now()) > timedelta(0)

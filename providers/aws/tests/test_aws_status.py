@@ -107,7 +107,7 @@ def test_missing_region_is_a_clear_condition_not_a_crash(
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     provider = AWSProvider()
-    provider.configure(ProviderContext(cluster=None, clock=SimulatedClock(), options={}))  # type: ignore[arg-type]
+    provider.configure(ProviderContext(cluster=None, clock=SimulatedClock(), options={}))
     readiness = provider.node_class_status(node_class())
     assert not readiness.ready
     assert "aws.region" in readiness.message

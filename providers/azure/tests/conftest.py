@@ -46,7 +46,7 @@ def make_provider(fake: FakeAzure, clock: SimulatedClock) -> Iterator[Callable[.
 
         provider = AzureProvider(credential_factory=factory)
         provider.configure(
-            ProviderContext(cluster=None, clock=clock, options=fake_options(fake, **options))  # type: ignore[arg-type]
+            ProviderContext(cluster=None, clock=clock, options=fake_options(fake, **options))
         )
         made.append(provider)
         return provider

@@ -38,7 +38,7 @@ def real_provider(fake: FakeAzure, clock: SimulatedClock, **options: str) -> Azu
     MADE.append(provider)
     provider.configure(
         ProviderContext(
-            cluster=None,  # type: ignore[arg-type]
+            cluster=None,
             clock=clock,
             options=fake_options(
                 fake, authority_host=fake.url, tenant_id=TENANT, pricing="static", **options

@@ -18,9 +18,7 @@ from providers.azure.tests.azure_helpers import node_class
 
 def configured(**options: str) -> AzureProvider:
     provider = AzureProvider()
-    provider.configure(
-        ProviderContext(cluster=None, clock=SimulatedClock(), options=options)  # type: ignore[arg-type]
-    )
+    provider.configure(ProviderContext(cluster=None, clock=SimulatedClock(), options=options))
     return provider
 
 
