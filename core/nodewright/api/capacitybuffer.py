@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from nodewright.api.core import PodTemplateSpec, _quantities
-from nodewright.api.fielderror import FieldError
+from nodewright.api.fielderror import FieldError, FieldErrors
 from nodewright.api.meta import Condition, KubeObject, StrictKubeObject, StrictModel
 from nodewright.api.names import dns_subdomain_problems
 from nodewright.api.quantity import QuantityError, parse_quantity
@@ -98,31 +98,26 @@ INT32_MAX = 2**31 - 1
 
 def validate_capacity_buffer(buffer: CapacityBuffer) -> list[FieldError]:
     """Every rule of the CapacityBuffer CRD (its schema and CEL rules) that ``buffer`` breaks."""
-    errors: list[FieldError] = []
-
-    def add(path: str, message: str) -> None:
-        errors.append(FieldError("CapacityBuffer", buffer.name, path, message))
-
-    for problem in dns_subdomain_problems(buffer.name):
-        add("metadata.name", problem)
+    report = FieldErrors(buffer.KIND, buffer.name)
+    report.add_all("metadata.name", dns_subdomain_problems(buffer.name))
     spec = buffer.spec
     if spec.pod_template_ref is not None and not spec.pod_template_ref.name:
-        add("spec.podTemplateRef.name", "must not be empty")
+        report.add("spec.podTemplateRef.name", "must not be empty")
     if spec.scalable_ref is not None:
         if not spec.scalable_ref.kind:
-            add("spec.scalableRef.kind", "must not be empty")
+            report.add("spec.scalableRef.kind", "must not be empty")
         if not spec.scalable_ref.name:
-            add("spec.scalableRef.name", "must not be empty")
+            report.add("spec.scalableRef.name", "must not be empty")
     for path, count in (("spec.replicas", spec.replicas), ("spec.percentage", spec.percentage)):
         if count is not None and not 0 <= count <= INT32_MAX:
-            add(path, f"must be between 0 and {INT32_MAX}, got {count}")
+            report.add(path, f"must be between 0 and {INT32_MAX}, got {count}")
     for name, limit in sorted((spec.limits or {}).items()):
         try:
             parse_quantity(limit)
         except QuantityError as error:
-            add(f"spec.limits[{name}]", str(error))
+            report.add(f"spec.limits[{name}]", str(error))
     if spec.pod_template_ref is not None and spec.replicas is None and spec.limits is None:
-        add("spec", "If podTemplateRef is set, replicas or limits must also be set")
+        report.add("spec", "If podTemplateRef is set, replicas or limits must also be set")
     if spec.pod_template_ref is not None and spec.scalable_ref is not None:
-        add("spec", "You must define either PodTemplateRef or ScalableRef, but not both")
-    return errors
+        report.add("spec", "You must define either PodTemplateRef or ScalableRef, but not both")
+    return report.errors

@@ -47,6 +47,15 @@ class Container(Model):
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 
 
+#: The operators of a label selector's ``matchExpressions``.
+LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+#: The operators of a node selector requirement: a label selector's and the integer
+#: comparisons.
+NODE_SELECTOR_OPERATORS = (*LABEL_SELECTOR_OPERATORS, "Gt", "Lt")
+#: The effects a taint may have.
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
 class Taint(Model):
     key: str
     value: str | None = None

@@ -8,10 +8,19 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, field_validator
 
-from nodewright.api.core import Taint, _quantities
+from nodewright.api.core import NODE_SELECTOR_OPERATORS, Taint, _quantities
 from nodewright.api.meta import Condition, KubeObject, ObjectMeta, StrictKubeObject, StrictModel
 
 API_VERSION = "karpenter.sh/v1"
+
+#: The operators of a Karpenter requirement: a node selector's and the inclusive comparisons.
+REQUIREMENT_OPERATORS = (*NODE_SELECTOR_OPERATORS, "Gte", "Lte")
+#: The requirement operators that compare integers.
+NUMERIC_OPERATORS = frozenset({"Gt", "Lt", "Gte", "Lte"})
+#: The values of a NodePool's ``spec.disruption.consolidationPolicy``.
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+#: The disruption reasons a budget may name (``spec.disruption.budgets[].reasons``).
+DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 
 
 class NodeSelectorRequirementWithMinValues(StrictModel):

@@ -24,6 +24,9 @@ from nodewright.api.apps import (
     StatefulSet,
 )
 from nodewright.api.core import (
+    LABEL_SELECTOR_OPERATORS,
+    NODE_SELECTOR_OPERATORS,
+    TAINT_EFFECTS,
     Affinity,
     Container,
     LabelSelector,
@@ -49,10 +52,7 @@ from nodewright.api.quantity import QuantityError, parse_quantity
 #: The API server's limit on all of an object's annotations together (keys and values).
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-NODE_SELECTOR_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
 TOLERATION_OPERATORS = ("Equal", "Exists")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 INCLUSION_POLICIES = ("Honor", "Ignore")
 WEIGHT_RANGE = (1, 100)
@@ -132,7 +132,7 @@ def _check_label_selector(report: FieldErrors, path: str, selector: LabelSelecto
         where = f"{path}.matchExpressions[{index}]"
         report.add_all(f"{where}.key", qualified_name_problems(expression.key))
         _check_operator_values(
-            report, where, expression.operator, expression.values, SELECTOR_OPERATORS
+            report, where, expression.operator, expression.values, LABEL_SELECTOR_OPERATORS
         )
 
 

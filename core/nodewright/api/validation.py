@@ -13,12 +13,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodewright.api.core import Taint
+from nodewright.api.core import TAINT_EFFECTS, Taint
 from nodewright.api.cron import CronError, parse_cron
 from nodewright.api.duration import NEVER, DurationError, parse_duration
 from nodewright.api.excerpt import excerpt
 from nodewright.api.fielderror import FieldError, FieldErrors
 from nodewright.api.karpenter import (
+    CONSOLIDATION_POLICIES,
+    DISRUPTION_REASONS,
+    NUMERIC_OPERATORS,
+    REQUIREMENT_OPERATORS,
     Budget,
     Disruption,
     NodeClaim,
@@ -58,12 +62,6 @@ MIN_VALUES_RANGE = (1, 50)
 MAX_BUDGETS = 50
 MAX_BUDGET_REASONS = 50
 WEIGHT_RANGE = (1, 100)
-
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
-NUMERIC_OPERATORS = frozenset({"Gt", "Lt", "Gte", "Lte"})
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 
 #: Values a well-known key may take; a requirement naming none of them can never be met.
 WELL_KNOWN_VALUES: Mapping[str, frozenset[str]] = {CAPACITY_TYPE_LABEL: frozenset(CAPACITY_TYPES)}
@@ -330,10 +328,10 @@ def _check_requirement(
     if not key_problems:
         _check_key(report, key_path, key, rules)
 
-    if operator not in OPERATORS:
+    if operator not in REQUIREMENT_OPERATORS:
         report.add(
             f"{path}.operator",
-            f"must be one of {', '.join(OPERATORS)}, got {excerpt(operator)}",
+            f"must be one of {', '.join(REQUIREMENT_OPERATORS)}, got {excerpt(operator)}",
         )
     for value_index, value in enumerate(values):
         report.add_all(f"{values_path}[{value_index}]", label_value_problems(value))

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from nodewright.api.karpenter import REQUIREMENT_OPERATORS
 from nodewright.api.labels import RESTRICTED_LABELS, WELL_KNOWN_LABELS, normalize_label
 
 IN = "In"
@@ -27,7 +28,7 @@ GT = "Gt"
 LT = "Lt"
 GTE = "Gte"
 LTE = "Lte"
-OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
+OPERATORS = REQUIREMENT_OPERATORS
 
 _UNBOUNDED = 2**63 - 1  # what Karpenter reports as the size of a complement set
 _INT64_MIN = -(2**63)

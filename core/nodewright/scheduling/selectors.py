@@ -19,9 +19,6 @@ from dataclasses import dataclass
 
 from nodewright.api import core as api
 
-#: The operators a label selector may use; node selectors add ``Gt`` and ``Lt``.
-LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
 
 class InvalidSelectorError(ValueError):
     """A selector uses an unknown operator or malformed values."""
@@ -80,7 +77,7 @@ def label_selector_matches(selector: api.LabelSelector | None, labels: Mapping[s
         if labels.get(key) != value:
             return False
     for requirement in selector.match_expressions:
-        if requirement.operator not in LABEL_SELECTOR_OPERATORS:
+        if requirement.operator not in api.LABEL_SELECTOR_OPERATORS:
             raise InvalidSelectorError(
                 f"unknown label selector operator {requirement.operator!r} on {requirement.key!r}"
             )
@@ -143,7 +140,7 @@ class LabelSelector:
         if match_labels is None:
             return cls(nothing=True)
         compiled = tuple(sorted((k, op, frozenset(v)) for k, op, v in expressions))
-        if any(op not in LABEL_SELECTOR_OPERATORS for _, op, _ in compiled):
+        if any(op not in api.LABEL_SELECTOR_OPERATORS for _, op, _ in compiled):
             return cls(nothing=True)
         return cls(tuple(sorted(match_labels.items())), compiled)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from nodewright.api.convert.batch import document_kind, document_name, field_name
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldError
+from nodewright.api.fielderror import FieldError, FieldErrors
 
 #: Every field of a v1alpha5 ProvisionerSpec; anything else is a typo the old CRD refused.
 _PROVISIONER_FIELDS = (
@@ -70,38 +70,38 @@ _LISTS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 
 def shape_problems(document: Mapping[str, Any]) -> list[FieldError]:
-    kind, name = document_kind(document), document_name(document)
-    problems: list[FieldError] = []
-
-    def add(path: str, message: str) -> None:
-        problems.append(FieldError(kind, name, path, message))
-
+    kind = document_kind(document)
+    report = FieldErrors(kind, document_name(document))
     for key in document:
         if key not in _TOP_LEVEL_FIELDS:
             if key in _METADATA_FIELDS:
-                add(str(key), f"unknown field {key!r} at the top level; indent it under metadata")
+                report.add(
+                    str(key), f"unknown field {key!r} at the top level; indent it under metadata"
+                )
             else:
-                add(field_name(key), _unknown_message(key, _TOP_LEVEL_FIELDS))
+                report.add(field_name(key), _unknown_message(key, _TOP_LEVEL_FIELDS))
     metadata = document.get("metadata")
     if not isinstance(metadata, Mapping):
-        add("metadata", f"must be a mapping with a name, got {excerpt(metadata)}")
+        report.add("metadata", f"must be a mapping with a name, got {excerpt(metadata)}")
     elif not isinstance(metadata.get("name"), str) or not metadata.get("name"):
-        add("metadata.name", f"must be a non-empty string, got {excerpt(metadata.get('name'))}")
+        report.add(
+            "metadata.name", f"must be a non-empty string, got {excerpt(metadata.get('name'))}"
+        )
     for path in _MAPPINGS.get(kind, ()):
         value = _get(document, path)
         if value is not None and not isinstance(value, Mapping):
-            add(".".join(path), f"must be a mapping, got {excerpt(value)}")
+            report.add(".".join(path), f"must be a mapping, got {excerpt(value)}")
     for path in _LISTS.get(kind, ()):
         value = _get(document, path)
         if value is not None and not isinstance(value, list):
-            add(".".join(path), f"must be a list, got {excerpt(value)}")
+            report.add(".".join(path), f"must be a list, got {excerpt(value)}")
     spec = document.get("spec")
     for path, known in _FIELDS.get(kind, ()):
         value = _get(document, path)
         if isinstance(value, Mapping):
             for key in value:
                 if key not in known:
-                    add(f"{'.'.join(path)}.{field_name(key)}", _unknown_message(key, known))
+                    report.add(f"{'.'.join(path)}.{field_name(key)}", _unknown_message(key, known))
     if kind == "Provisioner" and isinstance(spec, Mapping):
         for key, what in (
             ("ttlSecondsAfterEmpty", "a whole number of seconds"),
@@ -110,13 +110,15 @@ def shape_problems(document: Mapping[str, Any]) -> list[FieldError]:
         ):
             value = spec.get(key)
             if value is not None and not (_is_whole_number(value) and value >= 0):
-                add(f"spec.{key}", f"must be {what}, got {excerpt(value)}")
+                report.add(f"spec.{key}", f"must be {what}, got {excerpt(value)}")
         consolidation = spec.get("consolidation")
         if isinstance(consolidation, Mapping):
             enabled = consolidation.get("enabled")
             if enabled is not None and not isinstance(enabled, bool):
-                add("spec.consolidation.enabled", f"must be true or false, got {excerpt(enabled)}")
-    return problems
+                report.add(
+                    "spec.consolidation.enabled", f"must be true or false, got {excerpt(enabled)}"
+                )
+    return report.errors
 
 
 def _unknown_message(key: object, known: Sequence[str]) -> str:

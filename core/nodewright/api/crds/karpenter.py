@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodewright.api.core import TAINT_EFFECTS
 from nodewright.api.crds.schema import (
     DURATION_OR_NEVER_PATTERN,
     DURATION_PATTERN,
@@ -24,15 +25,16 @@ from nodewright.api.crds.schema import (
     rule,
     string,
 )
-from nodewright.api.karpenter import API_VERSION, CONDITION_DRIFTED
+from nodewright.api.karpenter import (
+    API_VERSION,
+    CONDITION_DRIFTED,
+    CONSOLIDATION_POLICIES,
+    DISRUPTION_REASONS,
+    REQUIREMENT_OPERATORS,
+)
 
 GROUP = API_VERSION.split("/", 1)[0]
 VERSION = API_VERSION.split("/", 1)[1]
-
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-BUDGET_REASONS = ("Underutilized", "Empty", "Drifted")
 
 
 def restricted_key_rules(
@@ -97,7 +99,7 @@ def requirement(*, restricted: bool) -> Schema:
     return obj(
         {
             "key": key,
-            "operator": string(enum=list(OPERATORS)),
+            "operator": string(enum=list(REQUIREMENT_OPERATORS)),
             "values": {
                 "type": "array",
                 "items": string(maxLength=63, pattern=LABEL_VALUE_PATTERN),
@@ -209,7 +211,7 @@ def node_pool_crd() -> dict[str, Any]:
                 r"((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
             ),
             "duration": string(pattern=r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"),
-            "reasons": {"type": "array", "items": string(enum=list(BUDGET_REASONS))},
+            "reasons": {"type": "array", "items": string(enum=list(DISRUPTION_REASONS))},
         },
         required=["nodes"],
     )

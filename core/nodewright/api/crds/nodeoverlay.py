@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.api.crds.karpenter import OPERATORS, restricted_key_rules
+from nodewright.api.crds.karpenter import restricted_key_rules
 from nodewright.api.crds.schema import (
     LABEL_KEY_PATTERN,
     LABEL_VALUE_PATTERN,
@@ -19,6 +19,7 @@ from nodewright.api.crds.schema import (
     rule,
     string,
 )
+from nodewright.api.karpenter import REQUIREMENT_OPERATORS
 from nodewright.api.nodeoverlay import API_VERSION as OVERLAY_API_VERSION
 from nodewright.api.nodeoverlay import (
     PRICE_ADJUSTMENT_PATTERN,
@@ -42,7 +43,7 @@ def node_overlay_crd() -> dict[str, Any]:
     requirement = obj(
         {
             "key": key,
-            "operator": string(enum=list(OPERATORS)),
+            "operator": string(enum=list(REQUIREMENT_OPERATORS)),
             "values": {
                 "type": "array",
                 "items": string(maxLength=63, pattern=LABEL_VALUE_PATTERN),
