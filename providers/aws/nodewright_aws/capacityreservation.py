@@ -52,6 +52,7 @@ def capacity_reservations(clients: AWSClients, node_class: EC2NodeClass) -> list
                         "instanceMatchCriteria": r.get("InstanceMatchCriteria", ""),
                         "ownerID": r.get("OwnerId", ""),
                         "reservationType": "default",
+                        "interruptible": bool(r.get("Interruptible", False)),
                         "state": "active",
                         "availableInstanceCount": r.get("AvailableInstanceCount", 0),
                     }

@@ -45,6 +45,7 @@ from nodewright_aws.offering import OfferingProvider
 from nodewright_aws.offline.catalog import load_catalog
 from nodewright_aws.offline.cloud import OfflineAWS
 from nodewright_aws.options import Settings, parse_settings
+from nodewright_aws.placementgroup import LOOKUP_ERRORS, PlacementGroupProvider, selector_text
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UnavailableOfferings
 
@@ -105,8 +106,9 @@ class AWSProvider:
             clients, self.cluster, settings.default_instance_profile, now
         )
         self.unavailable = UnavailableOfferings()
+        self.placement_groups = PlacementGroupProvider(clients, now)
         self.instance_type_provider = InstanceTypeProvider(
-            clients, settings, self.discovery.zone_ids, now
+            clients, settings, self.discovery.zone_ids, now, self.placement_groups.lookup
         )
         self.pricing = PricingProvider(clients, now, self.instance_type_provider.spot_price_types)
         self.offering_provider = OfferingProvider(
@@ -116,6 +118,7 @@ class AWSProvider:
             unavailable=self.unavailable,
             reservations=lambda node_class: capacity_reservations(clients, node_class),
             now=now,
+            placement_group=self.placement_groups.lookup,
         )
         self.launch_templates = LaunchTemplateProvider(clients, settings, self.cluster, now)
         self.instances = InstanceProvider(
@@ -128,6 +131,7 @@ class AWSProvider:
             launch_templates=self.launch_templates,
             unavailable=self.unavailable,
             now=now,
+            placement_groups=self.placement_groups,
         )
         self.interruption = InterruptionHandler(
             clients, settings.interruption_queue or "", self.context, self.unavailable, now
@@ -208,10 +212,38 @@ class AWSProvider:
             return NodeClassReadiness(False, "AWSUnavailable", str(error))
         if not result.ready:
             return NodeClassReadiness(False, result.reason, result.problem, result.status())
+        problem = self.placement_group_problem(node_class)
+        if problem is not None:
+            return NodeClassReadiness(False, problem[0], problem[1], result.status())
         status = result.status()
         if node_class.spec.capacity_reservation_selector_terms:
             status["capacity_reservations"] = capacity_reservations(self.clients, node_class)
         return NodeClassReadiness(True, "Ready", "", status)
+
+    def placement_group_problem(self, node_class: EC2NodeClass) -> tuple[str, str] | None:
+        """(reason, message) when the class names a placement group EC2 cannot resolve
+        (Karpenter's PlacementGroupReady condition)."""
+        if node_class.spec.placement_group_selector is None:
+            return None
+        named = selector_text(node_class)
+        try:
+            group = self.placement_groups.get(node_class)
+        except LOOKUP_ERRORS as error:
+            detail = (
+                error_text(error) if isinstance(error, botocore.exceptions.ClientError) else error
+            )
+            return (
+                "PlacementGroupResolutionFailed",
+                f"spec.placementGroupSelector: resolving placement group {named!r} failed "
+                f"({detail})",
+            )
+        if group is None:
+            return (
+                "PlacementGroupNotFound",
+                f"spec.placementGroupSelector: placement group {named!r} not found (or not "
+                "available)",
+            )
+        return None
 
     # -- catalog ---------------------------------------------------------------------------
 
@@ -244,7 +276,9 @@ class AWSProvider:
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         assert isinstance(node_class, EC2NodeClass)
-        return drift_reason(node_claim, node_class, self.discovery, self.instances)
+        return drift_reason(
+            node_claim, node_class, self.discovery, self.instances, self.placement_groups
+        )
 
     # -- background work -------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Drift (Karpenter's cloudprovider drift): the class's static hash first (no AWS call), then
-the instance's AMI, security groups and subnet against what the class resolves to now. Also
+the instance's AMI, security groups and subnet against what the class resolves to now, then
+the NodeClaim's placement group against the class's. Also
 re-stamps NodeClaims hashed under another hash version, so later class changes drift them."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from nodewright_aws.discovery import NodeClassDiscovery
 from nodewright_aws.instance import InstanceProvider, parse_provider_id
 from nodewright_aws.launch import static_hash
 from nodewright_aws.nodeclass import EC2NodeClass
+from nodewright_aws.placementgroup import LOOKUP_ERRORS, PlacementGroupProvider
 
 
 def static_fields_drifted(node_claim: NodeClaim, node_class: EC2NodeClass) -> bool:
@@ -26,11 +28,25 @@ def static_fields_drifted(node_claim: NodeClaim, node_class: EC2NodeClass) -> bo
     return stored != static_hash(node_class)
 
 
+def placement_group_drifted(
+    node_claim: NodeClaim, node_class: EC2NodeClass, groups: PlacementGroupProvider
+) -> bool:
+    """The NodeClaim's placement-group label differs from the class's group now (a selector
+    added, removed or naming another group); not when the class's group cannot be read."""
+    try:
+        group = groups.get(node_class)
+    except LOOKUP_ERRORS:  # EC2 cannot say now: no verdict
+        return False
+    launched_in = node_claim.metadata.labels.get(L.PLACEMENT_GROUP_ID, "")
+    return launched_in != (group.id if group is not None else "")
+
+
 def drift_reason(
     node_claim: NodeClaim,
     node_class: EC2NodeClass,
     discovery: NodeClassDiscovery,
     instances: InstanceProvider,
+    placement_groups: PlacementGroupProvider | None = None,
 ) -> str | None:
     """Why the claim's instance drifted from its class, or None (also when AWS cannot say)."""
     provider_id = node_claim.status.provider_id
@@ -54,6 +70,10 @@ def drift_reason(
     subnet = description.get("SubnetId")
     if subnet and subnet not in {s.id for s in resolution.subnets}:
         return "SubnetDrift"
+    if placement_groups is not None and placement_group_drifted(
+        node_claim, node_class, placement_groups
+    ):
+        return "PlacementGroupDrift"
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -47,6 +48,7 @@ from nodewright_aws.clients import (
 from nodewright_aws.discovery import NodeClassDiscovery, ami_for
 from nodewright_aws.instancetype import InstanceTypeProvider
 from nodewright_aws.launch import (
+    INTERRUPTIBLE_RESERVATION,
     MAX_INSTANCE_TYPES,
     UNFULFILLABLE_CODES,
     Override,
@@ -57,6 +59,7 @@ from nodewright_aws.launch import (
 from nodewright_aws.launchtemplate import LaunchTemplateProvider
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.options import Settings
+from nodewright_aws.placementgroup import PlacementGroupProvider, chosen_partition
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UNAVAILABLE_TTL, UnavailableOfferings
 
@@ -94,6 +97,7 @@ class InstanceProvider:
         launch_templates: LaunchTemplateProvider,
         unavailable: UnavailableOfferings,
         now: Callable[[], datetime],
+        placement_groups: PlacementGroupProvider | None = None,
     ) -> None:
         self.clients = clients
         self.settings = settings
@@ -104,6 +108,7 @@ class InstanceProvider:
         self.launch_templates = launch_templates
         self.unavailable = unavailable
         self.now = now
+        self.placement_groups = placement_groups
 
     # -- reading -------------------------------------------------------------------------
 
@@ -174,6 +179,13 @@ class InstanceProvider:
         if reservation_id:
             labels[L.CAPACITY_RESERVATION_ID] = reservation_id
             labels[L.CAPACITY_RESERVATION_TYPE] = "default"
+            interruptible = description.get("InstanceLifecycle") == INTERRUPTIBLE_RESERVATION
+            labels[L.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(interruptible).lower()
+        placement = description.get("Placement", {})
+        if placement.get("GroupId"):
+            labels[L.PLACEMENT_GROUP_ID] = placement["GroupId"]
+            if placement.get("PartitionNumber"):
+                labels[L.PLACEMENT_GROUP_PARTITION] = str(placement["PartitionNumber"])
         return Instance(
             provider_id=f"{L.PROVIDER_ID_PREFIX}{zone}/{description['InstanceId']}",
             node_claim=tags.get(L.NODECLAIM_TAG, ""),
@@ -335,14 +347,26 @@ class InstanceProvider:
             reservation = choices[0][3].reservation
             if reservation is not None:
                 tags[L.CAPACITY_RESERVATION_ID] = reservation.id
+        group = self.placement_groups.lookup(node_class) if self.placement_groups else None
+        partition = chosen_partition(request.requirements, group)
+        placement: dict[str, Any] | None = None
+        if group is not None:
+            placement = {"GroupId": group.id}
+            if partition is not None:
+                placement["PartitionNumber"] = partition
+        wants_efa = L.EFA_RESOURCE in request.node_claim.spec.resources.requests
+        interruptible = False
         groups: dict[str, list[Override]] = {}
         types_by_name: dict[str, InstanceType] = {}
+        overridden: set[tuple[str, str]] = set()
         for price, name, option, offering in choices:
-            if name not in kept:
+            # A partition group offers each (type, zone) once per partition: one override.
+            if name not in kept or (name, offering.zone) in overridden:
                 continue
             ami = ami_for(option, resolution.amis)
             if ami is None:
                 continue
+            interruptible = offering.labels.get(L.CAPACITY_RESERVATION_INTERRUPTIBLE) == "true"
             template = self.launch_templates.ensure_for(
                 request,
                 node_class,
@@ -352,10 +376,14 @@ class InstanceProvider:
                 capacity_type=capacity_type,
                 tags=template_tags,
                 reservation_id=offering.reservation.id if offering.reservation else None,
+                interruptible=interruptible,
+                efa_count=option.capacity.get(L.EFA_RESOURCE, 0) // 1000 if wants_efa else 0,
+                placement=placement,
             )
             groups.setdefault(template, []).append(
                 Override(name, offering.zone, subnets_by_zone[offering.zone], ami.id, price)
             )
+            overridden.add((name, offering.zone))
             types_by_name[name] = option
         if not groups:
             raise InsufficientCapacityError(
@@ -366,6 +394,7 @@ class InstanceProvider:
             groups,
             tags,
             node_class.spec.context,
+            interruptible_reservation=capacity_type == CAPACITY_TYPE_RESERVED and interruptible,
         )
         response = self.clients.ec2.create_fleet(**fleet)
         failed = []
@@ -399,6 +428,16 @@ class InstanceProvider:
         instance = self.to_instance(
             description, types_by_name.get(description.get("InstanceType", ""))
         )
+        # What the launch asked for, where a fresh description may not say it yet.
+        asked: dict[str, str] = {}
+        if group is not None:
+            asked[L.PLACEMENT_GROUP_ID] = group.id
+            if partition is not None:
+                asked[L.PLACEMENT_GROUP_PARTITION] = str(partition)
+        if instance.capacity_type == CAPACITY_TYPE_RESERVED:
+            asked[L.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(interruptible).lower()
+        if asked:
+            instance = replace(instance, labels={**instance.labels, **asked})
         if not failed:
             return instance
         # The fleet bought one type and found no capacity for others: the core's catalog

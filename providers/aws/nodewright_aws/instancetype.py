@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,8 +32,11 @@ from nodewright.plugin import (
 )
 from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients, MissingConfigurationError, aws_errors
+from nodewright_aws.compatibility import compatible
+from nodewright_aws.launchoptions import EFA_ONLY, NetworkInterface
 from nodewright_aws.nodeclass import EC2NodeClass, EC2NodeClassSpec
 from nodewright_aws.options import Settings
+from nodewright_aws.placementgroup import PlacementGroup, partition_requirement
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -67,16 +70,27 @@ def architecture(info: Mapping[str, Any]) -> str | None:
     return _ARCH.get(archs[0]) if archs else None
 
 
-def eni_limited_pods(info: Mapping[str, Any], reserved_enis: int = 0) -> int:
-    """(ENIs of the default card - reserved) x (IPv4 per ENI - 1) + 2."""
+def eni_limited_pods(
+    info: Mapping[str, Any],
+    reserved_enis: int = 0,
+    interfaces: Sequence[NetworkInterface] | None = None,
+) -> int:
+    """(ENIs of the default card - reserved - the class's efa-only ones on card 0) x
+    (IPv4 per ENI - 1) + 2; 0 when no ENI is left for pods."""
     network = info.get("NetworkInfo", {})
     default_card = network.get("DefaultNetworkCardIndex", 0)
     enis = network.get("MaximumNetworkInterfaces", 0)
     for card in network.get("NetworkCards", []):
         if card.get("NetworkCardIndex") == default_card:
             enis = card.get("MaximumNetworkInterfaces", enis)
+    efa_only = sum(
+        1 for i in interfaces or () if i.network_card_index == 0 and i.interface_type == EFA_ONLY
+    )
+    usable = int(enis) - reserved_enis - efa_only
+    if usable <= 0:
+        return 0
     ips = network.get("Ipv4AddressesPerInterface", 0)
-    return max(0, (int(enis) - reserved_enis) * (int(ips) - 1) + 2)
+    return usable * (int(ips) - 1) + 2
 
 
 def network_bandwidth_mbps(info: Mapping[str, Any]) -> int | None:
@@ -210,13 +224,14 @@ def build_instance_type(
     """One InstanceType with capacity and overhead as Karpenter computes them."""
     family = spec.effective_ami_family() if spec is not None else "AL2023"
     kubelet = spec.kubelet if spec is not None else None
+    interfaces = spec.network_interfaces if spec is not None else None
     vcpus = int(info.get("VCpuInfo", {}).get("DefaultVCpus", 0))
     memory_mib = int(info.get("MemoryInfo", {}).get("SizeInMiB", 0))
     arch = architecture(info)
     if arch == "arm64":
         memory_mib -= 64
     memory_mib -= math.ceil(memory_mib * settings.vm_memory_overhead_percent)
-    eni_pods = eni_limited_pods(info, settings.reserved_enis)
+    eni_pods = eni_limited_pods(info, settings.reserved_enis, interfaces)
     if kubelet is not None and kubelet.max_pods is not None:
         pods = kubelet.max_pods
     elif family.startswith("Windows"):
@@ -232,10 +247,12 @@ def build_instance_type(
         "pods": pods * 1000,
         "ephemeral-storage": storage * 1000,
     }
-    for resource, count in accelerators(info).items():
+    for resource, count in accelerators(info, interfaces).items():
         capacity[resource] = count * 1000
     # AL2, AL2023 and Custom size kube-reserved memory by ENI density, even with maxPods.
-    memory_pods = eni_limited_pods(info, 0) if family in ("AL2", "AL2023", "Custom") else pods
+    memory_pods = (
+        eni_limited_pods(info, 0, interfaces) if family in ("AL2", "AL2023", "Custom") else pods
+    )
     kube_reserved: ResourceList = {
         "cpu": kube_reserved_cpu_millis(vcpus),
         "memory": (11 * memory_pods + 255) * MIB * 1000,
@@ -268,8 +285,11 @@ def build_instance_type(
     )
 
 
-def accelerators(info: Mapping[str, Any]) -> dict[str, int]:
-    """Extended resources: GPUs by manufacturer, Neuron devices and cores, EFA."""
+def accelerators(
+    info: Mapping[str, Any], interfaces: Sequence[NetworkInterface] | None = None
+) -> dict[str, int]:
+    """Extended resources: GPUs by manufacturer, Neuron devices and cores, EFA (the type's
+    EFA interfaces, or the class's efa-only ones when it lists its network interfaces)."""
     found: dict[str, int] = {}
     names = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu", "Habana": "habana.ai/gaudi"}
     for gpu in info.get("GpuInfo", {}).get("Gpus", []):
@@ -284,8 +304,10 @@ def accelerators(info: Mapping[str, Any]) -> dict[str, int]:
             found.get("aws.amazon.com/neuroncore", 0) + count * cores
         )
     efa = info.get("NetworkInfo", {}).get("EfaInfo", {}).get("MaximumEfaInterfaces")
+    if interfaces is not None:
+        efa = sum(1 for i in interfaces if i.interface_type == EFA_ONLY)
     if efa:
-        found["vpc.amazonaws.com/efa"] = int(efa)
+        found[L.EFA_RESOURCE] = int(efa)
     return {k: v for k, v in found.items() if v > 0}
 
 
@@ -321,12 +343,15 @@ class InstanceTypeProvider:
         settings: Settings,
         zone_ids: Callable[[EC2NodeClass], Mapping[str, str]],
         now: Callable[[], datetime],
+        placement_group: Callable[[EC2NodeClass], PlacementGroup | None] = lambda _: None,
     ) -> None:
         self.clients = clients
         self.settings = settings
         #: Zone name to zone ID of a class's subnets.
         self.zone_ids = zone_ids
         self.now = now
+        #: The class's resolved placement group (None: none, or not known now).
+        self.placement_group = placement_group
         self.data = InstanceTypeData()
 
     def refresh(self, force: bool = False) -> InstanceTypeData:
@@ -374,7 +399,9 @@ class InstanceTypeProvider:
         return self.data.infos.keys() if self.settings.instance_types else ()
 
     def list(self, node_class: EC2NodeClass) -> list[InstanceType]:
-        """The class's instance types, each with the zone IDs of the class's subnets."""
+        """The class's instance types (those it can launch: see :mod:`compatibility`), each
+        with the zone IDs of the class's subnets and, in a partition placement group, the
+        group's partitions."""
         try:
             data = self.refresh()
         except MissingConfigurationError as error:
@@ -384,18 +411,25 @@ class InstanceTypeProvider:
         )
         region = self.clients.region
         zone_ids = self.zone_ids(node_class)
+        group = self.placement_group(node_class)
+        partitions = partition_requirement(group)
         types = []
         for name in sorted(data.infos):
-            built = build_instance_type(data.infos[name], region, node_class.spec, settings)
+            info = data.infos[name]
+            if not compatible(info, node_class.spec, group):
+                continue
+            built = build_instance_type(info, region, node_class.spec, settings)
             ids = sorted(zone_ids[z] for z in data.zones.get(name, ()) if z in zone_ids)
-            requirement = (
+            extra = [
                 Requirement.of(L.ZONE_ID, "In", ids)
                 if ids
                 else Requirement.of(L.ZONE_ID, "DoesNotExist")
-            )
+            ]
+            if partitions is not None:
+                extra.append(partitions)
             types.append(
                 InstanceType(
-                    built.name, built.requirements.add(requirement), built.capacity, built.overhead
+                    built.name, built.requirements.add(*extra), built.capacity, built.overhead
                 )
             )
         return types

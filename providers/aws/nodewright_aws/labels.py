@@ -29,7 +29,13 @@ INSTANCE_ENCRYPTION_IN_TRANSIT = f"{GROUP}/instance-encryption-in-transit-suppor
 INSTANCE_TENANCY = f"{GROUP}/instance-tenancy"
 CAPACITY_RESERVATION_ID = f"{GROUP}/capacity-reservation-id"
 CAPACITY_RESERVATION_TYPE = f"{GROUP}/capacity-reservation-type"
+CAPACITY_RESERVATION_INTERRUPTIBLE = f"{GROUP}/capacity-reservation-interruptible"
+PLACEMENT_GROUP_ID = f"{GROUP}/placement-group-id"
+PLACEMENT_GROUP_PARTITION = f"{GROUP}/placement-group-partition"
 ZONE_ID = "topology.k8s.aws/zone-id"
+
+#: Extended resource of Elastic Fabric Adapter interfaces.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 #: Every label an instance type defines (a DoesNotExist requirement when unknown).
 INSTANCE_TYPE_LABELS = frozenset(
@@ -62,6 +68,9 @@ WELL_KNOWN_LABELS = INSTANCE_TYPE_LABELS | {
     ZONE_ID,
     CAPACITY_RESERVATION_ID,
     CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+    PLACEMENT_GROUP_ID,
+    PLACEMENT_GROUP_PARTITION,
 }
 
 # Tags

@@ -11,6 +11,7 @@ from typing import Any
 
 from nodewright.plugin import parse_resources
 from nodewright_aws import labels as L
+from nodewright_aws.networkinterface import network_interfaces
 from nodewright_aws.nodeclass import EC2NodeClass
 
 #: CreateFleet error codes that mean "no capacity for this offering" (Karpenter's list).
@@ -26,6 +27,9 @@ UNFULFILLABLE_CODES = frozenset(
         "ReservationCapacityExceeded",
     }
 )
+#: The market of instances in an interruptible capacity reservation (launch template, fleet
+#: and the instance's ``InstanceLifecycle``).
+INTERRUPTIBLE_RESERVATION = "interruptible-capacity-reservation"
 #: At most this many instance types go into one CreateFleet (cheapest first).
 MAX_INSTANCE_TYPES = 60
 
@@ -89,11 +93,12 @@ def launch_template_data(
     security_groups: Sequence[str],
     instance_profile: str | None,
     tags: Mapping[str, str],
+    efa_count: int = 0,
+    placement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The template's data; ``efa_count`` EFA interfaces when the NodeClaim asks for EFA,
+    ``placement`` the placement group (and partition) to launch into."""
     spec = node_class.spec
-    interface: dict[str, Any] = {"DeviceIndex": 0, "Groups": list(security_groups)}
-    if spec.associate_public_ip_address is not None:
-        interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
     data: dict[str, Any] = {
         "ImageId": image_id,
         "UserData": base64.b64encode(user_data.encode()).decode(),
@@ -105,9 +110,13 @@ def launch_template_data(
             "InstanceMetadataTags": "disabled",
         },
         "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
-        "NetworkInterfaces": [interface],
+        "NetworkInterfaces": network_interfaces(spec, security_groups, efa_count),
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tag_list(tags)}],
     }
+    if spec.cpu_options is not None and spec.cpu_options.nested_virtualization is not None:
+        data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
+    if placement:
+        data["Placement"] = dict(placement)
     if instance_profile:
         data["IamInstanceProfile"] = {"Name": instance_profile}
     mappings = []
@@ -156,13 +165,17 @@ def create_fleet_input(
     templates: Mapping[str, Sequence[Override]],
     tags: Mapping[str, str],
     context: str | None = None,
+    interruptible_reservation: bool = False,
 ) -> dict[str, Any]:
-    """Type instant, one instance; lowest-price on-demand, price-capacity-optimized spot."""
+    """Type instant, one instance; lowest-price on-demand, price-capacity-optimized spot; an
+    interruptible capacity reservation is bought as ``reserved-capacity`` of that type."""
     request: dict[str, Any] = {
         "Type": "instant",
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": 1,
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": (
+                "reserved-capacity" if interruptible_reservation else capacity_type
+            ),
         },
         "LaunchTemplateConfigs": [
             {
@@ -187,6 +200,8 @@ def create_fleet_input(
     }
     if capacity_type == "spot":
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    elif interruptible_reservation:
+        request["ReservedCapacityOptions"] = {"ReservationTypes": [INTERRUPTIBLE_RESERVATION]}
     else:
         request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
     if context:

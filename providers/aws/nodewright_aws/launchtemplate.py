@@ -5,7 +5,7 @@ for the AMI family, and deleted once unused for a minute."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,7 +16,12 @@ from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients, error_code, error_text
 from nodewright_aws.cluster import EKSCluster
 from nodewright_aws.discovery import AMI, Resolution
-from nodewright_aws.launch import launch_template_data, launch_template_name, tag_list
+from nodewright_aws.launch import (
+    INTERRUPTIBLE_RESERVATION,
+    launch_template_data,
+    launch_template_name,
+    tag_list,
+)
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.options import Settings
 from nodewright_aws.userdata import BootstrapOptions, UserDataError, claim_taints
@@ -83,8 +88,13 @@ class LaunchTemplateProvider:
         capacity_type: str,
         tags: dict[str, str],
         reservation_id: str | None,
+        interruptible: bool = False,
+        efa_count: int = 0,
+        placement: Mapping[str, Any] | None = None,
     ) -> str:
-        """The name of the template launching ``ami`` for this claim, created if missing."""
+        """The name of the template launching ``ami`` for this claim, created if missing:
+        into reservation ``reservation_id`` (as interruptible capacity when ``interruptible``),
+        with ``efa_count`` EFA interfaces and in ``placement`` (a placement group)."""
         try:
             text = generate_user_data(
                 node_class.spec.effective_ami_family(),
@@ -101,11 +111,15 @@ class LaunchTemplateProvider:
             security_groups=[g["id"] for g in resolution.security_groups],
             instance_profile=resolution.instance_profile,
             tags=tags,
+            efa_count=efa_count,
+            placement=placement,
         )
         if reservation_id is not None:
             data["CapacityReservationSpecification"] = {
                 "CapacityReservationTarget": {"CapacityReservationId": reservation_id}
             }
+            if interruptible:
+                data["InstanceMarketOptions"] = {"MarketType": INTERRUPTIBLE_RESERVATION}
         return self.ensure(data, node_class)
 
     def ensure(self, data: dict[str, Any], node_class: EC2NodeClass) -> str:

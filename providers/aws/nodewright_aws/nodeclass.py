@@ -28,6 +28,14 @@ from nodewright.plugin import (
     validations,
 )
 from nodewright_aws.labels import API_VERSION, CLUSTER_TAG_PREFIX, RESTRICTED_TAGS
+from nodewright_aws.launchoptions import (
+    NETWORK_INTERFACE_RULES,
+    ConnectionTracking,
+    CPUOptions,
+    NetworkInterface,
+    PlacementGroupSelector,
+    check_network_interfaces,
+)
 from nodewright_aws.nodeclassstatus import CAPACITY_RESERVATION_ID, OWNER_ID, EC2NodeClassStatus
 
 ALIAS_FAMILIES = {
@@ -445,6 +453,7 @@ class EC2NodeClassSpec(_Open):
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] = Field(
         default_factory=list, max_length=30
     )
+    placement_group_selector: PlacementGroupSelector | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
     ami_family: Annotated[str | None, Schema(enum=sorted(AMI_FAMILIES))] = None
     user_data: str | None = None
@@ -469,12 +478,17 @@ class EC2NodeClassSpec(_Open):
         ),
     )
     instance_store_policy: Literal["RAID0"] | None = None
+    network_interfaces: list[NetworkInterface] | None = Field(
+        default=None, max_length=150, json_schema_extra=NETWORK_INTERFACE_RULES
+    )
     ip_prefix_count: Annotated[Int32 | None, Schema(minimum=0)] = None
     detailed_monitoring: bool | None = None
     metadata_options: Annotated[MetadataOptions, Schema(default=MetadataOptions().to_dict())] = (
         Field(default_factory=MetadataOptions)
     )
+    connection_tracking: ConnectionTracking | None = None
     context: str | None = None
+    cpu_options: CPUOptions | None = None
 
     @model_validator(mode="after")
     def _check(self) -> EC2NodeClassSpec:
@@ -506,7 +520,13 @@ class EC2NodeClassSpec(_Open):
                 raise ValueError(f"spec.tags: tag {key!r} is restricted (Karpenter sets it)")
         if sum(1 for m in self.block_device_mappings if m.root_volume) > 1:
             raise ValueError("spec.blockDeviceMappings: at most one rootVolume")
+        check_network_interfaces(self.network_interfaces or [])
         return self
+
+    def nested_virtualization(self) -> bool:
+        """``cpuOptions.nestedVirtualization: enabled``."""
+        options = self.cpu_options
+        return options is not None and options.nested_virtualization == "enabled"
 
     def effective_ami_family(self) -> str:
         """The family from the alias when ``amiFamily`` is unset (Karpenter's rule)."""

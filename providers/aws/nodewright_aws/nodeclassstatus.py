@@ -59,6 +59,8 @@ class CapacityReservationStatus(Model):
         default=None, alias="ownerID"
     )
     reservation_type: Literal["default", "capacity-block"] | None = None
+    #: EC2 may reclaim the reservation's capacity (an interruptible ODCR).
+    interruptible: bool | None = None
     state: Literal["active", "expiring"] | None = None
     available_instance_count: Int32 | None = Field(default=None, ge=0)
 

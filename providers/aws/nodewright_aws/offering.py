@@ -1,7 +1,9 @@
 """Offerings: where and how each instance type can be bought, at what price (Karpenter's
 offering provider). Zones are those of the class's subnets; an offering is unavailable with
 no price, with no AMI for the type, or while EC2 recently had no capacity for it. Capacity
-reservations add ``reserved`` offerings priced far below anything else."""
+reservations add ``reserved`` offerings priced far below anything else (labelled with the
+reservation's type and whether it is interruptible). In a partition placement group each
+offering is split into one per partition."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from nodewright_aws import labels as L
 from nodewright_aws.discovery import NodeClassDiscovery, ami_for
 from nodewright_aws.instancetype import InstanceTypeProvider, capacity_types
 from nodewright_aws.nodeclass import EC2NodeClass
+from nodewright_aws.placementgroup import PlacementGroup, split_by_partition
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UnavailableOfferings
 
@@ -36,6 +39,7 @@ class OfferingProvider:
         unavailable: UnavailableOfferings,
         reservations: Callable[[EC2NodeClass], list[dict[str, Any]]],
         now: Callable[[], datetime],
+        placement_group: Callable[[EC2NodeClass], PlacementGroup | None] = lambda _: None,
     ) -> None:
         self.instance_types = instance_types
         self.pricing = pricing
@@ -44,6 +48,8 @@ class OfferingProvider:
         #: The class's active capacity reservations, as its status lists them.
         self.reservations = reservations
         self.now = now
+        #: The class's resolved placement group (None: none, or not known now).
+        self.placement_group = placement_group
 
     def offerings(
         self, node_class: EC2NodeClass, instance_types: Sequence[InstanceType]
@@ -96,8 +102,15 @@ class OfferingProvider:
                     # Already paid for: far cheaper than anything else (Karpenter's rule).
                     on_demand / 10_000_000,
                     available=count > 0,
-                    labels={L.ZONE_ID: zone_ids[zone], L.CAPACITY_RESERVATION_TYPE: "default"},
+                    labels={
+                        L.ZONE_ID: zone_ids[zone],
+                        L.CAPACITY_RESERVATION_TYPE: "default",
+                        L.CAPACITY_RESERVATION_INTERRUPTIBLE: str(
+                            bool(reservation.get("interruptible"))
+                        ).lower(),
+                    },
                     reservation=Reservation(reservation["id"], L.CAPACITY_RESERVATION_ID, count),
                 )
             )
-        return result
+        group = self.placement_group(node_class)
+        return {name: split_by_partition(found, group) for name, found in result.items()}

@@ -54,7 +54,9 @@ KEPT: dict[str, Any] = {
         "SupportedArchitectures": True,
         "Manufacturer": True,
         "SustainedClockSpeedInGhz": True,
+        "SupportedFeatures": True,
     },
+    "PlacementGroupInfo": {"SupportedStrategies": True},
     "EbsInfo": {
         "EbsOptimizedSupport": True,
         "EbsOptimizedInfo": {"MaximumBandwidthInMbps": True},
@@ -64,6 +66,7 @@ KEPT: dict[str, Any] = {
         "MaximumNetworkInterfaces": True,
         "Ipv4AddressesPerInterface": True,
         "EncryptionInTransitSupported": True,
+        "EnaSupport": True,
         "EfaInfo": {"MaximumEfaInterfaces": True},
         "NetworkCards": {
             "NetworkCardIndex": True,

@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 K8S_VERSION = "1.30.0"
+PRIMARY = {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
+EFA_ONLY = {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}
 BASE: dict[str, Any] = {
     "apiVersion": "karpenter.k8s.aws/v1",
     "kind": "EC2NodeClass",
@@ -140,8 +142,23 @@ def test_a_full_spec_with_status_validates(crd: dict[str, Any]) -> None:
         tags={"team": "a"},
         metadataOptions={"httpPutResponseHopLimit": 2},
         capacityReservationSelectorTerms=[{"id": "cr-0123456789abcdef0"}],
+        placementGroupSelector={"name": "hpc"},
+        networkInterfaces=[PRIMARY, EFA_ONLY],
+        cpuOptions={"nestedVirtualization": "enabled"},
+        connectionTracking={"tcpEstablishedTimeout": 3600},
     )
     document["status"] = {
+        "capacityReservations": [
+            {
+                "availabilityZone": "us-west-2a",
+                "id": "cr-0123456789abcdef0",
+                "instanceMatchCriteria": "targeted",
+                "instanceType": "m5.large",
+                "reservationType": "default",
+                "interruptible": True,
+                "state": "active",
+            }
+        ],
         "subnets": [{"id": "subnet-1", "zone": "us-west-2a", "zoneID": "usw2-az1"}],
         "securityGroups": [{"id": "sg-1", "name": "nodes"}],
         "amis": [
@@ -182,6 +199,16 @@ def test_a_full_spec_with_status_validates(crd: dict[str, Any]) -> None:
         {"kubelet": {"imageGCHighThresholdPercent": 101}},
         {"blockDeviceMappings": [{"ebs": {"volumeSize": "100Gi", "volumeType": "gp9"}}]},
         {"capacityReservationSelectorTerms": [{"ownerID": "12"}]},
+        {"placementGroupSelector": {"id": "group-1"}},
+        {"placementGroupSelector": {"name": ""}},
+        {"networkInterfaces": [{**PRIMARY, "interfaceType": "efa"}]},
+        {"networkInterfaces": [{**PRIMARY, "deviceIndex": -1}]},
+        {"networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0}]},
+        {"networkInterfaces": [PRIMARY] * 151},
+        {"cpuOptions": {"nestedVirtualization": "yes"}},
+        {"connectionTracking": {"tcpEstablishedTimeout": 59}},
+        {"connectionTracking": {"udpStreamTimeout": 181}},
+        {"connectionTracking": {"udpTimeout": 61}},
     ],
 )
 def test_the_schema_and_the_model_reject_the_same_values(
@@ -277,6 +304,38 @@ def test_the_schema_and_the_model_reject_the_same_values(
             "must have only one blockDeviceMappings with rootVolume",
             ".size() <= 1",
         ),
+        (
+            {"placementGroupSelector": {"name": "hpc", "id": "pg-1"}},
+            "'name' and 'id' are mutually exclusive",
+            "!(has(self.name) && has(self.id))",
+        ),
+        (
+            {"placementGroupSelector": {}},
+            "expected at least one, got none, ['name', 'id']",
+            "has(self.name) || has(self.id)",
+        ),
+        (
+            {"networkInterfaces": [{**PRIMARY, "deviceIndex": 1}]},
+            "networkInterfaces must include a primary interface with interfaceType='interface'",
+            "x.deviceIndex == 0 && x.networkCardIndex == 0",
+        ),
+        (
+            {"networkInterfaces": [PRIMARY, PRIMARY]},
+            "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
+            "and can have at most one efa device per network card",
+            "x.deviceIndex == y.deviceIndex).size() == 1",
+        ),
+        (
+            {"networkInterfaces": [PRIMARY, EFA_ONLY, {**EFA_ONLY, "deviceIndex": 2}]},
+            "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
+            "and can have at most one efa device per network card",
+            "y.interfaceType == 'efa-only').size() == 1",
+        ),
+        (
+            {"connectionTracking": {}},
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+            "has(self.udpTimeout)",
+        ),
     ],
 )
 def test_cel_rules_are_declared_and_the_model_enforces_them(
@@ -309,8 +368,23 @@ def test_valid_classes_break_no_cel_rule(crd: dict[str, Any]) -> None:
         },
         {"tags": {"team": "a", "karpenter.sh/discovery": "c"}},
         {"blockDeviceMappings": [{"rootVolume": True, "ebs": {"volumeSize": "20Gi"}}]},
+        {"placementGroupSelector": {"name": "hpc"}},
+        {"placementGroupSelector": {"id": "pg-0a1b2c"}},
+        {"networkInterfaces": []},
+        {
+            "networkInterfaces": [
+                PRIMARY,
+                EFA_ONLY,
+                {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+                {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "interface"},
+            ]
+        },
+        {"cpuOptions": {"nestedVirtualization": "enabled"}},
+        {"cpuOptions": {}},
+        {"connectionTracking": {"udpStreamTimeout": 60}},
     ):
         assert cel_violations(crd, _with(**spec)) == [], spec
+        EC2NodeClass.model_validate(_with(**spec))
 
 
 def test_role_change_and_switch_to_role_are_refused_on_update(crd: dict[str, Any]) -> None:

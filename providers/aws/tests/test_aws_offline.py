@@ -225,3 +225,51 @@ def test_the_generation_script_reproduces_the_bundled_catalog() -> None:
     assert encode_catalog(rebuilt) == script.TARGET.read_bytes()
     assert bundled["sources"]["instance_types"].startswith("moto ")
     assert script.TARGET.stat().st_size < 200_000
+
+
+HPC_CLASS = (
+    NODE_CLASS
+    + """\
+  placementGroupSelector: {name: training}
+  networkInterfaces:
+    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}
+    - {networkCardIndex: 0, deviceIndex: 1, interfaceType: efa-only}
+  connectionTracking: {tcpEstablishedTimeout: 3600}
+"""
+)
+EFA_POOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def test_an_efa_workload_in_a_placement_group_launches_offline(tmp_path: Path) -> None:
+    """An EFA-capable type of the catalog that can join a cluster group, launched into the
+    group (the offline account holds one for any name), the group's ID on the node."""
+    app = DEPLOYMENT.replace('{cpu: "1"}', '{cpu: "1", vpc.amazonaws.com/efa: "1"}')
+    code, report = simulate_manifests(
+        tmp_path,
+        {"class.yaml": HPC_CLASS, "pool.yaml": EFA_POOL, "app.yaml": app},
+        "--provider-option",
+        "aws.offline=us-east-1",
+    )
+    assert code == 0
+    assert [p for p in report["pods"] if p["node"] is None] == []
+    (node,) = launched(report)
+    info = load_catalog().instance_types[node["instanceType"]]
+    assert info["NetworkInfo"]["EfaInfo"]["MaximumEfaInterfaces"] >= 1
+    assert "cluster" in info["PlacementGroupInfo"]["SupportedStrategies"]
+    cloud = aws_plugin.provider.offline
+    assert cloud is not None
+    (instance,) = cloud.instances.values()
+    group = instance["Placement"]["GroupId"]
+    assert group.startswith("pg-")
+    assert node["labels"]["karpenter.k8s.aws/placement-group-id"] == group
+    assert info["Hypervisor"] == "nitro"  # connectionTracking needs nitro

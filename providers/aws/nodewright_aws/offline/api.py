@@ -3,10 +3,16 @@ tag lists, request filters, lookups by ID that fail as EC2 does, one-page pagina
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import botocore.exceptions
+
+
+def hex_id(prefix: str, seed: str) -> str:
+    """A stable EC2-style ID (``subnet-…``, ``ami-…``) for ``seed``."""
+    return f"{prefix}-{hashlib.sha256(seed.encode()).hexdigest()[:17]}"
 
 
 def client_error(operation: str, code: str, message: str) -> botocore.exceptions.ClientError:

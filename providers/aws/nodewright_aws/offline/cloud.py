@@ -13,6 +13,7 @@ account holds (docs/providers/aws.md, "Offline catalog"):
   x86_64 image, a name or tag term one x86_64 and one arm64 image;
 * an EKS cluster (Kubernetes ``DEFAULT_KUBERNETES_VERSION`` unless the option sets one),
   instance profiles, launch templates, an empty interruption queue, no capacity reservations;
+* a ``cluster`` placement group for every name or ID asked for;
 * instances: CreateFleet launches the cheapest override of the asked capacity type (spot
   prices derived from on-demand, see ``catalog.spot_price``), running at once; terminating
   one ends it at once. There is never a capacity shortage.
@@ -22,10 +23,8 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import hashlib
 import itertools
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -35,22 +34,23 @@ from nodewright_aws.offline.api import (
     by_keys,
     client_error,
     filter_values,
+    hex_id,
     tag_list,
     tags_match,
     tags_of,
 )
 from nodewright_aws.offline.catalog import OfflineCatalog
+from nodewright_aws.offline.services import (
+    OFFLINE_ACCOUNT,
+    OfflineEKS,
+    OfflineIAM,
+    OfflineSQS,
+    OfflineSSM,
+)
 
 DEFAULT_KUBERNETES_VERSION = "1.32"
 SUBNET_FREE_ADDRESSES = 4091
 IMAGE_CREATED = "2026-01-01T00:00:00.000Z"
-OFFLINE_ACCOUNT = "000000000000"
-#: AWS publishes no Amazon Linux 2 EKS AMIs for Kubernetes 1.33 and later.
-_AL2_PATH = re.compile(r"/eks/optimized-ami/1\.(\d+)/amazon-linux-2(-arm64|-gpu)?/")
-
-
-def _hex_id(prefix: str, seed: str) -> str:
-    return f"{prefix}-{hashlib.sha256(seed.encode()).hexdigest()[:17]}"
 
 
 class OfflineAWS:
@@ -71,7 +71,7 @@ class OfflineAWS:
         self.offerings = catalog.offerings(region)
         self.subnets: dict[str, dict[str, Any]] = {}
         for index, (zone, zone_id) in enumerate(self.zones):
-            subnet_id = _hex_id("subnet", f"{region}/{zone}")
+            subnet_id = hex_id("subnet", f"{region}/{zone}")
             self.subnets[subnet_id] = self.subnet_record(subnet_id, zone, zone_id, index)
         self.images: dict[str, dict[str, Any]] = {}
         self.instance_profiles: dict[str, dict[str, Any]] = {}
@@ -231,9 +231,9 @@ class OfflineEC2(Service):
         if ids is not None:
             groups = [{"GroupId": i, "GroupName": ""} for i in ids]
         elif names is not None:
-            groups = [{"GroupId": _hex_id("sg", n), "GroupName": n} for n in names]
+            groups = [{"GroupId": hex_id("sg", n), "GroupName": n} for n in names]
         else:
-            groups = [{"GroupId": _hex_id("sg", "offline-nodes"), "GroupName": "offline-nodes"}]
+            groups = [{"GroupId": hex_id("sg", "offline-nodes"), "GroupName": "offline-nodes"}]
         return {"SecurityGroups": groups}
 
     def describe_images(
@@ -253,11 +253,24 @@ class OfflineEC2(Service):
         for name in names:
             for arch in ("x86_64", "arm64"):
                 shown = f"{name.replace('*', 'offline')}-{arch}"
-                images.append(self.cloud.image(_hex_id("ami", shown), shown, arch))
+                images.append(self.cloud.image(hex_id("ami", shown), shown, arch))
         return {"Images": images}
 
     def describe_capacity_reservations(self, **_: Any) -> dict[str, Any]:
         return {"CapacityReservations": []}
+
+    def describe_placement_groups(
+        self, GroupIds: Sequence[str] = (), GroupNames: Sequence[str] = (), **_: Any
+    ) -> dict[str, Any]:
+        """Every group asked for exists, available, with the ``cluster`` strategy."""
+        groups = [(hex_id("pg", f"name/{n}"), n) for n in GroupNames]
+        groups += [(i, i) for i in GroupIds]
+        return {
+            "PlacementGroups": [
+                {"GroupId": i, "GroupName": n, "Strategy": "cluster", "State": "available"}
+                for i, n in groups
+            ]
+        }
 
     # -- launch templates ------------------------------------------------------------------
 
@@ -383,9 +396,14 @@ class OfflineEC2(Service):
                 "AvailabilityZone": zone,
                 "AvailabilityZoneId": self.cloud.zone_id(zone),
                 "Tenancy": "default",
+                **{
+                    k: v
+                    for k, v in data.get("Placement", {}).items()
+                    if k in ("GroupId", "PartitionNumber")
+                },
             },
             "SubnetId": override["SubnetId"],
-            "VpcId": _hex_id("vpc", self.cloud.region),
+            "VpcId": hex_id("vpc", self.cloud.region),
             "PrivateIpAddress": address,
             "PrivateDnsName": f"ip-{address.replace('.', '-')}.{region}.compute.internal",
             "SecurityGroups": [{"GroupId": g, "GroupName": ""} for g in groups],
@@ -398,7 +416,7 @@ class OfflineEC2(Service):
             description["InstanceLifecycle"] = "spot"
         self.cloud.instances[instance_id] = description
         return {
-            "FleetId": _hex_id("fleet", instance_id),
+            "FleetId": hex_id("fleet", instance_id),
             "Errors": [],
             "Instances": [
                 {
@@ -503,83 +521,3 @@ class OfflinePricing(Service):
                 )
             )
         return {"PriceList": entries}
-
-
-class OfflineSSM(Service):
-    def __init__(self, cloud: OfflineAWS) -> None:
-        self.cloud = cloud
-
-    def get_parameter(self, Name: str, **_: Any) -> dict[str, Any]:
-        al2 = _AL2_PATH.search(Name)
-        if al2 is not None and int(al2.group(1)) >= 33:
-            raise client_error("GetParameter", "ParameterNotFound", f"Parameter {Name} not found.")
-        arch = "arm64" if "arm64" in Name else "x86_64"
-        image_id = _hex_id("ami", Name)
-        self.cloud.image(image_id, Name.strip("/").replace("/", "-"), arch)
-        return {"Parameter": {"Name": Name, "Type": "String", "Value": image_id}}
-
-
-class OfflineIAM(Service):
-    def __init__(self, cloud: OfflineAWS) -> None:
-        self.cloud = cloud
-
-    def get_instance_profile(self, InstanceProfileName: str) -> dict[str, Any]:
-        profile = self.cloud.instance_profiles.get(InstanceProfileName)
-        if profile is None:
-            raise client_error(
-                "GetInstanceProfile",
-                "NoSuchEntity",
-                f"Instance Profile {InstanceProfileName} cannot be found.",
-            )
-        return {"InstanceProfile": profile}
-
-    def create_instance_profile(
-        self, InstanceProfileName: str, Path: str = "/", Tags: Sequence[Any] = ()
-    ) -> dict[str, Any]:
-        profile = {
-            "InstanceProfileName": InstanceProfileName,
-            "Path": Path,
-            "Roles": [],
-            "Tags": list(Tags),
-        }
-        self.cloud.instance_profiles[InstanceProfileName] = profile
-        return {"InstanceProfile": profile}
-
-    def add_role_to_instance_profile(self, InstanceProfileName: str, RoleName: str) -> None:
-        self.get_instance_profile(InstanceProfileName)["InstanceProfile"]["Roles"].append(
-            {"RoleName": RoleName}
-        )
-
-    def remove_role_from_instance_profile(self, InstanceProfileName: str, RoleName: str) -> None:
-        profile = self.get_instance_profile(InstanceProfileName)["InstanceProfile"]
-        profile["Roles"] = [r for r in profile["Roles"] if r["RoleName"] != RoleName]
-
-
-class OfflineEKS(Service):
-    def __init__(self, cloud: OfflineAWS) -> None:
-        self.cloud = cloud
-
-    def describe_cluster(self, name: str) -> dict[str, Any]:
-        return {
-            "cluster": {
-                "name": name,
-                "version": self.cloud.kubernetes_version,
-                "endpoint": f"https://{name}.offline.invalid",
-                "certificateAuthority": {"data": "b2ZmbGluZQ=="},
-                "kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.100.0.0/16"},
-                "status": "ACTIVE",
-            }
-        }
-
-
-class OfflineSQS(Service):
-    """An interruption queue that never holds a message: nothing interrupts offline."""
-
-    def get_queue_url(self, QueueName: str) -> dict[str, Any]:
-        return {"QueueUrl": f"https://sqs.offline.invalid/{OFFLINE_ACCOUNT}/{QueueName}"}
-
-    def receive_message(self, **_: Any) -> dict[str, Any]:
-        return {"Messages": []}
-
-    def delete_message(self, **_: Any) -> None:
-        """No message is ever handed out, so none is deleted."""
