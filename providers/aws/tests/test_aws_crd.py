@@ -352,6 +352,7 @@ def test_cel_rules_are_declared_and_the_model_enforces_them(
 
 
 def test_valid_classes_break_no_cel_rule(crd: dict[str, Any]) -> None:
+    spec: dict[str, Any]
     for spec in (
         {},
         {"amiFamily": "Custom"},

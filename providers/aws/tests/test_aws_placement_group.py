@@ -22,7 +22,7 @@ from nodewright_aws.cloudprovider import AWSProvider
 from nodewright_aws.launch import static_hash
 from providers.aws.tests.aws_helpers import World, configured_provider, node_class, request_for
 
-GROUPS = {
+GROUPS: dict[str, dict[str, Any]] = {
     "hpc": {"GroupId": "pg-0a1b2c3d", "Strategy": "cluster"},
     "racks": {"GroupId": "pg-0f0e0d0c", "Strategy": "partition", "PartitionCount": 3},
 }
@@ -71,11 +71,10 @@ def provider_with_groups(
     return provider, PlacementGroups(provider, GROUPS)
 
 
-def template_data(world: World, provider: AWSProvider, instance_type: str) -> dict[str, Any]:
+def template_data(world: World, provider: AWSProvider) -> dict[str, Any]:
     (name,) = provider.launch_templates.templates
     versions = world.ec2().describe_launch_template_versions(LaunchTemplateName=name)
-    data: dict[str, Any] = versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]
-    return data
+    return dict(versions["LaunchTemplateVersions"][0]["LaunchTemplateData"])
 
 
 def test_a_cluster_group_admits_only_types_that_support_it_and_launches_into_it(
@@ -92,7 +91,7 @@ def test_a_cluster_group_admits_only_types_that_support_it_and_launches_into_it(
     instance = launched_instance(
         provider.launch(request_for(provider, nc, "a", [(INSTANCE_TYPE_LABEL, "In", ["m5.large"])]))
     )
-    assert template_data(world, provider, "m5.large")["Placement"] == {"GroupId": "pg-0a1b2c3d"}
+    assert template_data(world, provider)["Placement"] == {"GroupId": "pg-0a1b2c3d"}
     assert instance.labels[L.PLACEMENT_GROUP_ID] == "pg-0a1b2c3d"
     assert L.PLACEMENT_GROUP_PARTITION not in instance.labels
 
@@ -159,7 +158,7 @@ def test_a_partition_group_offers_each_partition_and_launches_into_the_lowest_as
         ],
     )
     instance = launched_instance(provider.launch(request))
-    assert template_data(world, provider, "m5.large")["Placement"] == {
+    assert template_data(world, provider)["Placement"] == {
         "GroupId": "pg-0f0e0d0c",
         "PartitionNumber": 2,
     }
