@@ -159,6 +159,13 @@ def inside(controller: Controller, port: int, path: str) -> tuple[int, str]:
     return int(status), body
 
 
+def cpu_seconds(name: str) -> float:
+    """The CPU time (user and system) the container's main process has used so far."""
+    pid = engine("inspect", "--format", "{{.State.Pid}}", name).strip()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def logs(name: str) -> str:
     done = subprocess.run([ENGINE, "logs", name], capture_output=True, text=True, check=False)
     return done.stdout + done.stderr
@@ -217,7 +224,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]
                 assert time.monotonic() - started < 60, f"never ready:\n{logs(name)}"
                 time.sleep(0.02)
             ready_after = time.monotonic() - started
-            print(f"\ncontainer start to /readyz: {ready_after:.2f}s")
+            print(f"\ncontainer start to /readyz: {ready_after:.2f}s, {cpu_seconds(name):.2f}s CPU")
             yield Controller(name, release, health_port, metrics_port, pool)
         finally:
             subprocess.run([ENGINE, "rm", "-f", "-t", "0", name], capture_output=True, check=False)
