@@ -40,6 +40,8 @@ IMAGE = os.environ.get("NODEWRIGHT_TEST_IMAGE", "")
 ENGINE = os.environ.get("NODEWRIGHT_TEST_ENGINE", "podman")
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 REPLICAS = 4
+#: The shells of the stand-in for the distroless base image (Debian's), masked in the container.
+SHELLS = ("/usr/bin/dash", "/usr/bin/bash")
 #: The pod's own address as the downward API gives it: on the host's network, the host's.
 POD_IP = "127.0.0.1"
 
@@ -120,6 +122,8 @@ def container_command(
         "--user", f"{security['runAsUser']}:{security['runAsGroup']}",
         *[f"--cap-drop={c}" for c in security["capabilities"]["drop"]],
         "--security-opt", "no-new-privileges",
+        # The stand-in base image has a shell, the real one none: nothing may run one.
+        *[f"-v=/dev/null:{shell}:ro" for shell in SHELLS],
         "-v", f"{accounts}:{SERVICE_ACCOUNT_DIR}:ro",
         "-e", f"KUBERNETES_SERVICE_HOST={server.hostname}",
         "-e", f"KUBERNETES_SERVICE_PORT={server.port}",
