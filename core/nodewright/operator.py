@@ -89,7 +89,7 @@ class Operator:
             self.provisioner,
             # Karpenter registers the static pools' controllers only with this gate on.
             *(
-                [StaticProvisioning(cluster, clock), StaticDeprovisioning(cluster, clock)]
+                [StaticProvisioning(cluster, host, clock), StaticDeprovisioning(cluster, clock)]
                 if self.options.static_capacity
                 else []
             ),

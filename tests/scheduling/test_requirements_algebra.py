@@ -253,6 +253,31 @@ def test_labels_come_from_single_valued_in() -> None:
 
 
 @pytest.mark.parametrize(
+    ("specs", "value"),
+    [
+        ([("In", ["y", "x"])], "x"),
+        ([("DoesNotExist", [])], None),
+        ([("Exists", [])], "0"),
+        ([("NotIn", ["0", "1", "3"])], "2"),
+        ([("Gt", ["41"])], "42"),
+        ([("Gt", [str(2**63 - 2)])], str(2**63 - 1)),
+        ([("Lt", ["1"])], "0"),
+        ([("Lt", ["0"])], None),  # a label value is never negative
+        ([("Lt", ["3"]), ("NotIn", ["0", "1", "2"])], None),
+        ([("Gt", ["2"]), ("Lt", ["9"]), ("NotIn", ["3", "4"])], "5"),
+        ([("Gt", ["-5"])], "0"),
+    ],
+)
+def test_any_value_names_one_value_the_requirement_allows(
+    specs: list[tuple[str, list[str]]], value: str | None
+) -> None:
+    requirement = reqs(*((K, op, values) for op, values in specs))[K]
+    assert requirement.any_value() == value
+    if value is not None:
+        assert requirement.has(value)
+
+
+@pytest.mark.parametrize(
     ("labels", "expected"),
     [
         ({"a": "1", "b": "x", "e": "10"}, True),

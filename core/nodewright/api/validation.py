@@ -345,6 +345,13 @@ def _check_requirement(
                 f"operator {operator} needs exactly one non-negative integer value, "
                 f"got {excerpt(values)} (key {excerpt(key)})",
             )
+        elif operator == "Lt" and int(values[0]) == 0:
+            # The API server takes it; no node can meet it (Karpenter fails naming a value).
+            report.add(
+                values_path,
+                f"operator Lt 0 allows no value, since a label value is never a negative "
+                f"integer, so no node could satisfy it (key {excerpt(key)})",
+            )
     elif operator in ("Exists", "DoesNotExist") and values:
         report.add(
             values_path,

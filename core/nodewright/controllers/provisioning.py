@@ -325,7 +325,7 @@ class Provisioner:
         pool = self._cluster.get(NodePool, template.name)
         if pool is None:
             return None
-        claim = node_claim_for(pool, new)
+        claim = node_claim_for(pool, new, self._host.well_known_labels())
         try:
             created = self._cluster.create(claim)
         except ClusterError as error:

@@ -44,6 +44,7 @@ from nodewright.controllers.staticpools import (
 from nodewright.controllers.templates import node_claim_for
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.logfields import fields, ref
+from nodewright.plugin.host import PluginHost
 
 #: A static pool is looked at again this often even when nothing changes (Karpenter's requeue).
 STATIC_REQUEUE = timedelta(minutes=1)
@@ -102,8 +103,9 @@ class StaticProvisioning(_StaticPoolController):
 
     name = "static.provisioning"
 
-    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+    def __init__(self, cluster: Cluster, host: PluginHost, clock: Clock) -> None:
         super().__init__(cluster, clock)
+        self._host = host
         #: Pools whose node limit was last found reached, so the line is logged once.
         self._at_limit: set[str] = set()
 
@@ -134,7 +136,10 @@ class StaticProvisioning(_StaticPoolController):
         )
         for _ in range(count):
             try:
-                created = self._cluster.create(node_claim_for(pool, static_replacement(pool)))
+                claim = node_claim_for(
+                    pool, static_replacement(pool), self._host.well_known_labels()
+                )
+                created = self._cluster.create(claim)
             except ClusterError as error:
                 self._log.error(
                     "creating nodeclaim", extra=fields(NodePool=ref(pool.name), error=str(error))

@@ -15,11 +15,14 @@ from nodewright.api.karpenter import (
 )
 from nodewright.api.labels import (
     HOSTNAME_LABEL,
+    INITIALIZED_LABEL,
     MIN_VALUES_RELAXED_ANNOTATION,
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
     NODEPOOL_LABEL,
+    REGISTERED_LABEL,
+    RESTRICTED_LABELS,
     node_class_label,
 )
 from nodewright.api.meta import ObjectMeta, OwnerReference
@@ -124,14 +127,39 @@ def overlay_annotations(instance_types: Iterable[InstanceType]) -> dict[str, str
     return annotations
 
 
-def node_claim_for(pool: NodePool, new: NewNodeClaim) -> NodeClaim:
+#: Labels the lifecycle sets on the Node; a requirement on them is never a NodeClaim's label.
+_LIFECYCLE_LABELS = frozenset({REGISTERED_LABEL, INITIALIZED_LABEL})
+
+
+def claim_labels(requirements: Requirements, well_known: frozenset[str]) -> dict[str, str]:
+    """The labels a new NodeClaim takes from its requirements: every single-valued ``In``, and
+    one allowed value for each other label that is neither well known (``well_known``: the
+    instance it launches decides those) nor restricted, as Karpenter resolves them. Without
+    them a requirement such as ``example.com/team In [a, b]`` or ``Exists`` would leave the
+    node unlabelled, and so drifted from its own NodePool the moment it launched."""
+    labels = {}
+    for key, requirement in requirements.items():
+        if key in RESTRICTED_LABELS:
+            continue
+        if not requirement.complement and len(requirement.values) == 1:
+            labels[key] = next(iter(requirement.values))
+        elif key not in well_known and key not in _LIFECYCLE_LABELS:
+            value = requirement.any_value()
+            if value is not None:
+                labels[key] = value
+    return labels
+
+
+def node_claim_for(pool: NodePool, new: NewNodeClaim, well_known: frozenset[str]) -> NodeClaim:
     """The NodeClaim to create for a solver's ``new`` claim: owned by ``pool``, named after it,
-    stamped with its hash; provisioning and disruption replacements build them alike."""
+    stamped with its hash, labelled from its requirements (:func:`claim_labels`, with every
+    provider's ``well_known`` labels left to the instance); provisioning, static pools and
+    disruption replacements build them alike."""
     template = pool.spec.template
     class_label, class_name = node_class_label_for(pool)
     requirements = new.requirements
     labels = {
-        **{k: v for k, v in requirements.labels().items() if k != HOSTNAME_LABEL},
+        **claim_labels(requirements, well_known),
         **template.metadata.labels,
         NODEPOOL_LABEL: pool.name,
         class_label: class_name,

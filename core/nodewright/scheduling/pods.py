@@ -21,6 +21,7 @@ from nodewright.api.labels import (
 from nodewright.scheduling.model import HostPort, PodRequest
 from nodewright.scheduling.requirements import (
     DOES_NOT_EXIST,
+    LT,
     OPERATORS,
     Requirement,
     RequirementError,
@@ -386,9 +387,13 @@ def _requirement_problem(
     if operator not in OPERATORS:
         return f"key {key} has an unsupported operator {operator} not in {', '.join(OPERATORS)}"
     try:
-        Requirement.of(key, operator, values)
+        requirement = Requirement.of(key, operator, values)
     except RequirementError as error:
         return str(error)
+    if operator == LT and requirement.any_value() is None:
+        # Nothing below the bound is a label value (they are never negative): kube-scheduler
+        # places the pod on no node, and Karpenter fails naming a value for the node it sizes.
+        return f"key {key} {operator} {values[0]} allows no label value"
     return None
 
 

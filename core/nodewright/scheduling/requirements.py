@@ -117,6 +117,21 @@ class Requirement:
             return NOT_IN if self.values else EXISTS
         return IN if self.values else DOES_NOT_EXIST
 
+    def any_value(self) -> str | None:
+        """One value the set allows, as Karpenter's ``Requirement.Any()`` picks it, or None
+        when it allows none it could name (``DoesNotExist``, or no integer within the bounds).
+
+        Karpenter takes an arbitrary member of an ``In`` set and a random integer within the
+        bounds (from 0 unless bounded below) for ``Exists``, ``NotIn``, ``Gt`` and ``Lt``;
+        here the choice is deterministic, so runs repeat: the smallest member of an ``In``
+        set, else the smallest integer within the bounds that ``NotIn`` does not exclude. A
+        label value never starts with ``-``, so the integers start at 0 (where Karpenter's
+        choice fails on an upper bound below 0).
+        """
+        if not self.complement:
+            return min(self.values) if self.values else None
+        return _first_integer(self.values, self.greater_than, self.less_than)
+
     def _within_bounds(self, value: str) -> bool:
         if self.greater_than is None and self.less_than is None:
             return True
@@ -173,6 +188,18 @@ class Requirement:
         if self.min_values is not None:
             text += f" minValues {self.min_values}"
         return text
+
+
+def _first_integer(excluded: frozenset[str], above: int | None, below: int | None) -> str | None:
+    """The smallest integer label value strictly between ``above`` and ``below`` (either None:
+    unbounded) that is not ``excluded``, or None. Label values are never negative."""
+    highest = _UNBOUNDED if below is None else below - 1
+    candidate = 0 if above is None else max(0, above + 1)
+    while candidate <= highest:  # at most len(excluded) + 1 turns
+        if str(candidate) not in excluded:
+            return str(candidate)
+        candidate += 1
+    return None
 
 
 def _max_opt(a: int | None, b: int | None) -> int | None:

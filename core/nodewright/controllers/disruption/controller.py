@@ -81,7 +81,7 @@ class DisruptionController:
         self._host = host
         self.history = NodeHistory()
         self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
-        self.queue = OrchestrationQueue(cluster, clock, events, self.history)
+        self.queue = OrchestrationQueue(cluster, host, clock, events, self.history)
         self.methods: list[Method] = [
             Emptiness(virtual_pods.holds_buffer if virtual_pods is not None else None),
             StaticDrift(),

@@ -35,6 +35,7 @@ from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import node_claim_for
 from nodewright.logfields import fields, ref, shortened
+from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.resources import format_resources
 
 log = logging.getLogger("nodewright.disruption")
@@ -66,9 +67,15 @@ class QueuedCommand:
 
 class OrchestrationQueue:
     def __init__(
-        self, cluster: Cluster, clock: Clock, events: EventRecorder, history: NodeHistory
+        self,
+        cluster: Cluster,
+        host: PluginHost,
+        clock: Clock,
+        events: EventRecorder,
+        history: NodeHistory,
     ) -> None:
         self._cluster = cluster
+        self._host = host
         self._clock = clock
         self._events = events
         self._history = history
@@ -100,7 +107,9 @@ class OrchestrationQueue:
                 pool = self._cluster.get(NodePool, new.node_pool)
                 if pool is None:
                     raise CommandFailedError(f"nodepool {new.node_pool} is gone")
-                created = self._cluster.create(node_claim_for(pool, new))
+                created = self._cluster.create(
+                    node_claim_for(pool, new, self._host.well_known_labels())
+                )
                 queued.replacements.append(created.name)
                 metrics.nodeclaims_created.labels(
                     command.reason.lower(),
