@@ -359,6 +359,13 @@ spec:
 """
     result = simulate(old_pool + KWOK_NODE_CLASS + deployment("web", 3))
     assert result.exit_code == 0, result.stderr
+    # converted with a word: one line naming the object, where it is, and what it became
+    (notice,) = [line for line in result.stderr.splitlines() if "retired" in line]
+    assert notice.startswith("warning: ")
+    assert notice.endswith(
+        'manifests.yaml:2: NodePool "default": karpenter.sh/v1beta1 is retired; read as '
+        "karpenter.sh/v1 NodePool (nodewright convert writes it so)"
+    )
     assert len(result.nodes()) >= 1
     assert not result.pending()
     assert {n["capacityType"] for n in result.nodes()} == {"on-demand"}

@@ -8,7 +8,7 @@ report the same problems the same way: one line each, naming the file, object an
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
@@ -16,6 +16,7 @@ from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buff
 from nodewright.api.core import Pod
 from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.manifests.documents import at_line, line_of
 from nodewright.api.manifests.errors import ManifestError, UnknownKindError
 from nodewright.api.manifests.files import manifest_files
 from nodewright.api.manifests.kinds import KindRegistry
@@ -90,6 +91,8 @@ def load_checked(
     :class:`InputError`. ``existing`` are objects already in the simulation (a NodePool may
     name a NodeClass applied earlier); ``file_hint`` explains a file that is not manifests."""
     result = load_manifests(paths, kind_registry(host), rules=karpenter_rules(host))
+    for line in conversion_notices(result.manifests):
+        print(f"warning: {line}", file=sys.stderr)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if result.errors:
@@ -98,6 +101,30 @@ def load_checked(
     if problems:
         raise InputError(problems)
     return result.objects
+
+
+def conversion_notices(manifests: Sequence[Manifest]) -> list[str]:
+    """One line for each object written in a retired Karpenter version (v1alpha5, v1beta1,
+    v1alpha2), read as the current one: where it is and what it became."""
+    became: dict[int, list[Manifest]] = {}
+    for manifest in manifests:
+        if manifest.original is not None:
+            became.setdefault(id(manifest.original), []).append(manifest)
+    lines = []
+    for converted in became.values():
+        original = converted[0].original
+        assert original is not None
+        name = original.get("metadata")
+        name = name.get("name") if isinstance(name, Mapping) else None
+        targets = " and ".join(
+            f"{m.document.get('apiVersion')} {m.document.get('kind')}" for m in converted
+        )
+        lines.append(
+            f"{at_line(converted[0].source, line_of(original, ['apiVersion']))}: "
+            f'{original.get("kind")} "{name}": {original.get("apiVersion")} is retired; '
+            f"read as {targets} (nodewright convert writes it so)"
+        )
+    return lines
 
 
 def warn_static_without_gate(objects: Sequence[KubeObject], options: Options) -> None:
