@@ -104,7 +104,9 @@ SERVER_METADATA = (
 )
 #: Kinds whose ``status`` is kept: what the simulation cannot recompute (where a pod runs,
 #: what a node offers, which instance a NodeClaim is, whether a volume is bound, how much of a
-#: Job is done). Controllers recompute every other status.
+#: Job is done). The providers' NodeClasses keep theirs too: what the cloud resolved for them
+#: (an EC2NodeClass's subnets, and so its zones), which an offline provider cannot look up.
+#: Controllers recompute every other status.
 STATUS_KEPT = frozenset(
     {"Pod", "Node", "NodeClaim", "PersistentVolumeClaim", "PersistentVolume", "Job"}
 )
@@ -302,7 +304,7 @@ def _clean(document: dict[str, Any]) -> str:
         if isinstance(annotations, dict):
             annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     kind = document.get("kind")
-    if kind not in STATUS_KEPT:
+    if kind not in STATUS_KEPT and not (isinstance(kind, str) and kind.endswith("NodeClass")):
         document.pop("status", None)
     return uid
 

@@ -93,6 +93,8 @@ class AWSProvider:
         self.cluster_name = "nodewright"
         #: The in-process account under ``aws.offline=REGION`` (None when online).
         self.offline: OfflineAWS | None = None
+        #: (NodeClass, its status's subnet IDs) the offline account has learnt.
+        self._learned: set[tuple[str, tuple[str, ...]]] = set()
         self._assemble(AWSClients(self.settings, session_factory))
 
     def _assemble(self, clients: AWSClients) -> None:
@@ -142,6 +144,7 @@ class AWSProvider:
     def configure(self, context: ProviderContext) -> None:
         self.settings = parse_settings(context.options)
         self.offline = None
+        self._learned = set()
         self.context = context
         self.clock = context.clock
         self.cluster_name = self.settings.cluster_name or context.cluster_name
@@ -163,6 +166,29 @@ class AWSProvider:
             self.offline.catalog.sources["prices"],
         )
         return self.offline.session
+
+    def _offline_subnets(self, node_class: NodeClass) -> None:
+        """Offline, the subnets an EC2NodeClass's status lists (what the real cluster resolved,
+        in a snapshot) are the account's: the class resolves to them, so its nodes launch in
+        their zones only, not in every zone of the region."""
+        if self.offline is None or not isinstance(node_class, EC2NodeClass):
+            return
+        subnets = node_class.status.subnets
+        key = (node_class.name, tuple(sorted(str(s.get("id")) for s in subnets)))
+        if not subnets or key in self._learned:
+            return
+        self._learned.add(key)
+        tags = {
+            k: v for term in node_class.spec.subnet_selector_terms for k, v in term.tags.items()
+        }
+        outside = self.offline.subnets.learn(subnets, tags)
+        if outside:
+            log.warning(
+                "aws: EC2NodeClass %s: subnets %s are in no zone of %s; left out",
+                node_class.name,
+                ", ".join(outside),
+                self.offline.region,
+            )
 
     def now(self) -> datetime:
         return self.clock.now() if self.clock is not None else datetime.now(UTC)
@@ -204,6 +230,7 @@ class AWSProvider:
 
     def node_class_status(self, node_class: NodeClass) -> NodeClassReadiness:
         assert isinstance(node_class, EC2NodeClass)
+        self._offline_subnets(node_class)
         try:
             result = self.discovery.resolution(node_class)
         except MissingConfigurationError as error:
@@ -249,17 +276,20 @@ class AWSProvider:
 
     def instance_types(self, node_class: NodeClass) -> list[InstanceType]:
         assert isinstance(node_class, EC2NodeClass)
+        self._offline_subnets(node_class)
         return self.instance_type_provider.list(node_class)
 
     def offerings(
         self, node_class: NodeClass, instance_types: Sequence[InstanceType]
     ) -> dict[str, list[Offering]]:
         assert isinstance(node_class, EC2NodeClass)
+        self._offline_subnets(node_class)
         return self.offering_provider.offerings(node_class, instance_types)
 
     # -- instances -------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
+        self._offline_subnets(request.node_class)
         return self.instances.launch(request)
 
     def get(self, provider_id: str) -> Instance:
@@ -276,6 +306,7 @@ class AWSProvider:
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         assert isinstance(node_class, EC2NodeClass)
+        self._offline_subnets(node_class)
         return drift_reason(
             node_claim, node_class, self.discovery, self.instances, self.placement_groups
         )

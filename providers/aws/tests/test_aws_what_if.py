@@ -116,3 +116,68 @@ def test_an_eks_snapshot_is_priced_from_the_offline_catalog(
     # the node table prices the snapshot's nodes from the catalog too
     nodes = report["nodes"]
     assert [n["pricePerHour"] for n in nodes] == [pytest.approx(M5_LARGE)] * 2
+
+
+def _zonal_dump(status_subnets: list[dict[str, str]] | None, selector: list[Any]) -> dict[str, Any]:
+    """An EC2NodeClass (its status listing ``status_subnets``), a NodePool, and six pods that
+    must spread over every zone the NodeClass offers (``DoNotSchedule``), on no node yet."""
+    node_class, pool = yaml.safe_load_all(
+        (ROOT / "examples" / "aws" / "nodeclass.yaml").read_text()
+    )
+    node_class["spec"]["subnetSelectorTerms"] = selector
+    if status_subnets is not None:
+        node_class["status"] = {"subnets": status_subnets}
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    web = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
+        "spec": {
+            "replicas": 6,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "topologySpreadConstraints": [spread],
+                    "containers": [
+                        {"name": "web", "image": "web", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            },
+        },
+    }
+    return {"apiVersion": "v1", "kind": "List", "items": [node_class, pool, web]}
+
+
+def _zones(tmp_path: Path, dump: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> set[str]:
+    path = tmp_path / "eks.yaml"
+    path.write_text(yaml.safe_dump(dump))
+    code, report = simulate_report(
+        tmp_path, "--from-dump", str(path), "--provider-option", "aws.offline=us-east-1"
+    )
+    assert code == 0, capsys.readouterr().err
+    assert not [p for p in report["pods"] if p["node"] is None]
+    return {n["zone"] for n in report["nodes"]}
+
+
+def test_offline_nodes_launch_only_in_the_zones_of_the_nodeclass_subnets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Karpenter resolved the selector to two subnets: us-east-1 has six zones, the class two
+    subnets = [
+        {"id": "subnet-0b0000000000000b1", "zone": "us-east-1b", "zoneID": "use1-az1"},
+        {"id": "subnet-0c0000000000000c1", "zone": "us-east-1c", "zoneID": "use1-az2"},
+    ]
+    tags = [{"tags": {"karpenter.sh/discovery": "my-cluster"}}]
+    assert _zones(tmp_path, _zonal_dump(subnets, tags), capsys) == {"us-east-1b", "us-east-1c"}
+    # selected by ID, the subnets are in the zones the status gives them
+    ids = [{"id": "subnet-0c0000000000000c1"}]
+    assert _zones(tmp_path, _zonal_dump(subnets[1:], ids), capsys) == {"us-east-1c"}
+    # with no status to say, a tag selector reaches every zone of the region (us-east-1e
+    # offers none of the cheapest types)
+    assert len(_zones(tmp_path, _zonal_dump(None, tags), capsys)) == 5

@@ -6,7 +6,10 @@ catalog and an in-memory account, so the provider's code runs unchanged. What th
 account holds (docs/providers/aws.md, "Offline catalog"):
 
 * one subnet per zone of the region (4091 free addresses each); a tag selector matches all of
-  them, an ID selector resolves to that ID, placed in the region's zones in turn;
+  them, an ID selector resolves to that ID, placed in the region's zones in turn; and the
+  subnets an EC2NodeClass's status lists (a cluster snapshot's, see
+  :meth:`~nodewright_aws.offline.subnets.OfflineSubnets.learn`), in their own zones, which its
+  tag selector then matches instead;
 * a security group for each selector term (tag terms share one);
 * an AMI for every SSM alias parameter (arm64 when the path says so, else x86_64), except
   Amazon Linux 2 for Kubernetes 1.33 and later, which AWS does not publish; an ID term is an
@@ -47,9 +50,9 @@ from nodewright_aws.offline.services import (
     OfflineSQS,
     OfflineSSM,
 )
+from nodewright_aws.offline.subnets import OfflineSubnets
 
 DEFAULT_KUBERNETES_VERSION = "1.32"
-SUBNET_FREE_ADDRESSES = 4091
 IMAGE_CREATED = "2026-01-01T00:00:00.000Z"
 
 
@@ -69,10 +72,7 @@ class OfflineAWS:
         self.kubernetes_version = kubernetes_version or DEFAULT_KUBERNETES_VERSION
         self.zones = catalog.zones(region)
         self.offerings = catalog.offerings(region)
-        self.subnets: dict[str, dict[str, Any]] = {}
-        for index, (zone, zone_id) in enumerate(self.zones):
-            subnet_id = hex_id("subnet", f"{region}/{zone}")
-            self.subnets[subnet_id] = self.subnet_record(subnet_id, zone, zone_id, index)
+        self.subnets = OfflineSubnets(region, self.zones)
         self.images: dict[str, dict[str, Any]] = {}
         self.instance_profiles: dict[str, dict[str, Any]] = {}
         self.launch_templates: dict[str, dict[str, Any]] = {}
@@ -86,17 +86,6 @@ class OfflineAWS:
             "iam": OfflineIAM(self),
             "eks": OfflineEKS(self),
             "sqs": OfflineSQS(),
-        }
-
-    def subnet_record(self, subnet_id: str, zone: str, zone_id: str, index: int) -> dict[str, Any]:
-        """A DescribeSubnets entry: the ``index``-th /20 of 172.31.0.0/16 (wrapping at 16)."""
-        return {
-            "SubnetId": subnet_id,
-            "AvailabilityZone": zone,
-            "AvailabilityZoneId": zone_id,
-            "AvailableIpAddressCount": SUBNET_FREE_ADDRESSES,
-            "CidrBlock": f"172.31.{(index % 16) * 16}.0/20",
-            "Tags": [],
         }
 
     def session(self, region: str) -> OfflineSession:
@@ -213,17 +202,7 @@ class OfflineEC2(Service):
     # -- the account -----------------------------------------------------------------------
 
     def describe_subnets(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-        ids = filter_values(Filters, "subnet-id")
-        if ids is None:
-            return {"Subnets": list(self.cloud.subnets.values())}
-        zones = self.cloud.zones
-        for position, subnet_id in enumerate(ids):
-            if subnet_id not in self.cloud.subnets:
-                zone, zone_id = zones[position % len(zones)]
-                self.cloud.subnets[subnet_id] = self.cloud.subnet_record(
-                    subnet_id, zone, zone_id, len(self.cloud.subnets)
-                )
-        return {"Subnets": [self.cloud.subnets[i] for i in ids]}
+        return {"Subnets": self.cloud.subnets.describe(Filters)}
 
     def describe_security_groups(self, Filters: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
         ids = filter_values(Filters, "group-id")
@@ -380,7 +359,7 @@ class OfflineEC2(Service):
             for t in spec.get("Tags", [])
         }
         instance_id = self.cloud.next_instance_id()
-        subnet = self.cloud.subnets.get(override["SubnetId"], {})
+        subnet = self.cloud.subnets.get(override["SubnetId"]) or {}
         serial = int(instance_id[2:], 16)
         # In the subnet's /20 of the default VPC range (172.31.0.0/16).
         base = int(str(subnet.get("CidrBlock", "172.31.0.0/20")).split(".")[2])
@@ -432,7 +411,7 @@ class OfflineEC2(Service):
         }
 
     def _zone_of(self, subnet_id: str) -> str:
-        return str(self.cloud.subnets.get(subnet_id, {}).get("AvailabilityZone", ""))
+        return str((self.cloud.subnets.get(subnet_id) or {}).get("AvailabilityZone", ""))
 
     def describe_instances(
         self,
