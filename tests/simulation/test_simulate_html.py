@@ -1,18 +1,17 @@
 """``simulate --html FILE``: one self-contained page (no script, nothing fetched from the
-network) with the timeline charts as inline SVG, the node tables and the events. When Debian's
-chromium is installed, the page is also rendered headless."""
+network) with the timeline charts as inline SVG, the node tables and the events, which fits
+the window when headless Chromium renders it (installed with apt when missing)."""
 
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from nodewright.commands import main
+from tests.simulation.browser import Browser, ChromiumMissing, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "inflate"
@@ -86,7 +85,13 @@ def test_the_page_has_the_charts_the_removed_node_and_the_events(
     (nodes_path,) = [
         a["d"] for tag, a in page.tags if tag == "path" and "2a6" in a.get("stroke", "")
     ]
-    assert nodes_path.count("V8.0") == 2
+    first, *moves = nodes_path.split()
+    levels = [float(first.split(",")[1])] + [float(m[1:]) for m in moves if m.startswith("V")]
+    assert len(levels) == 3
+    assert levels[0] == levels[2] > levels[1]  # SVG's y grows downwards
+    # hovering over the step says when and how many
+    assert "<title>0:01:01 to 0:03:21: 1 node</title>" in text
+    assert "<title>0:01:01 to 0:03:21: $0.3041/h</title>" in text
     removed = page.text_by_id["removed-nodes"]
     assert "c-16x-amd64-linux" in removed
     assert "Empty (Emptiness/Delete)" in removed
@@ -105,38 +110,45 @@ def test_an_html_path_that_cannot_be_written_is_refused_before_simulating(
     assert out.out == ""
 
 
-CHROMIUM = shutil.which("chromium")
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-def test_headless_chromium_renders_the_page_offline(
+def test_headless_chromium_shows_the_page_whole_offline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert CHROMIUM is not None
     page = _scale_down_page(tmp_path, capsys)
+    try:
+        browser = Browser(chromium(), tmp_path)
+    except ChromiumMissing as missing:
+        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
+    for width in (1280, 1600):
+        layout = browser.layout(page, width)
+        assert layout.problems() == [], f"at {width} px"
     shot = tmp_path / "shot.png"
-    common = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-proxy-server",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
-    dom = subprocess.run(
-        [*common, "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    assert 'id="chart-price"' in dom
-    assert "Empty (Emptiness/Delete)" in dom
-    subprocess.run(
-        [*common, f"--screenshot={shot}", "--window-size=900,1400", page.as_uri()],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    browser.screenshot(page, shot, 1280, layout.page_height)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000
+
+
+def test_the_layout_check_finds_what_a_person_would_see_broken(tmp_path: Path) -> None:
+    """The check the page tests rely on fails on each fault it looks for."""
+    try:
+        browser = Browser(chromium(), tmp_path)
+    except ChromiumMissing as missing:
+        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
+    page = tmp_path / "broken.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><main>"
+        '<p id="clipped" style="width: 80px; overflow: hidden; white-space: nowrap">'
+        "a sentence far too long for its box</p>"
+        '<table><tr><td class="name" style="white-space: normal; max-width: 40px">'
+        "<span>web-7c5ddbdf54-x2k9p web-7c5ddbdf54-q8r4t</span></td></tr></table>"
+        '<div class="scroll" style="width: 200px; overflow-x: auto"><table><tr>'
+        '<td style="white-space: nowrap">' + "wide " * 80 + "</td></tr></table></div>"
+        '<figure id="chart-x"><svg viewBox="0 0 100 50" width="100" height="50">'
+        '<text x="95" y="20">$0.0000</text></svg></figure>'
+        "</main></body></html>"
+    )
+    layout = browser.layout(page, 800)
+    assert layout.overflowing == ["p#clipped: a sentence far too long for its box"]
+    assert len(layout.wrapped) == 1
+    assert layout.outside_charts == ["chart-x: $0.0000"]
+    assert len(layout.scrolling) == 1
+    assert len(layout.problems()) == 4

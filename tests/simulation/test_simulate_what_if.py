@@ -33,7 +33,9 @@ def test_the_empty_node_is_removed_and_the_projected_cost_drops_by_its_price(
     row = next(
         line for line in run.stdout.splitlines() if line.startswith("kwok-c ") and "removed" in line
     )
-    assert row.split()[-3:] == ["removed", "Empty", "(Emptiness/Delete)"]
+    assert row.split()[-4:] == ["removed", "Empty", "(Emptiness/Delete)", "-"]  # replaced by none
+    assert f"    ${C8_ON_DEMAND:.4f}/h  removing 1 node(s)" in run.stdout
+    assert "modelled" not in run.stdout  # KWOK's prices are its own, not estimates
     assert "not priced (no catalog offering, left out of the totals): static-1" in run.stdout
 
     what_if = run.what_if
@@ -42,6 +44,13 @@ def test_the_empty_node_is_removed_and_the_projected_cost_drops_by_its_price(
     )
     assert what_if["projectedPricePerHour"] == pytest.approx(C4_ON_DEMAND * 2, abs=1e-4)
     assert run.changes() == [("kwok-c", "removed", "Empty")]
+    assert what_if["changes"][0]["replacedBy"] == []
+    assert what_if["savings"]["removal"] == {
+        "perHour": pytest.approx(C8_ON_DEMAND, abs=1e-4),
+        "nodes": 1,
+        "modelled": False,
+    }
+    assert what_if["savings"]["rightSizing"]["perHour"] == 0
     assert what_if["addedNodes"] == []
     assert what_if["unplacedPods"] == []
     managed = {n["name"]: n["managed"] for n in what_if["currentNodes"]}
@@ -55,9 +64,22 @@ def test_the_web_page_shows_the_what_if(run_dump: RunDump, tmp_path: Path) -> No
     assert run.exit_code == 0, run.stderr
     html = page.read_text()
     assert "<h2>What-if for " in html
+    assert f"Saves ${C8_ON_DEMAND:.2f}/h (50%)" in html
     assert f"projected: 3 node(s), ${C4_ON_DEMAND * 2:.4f}/h" in html
-    assert "<td>kwok-c</td>" in html.split('id="what-if-changes"')[1].split("</table>")[0]
-    assert "<td>removed</td><td>Empty (Emptiness/Delete)</td>" in html
+    assert f"${C8_ON_DEMAND:.4f}/h</span>removing 1 node(s)" in html
+    changes = html.split('id="what-if-changes"')[1].split("</table>")[0]
+    assert "<span>kwok-c</span>" in changes
+    assert "<td>removed</td><td>Empty</td><td>-</td>" in changes
+    # the control-plane node has no price: said so, and left out of every total
+    assert "left out of the totals: static-1" in html
+    assert "$0.2172/h (1 not priced, left out)" in html
+    nodes = html.split('id="nodes"')[1].split("</table>")[0]
+    static = nodes.split("<span>static-1</span>")[1].split("</tr>")[0]
+    assert '<td class="num">not priced</td>' in static
+    # the snapshot's nodes are existing ones, not launched at the start of the run
+    assert nodes.count("<td>existing</td>") == 3
+    removed = html.split('id="removed-nodes"')[1].split("</table>")[0]
+    assert "<td>existing</td><td>45 s</td>" in removed
 
 
 def test_a_json_dump_gives_the_same_what_if(run_dump: RunDump, tmp_path: Path) -> None:

@@ -195,6 +195,12 @@ def run(args: argparse.Namespace) -> int:
             logging.getLogger("nodewright.simulation").info("Loaded %s", describe(snapshot))
             load_snapshot(simulation, snapshot)
             current = price_nodes(simulation)
+            # The timeline prices the snapshot's unmanaged nodes as the what-if does.
+            simulation.known_prices = {
+                n.name: n.price_per_hour
+                for n in current
+                if not n.managed and n.price_per_hour is not None
+            }
         try:
             simulation.apply(objects)
             simulation.settle()

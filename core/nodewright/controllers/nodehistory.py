@@ -36,19 +36,25 @@ class NodeRecord:
     disruption_reason: str | None = None
     #: What the disruption did, in Karpenter's event wording (``Consolidation/Delete``).
     disruption: str | None = None
+    #: The NodeClaims launched to replace it (a ``Replace`` disruption's), by name.
+    replaced_by: tuple[str, ...] = ()
 
 
 class NodeHistory:
     def __init__(self) -> None:
         self.records: dict[str, NodeRecord] = {}
-        self._reasons: dict[str, tuple[str, str]] = {}
+        self._reasons: dict[str, tuple[str, str, tuple[str, ...]]] = {}
 
-    def mark_disrupted(self, claim: str, reason: str, disruption: str) -> None:
-        """Remember why nodewright is removing ``claim`` (before it disappears)."""
-        self._reasons[claim] = (reason, disruption)
+    def mark_disrupted(
+        self, claim: str, reason: str, disruption: str, replaced_by: Sequence[str] = ()
+    ) -> None:
+        """Remember why nodewright is removing ``claim`` (before it disappears), and the
+        NodeClaims launched to replace it."""
+        self._reasons[claim] = (reason, disruption, tuple(replaced_by))
         record = self.records.get(claim)
         if record is not None:
             record.disruption_reason, record.disruption = reason, disruption
+            record.replaced_by = tuple(replaced_by)
 
     def observe(
         self,
@@ -99,4 +105,6 @@ class NodeHistory:
         if claim.deleting and record.removed_at is None:
             record.removed_at = claim.metadata.deletion_timestamp or now
         if claim.name in self._reasons:
-            record.disruption_reason, record.disruption = self._reasons[claim.name]
+            reason, disruption, replaced_by = self._reasons[claim.name]
+            record.disruption_reason, record.disruption = reason, disruption
+            record.replaced_by = replaced_by

@@ -197,7 +197,10 @@ def nodewright_offerings(
     launched. A ``reserved`` offering names its
     :class:`~nodewright.plugin.Reservation` with the number of instances it can still take
     *now* (running instances already subtracted); the solver hands out no more than that in
-    one pass, and NodeClaims it places there are pinned to the reservation's label.
+    one pass, and NodeClaims it places there are pinned to the reservation's label. Set
+    ``price_modelled`` on an offering whose price is your own estimate rather than a quote
+    (an offline catalog's modelled spot price, say): a simulation's what-if marks every
+    figure that rests on it as approximate.
 
     **Raises** as ``nodewright_instance_types`` does.
 

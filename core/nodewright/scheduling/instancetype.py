@@ -46,6 +46,9 @@ class Offering:
     reservation: Reservation | None = None
     #: A NodeOverlay set this price (the core sets it; providers leave it False).
     price_overlaid: bool = False
+    #: The price is the provider's estimate, not a quote (an offline catalog's modelled spot
+    #: price, say): reports mark every figure that rests on it as approximate.
+    price_modelled: bool = False
     #: Launched only when no equally priced offering without this flag fits (Azure's
     #: regional VMs after zonal ones): a zone spread fills such a zone last among equally
     #: loaded zones.

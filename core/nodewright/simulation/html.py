@@ -1,6 +1,8 @@
-"""The report as one self-contained web page (``simulate --html FILE``): the timeline as
-inline SVG charts, the node tables and the events. No script, no style sheet or font from the
-network: the file opens anywhere, offline, and can be attached to a ticket."""
+"""The report as one self-contained web page (``simulate --html FILE``): for a cluster
+snapshot the what-if first (the saving, where it comes from, which nodes go and which new ones
+take their place), then the run's timeline as inline SVG charts, the node tables and the
+events. No script, no style sheet or font from the network: the file opens anywhere, offline,
+and can be attached to a ticket."""
 
 from __future__ import annotations
 
@@ -9,27 +11,58 @@ from datetime import datetime
 from html import escape
 
 from nodewright.clock import SIMULATION_EPOCH
+from nodewright.simulation.charts import Series, duration_label, step_chart
 from nodewright.simulation.report import Report
+from nodewright.simulation.savings import NEGLIGIBLE
+from nodewright.simulation.text import MODELLED_MARK, MODELLED_NOTE, saving_lines
 from nodewright.simulation.timeline import TimelinePoint
 from nodewright.simulation.whatif import WhatIf
 
 #: Rows a table shows at most (a 100,000-pod run has as many events): the page stays light.
 MAX_ROWS = 2000
-_WIDTH = 720
-_HEIGHT = 160
-_MARGIN_LEFT = 56
-_MARGIN_BOTTOM = 22
+#: Hours in an average month, for the headline's monthly figure.
+HOURS_PER_MONTH = 730
 
 _STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: .5em 0; }
-th, td { text-align: left; padding: 2px 10px 2px 0; border-bottom: 1px solid #ddd; }
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
+main { max-width: 1400px; margin: 0 auto; padding: 1.5em 2em 3em; }
+h1 { font-size: 1.5em; margin: 0 0 .6em; } h2 { font-size: 1.15em; margin: 1.8em 0 .4em; }
+.headline { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 1em 1.4em; }
+.headline .big { font-size: 2em; font-weight: 600; }
+.headline .saves { color: #176a2c; } .headline .costs { color: #a3271a; }
+.headline .month { font-size: .5em; font-weight: 400; color: #555; }
+.parts { list-style: none; padding: 0; margin: .6em 0; }
+.parts li { padding: 1px 0; }
+.parts .amount { display: inline-block; min-width: 9em; font-variant-numeric: tabular-nums; }
+.summary span { margin-right: 2em; white-space: nowrap; }
+.note { color: #8a4b00; margin: .3em 0; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: .4em 0; background: #fff; }
+table { font-size: 14px; }
+th, td { text-align: left; padding: 3px 12px 3px 6px; border-bottom: 1px solid #e3e3e3;
+         vertical-align: top; white-space: nowrap; }
+th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.summary span { margin-right: 2em; }
-svg text { font: 11px sans-serif; fill: #555; }
-.note { color: #a40; }
+td.prose { white-space: normal; min-width: 16em; }
+td.name span { display: block; }
+.chart { margin: 1.2em 0; } .chart figcaption { font-weight: 600; }
+.chart .aside { font-weight: 400; color: #555; margin-left: 1em; }
+.chart svg { width: 100%; height: auto; display: block; background: #fff; }
+svg text { font: 12px system-ui, sans-serif; fill: #444; }
+svg .unit { fill: #222; }
+svg .grid { stroke: #e6e6e6; stroke-width: 1; }
+svg .axis { stroke: #888; stroke-width: 1; }
+svg .step { fill: transparent; }
+svg .step:hover { fill: rgba(40, 90, 160, .12); }
 """
+
+#: The charts: what each shows, in which unit.
+_CHARTS: tuple[tuple[Series, Callable[[TimelinePoint], float]], ...] = (
+    (Series("nodes", "Nodes", "nodes", "#2a6"), lambda p: sum(n for _, n in p.nodes)),
+    (Series("price", "Price of the nodes", "$/h", "#b52", money=True), lambda p: p.price_per_hour),
+    (Series("pods-bound", "Pods bound", "pods", "#26b"), lambda p: p.pods_bound),
+    (Series("pods-pending", "Pods pending", "pods", "#c33"), lambda p: p.pods_pending),
+)
 
 
 def render_html(
@@ -37,38 +70,41 @@ def render_html(
 ) -> str:
     """The page for ``report`` (and the what-if of a cluster snapshot, when there is one)."""
     bound = sum(1 for p in report.pods if p.node)
+    unpriced = sum(1 for n in report.nodes if n.price_per_hour is None)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body><main>",
         f"<h1>{escape(title)}</h1>",
-        '<p class="summary">',
+        *(_what_if(what_if) if what_if is not None else []),
+        "<h2>The run</h2>",
+        '<p class="summary" id="run-summary">',
         f"<span>{len(report.nodes)} node(s) at the end</span>",
-        f"<span>${report.total_price_per_hour:.4f}/h</span>",
+        f"<span>${report.total_price_per_hour:.4f}/h"
+        + (f" ({unpriced} not priced, left out)" if unpriced else "")
+        + "</span>",
         f"<span>{bound} pod(s) bound, {len(report.pending)} pending</span>",
-        f"<span>{report.simulated_seconds:.0f} s simulated</span>",
+        f"<span>{escape(duration_label(report.simulated_seconds))} simulated</span>",
         f'<span id="dollar-hours">${report.dollar_hours:.4f} spent on nodes</span>',
         "</p>",
         *(f'<p class="note">{escape(note)}</p>' for note in report.notes),
-        *(_what_if(what_if) if what_if is not None else []),
         "<h2>Timeline</h2>",
-        _chart("nodes", "Nodes", report, lambda p: sum(n for _, n in p.nodes), "#2a6"),
-        _chart("price", "$/h", report, lambda p: p.price_per_hour, "#b52"),
-        _chart("pods-bound", "Pods bound", report, lambda p: p.pods_bound, "#26b"),
-        _chart("pods-pending", "Pods pending", report, lambda p: p.pods_pending, "#c33"),
+        *(_chart(report, series, value) for series, value in _CHARTS),
         "<h2>Nodes at the end</h2>",
         _table(
             "nodes",
-            ("Node", "NodePool", "Instance type", "Zone", "Capacity", "$/h", "Pods"),
+            ("Node", "NodePool", "Instance type", "Zone", "Capacity", "$/h", "Pods", "Since"),
             [
                 (
-                    n.name,
+                    _Names([n.name]),
                     n.node_pool or "-",
                     n.instance_type or "-",
                     n.zone or "-",
                     n.capacity_type or "-",
-                    f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-",
-                    str(len(n.pods)),
+                    _Number(_price(n.price_per_hour)),
+                    _Number(str(len(n.pods))),
+                    "existing" if n.existing else _offset(n.launched_at),
                 )
                 for n in report.nodes
             ],
@@ -79,15 +115,17 @@ def render_html(
             ("Node", "NodePool", "Instance type", "Capacity", "$/h", "Launched", "Removed", "Why"),
             [
                 (
-                    r.name,
+                    _Names([r.name]),
                     r.node_pool or "-",
                     r.instance_type or "-",
                     r.capacity_type or "-",
-                    f"{r.price_per_hour:.4f}" if r.price_per_hour is not None else "-",
-                    _offset(r.launched_at),
+                    _Number(_price(r.price_per_hour)),
+                    "existing" if r.existing else _offset(r.launched_at),
                     _offset(r.removed_at),
-                    (r.disruption_reason or "deleted")
-                    + (f" ({r.disruption})" if r.disruption else ""),
+                    _Prose(
+                        (r.disruption_reason or "deleted")
+                        + (f" ({r.disruption})" if r.disruption else "")
+                    ),
                 )
                 for r in report.removed_nodes
             ],
@@ -96,7 +134,10 @@ def render_html(
         _table(
             "pending",
             ("Pod", "Reason"),
-            [(f"{p.namespace}/{p.name}", p.reason or "-") for p in report.pending],
+            [
+                (_Names([f"{p.namespace}/{p.name}"]), _Prose(p.reason or "-"))
+                for p in report.pending
+            ],
         ),
         "<h2>Events</h2>",
         _table(
@@ -107,112 +148,204 @@ def render_html(
                     (e.get("time") or "-")[11:19] or "-",
                     e["type"],
                     e["reason"],
-                    e["object"],
-                    e["message"],
-                    e["count"],
+                    _Names([e["object"]]),
+                    _Prose(e["message"]),
+                    _Number(e["count"]),
                 )
                 for e in report.events
             ],
         ),
-        "</body></html>",
+        "</main></body></html>",
     ]
     return "\n".join(parts) + "\n"
 
 
+class _Names(list[str]):
+    """A cell of names (nodes, pods): never broken inside a name, one name a line."""
+
+
+class _Number(str):
+    """A cell of a figure: right-aligned."""
+
+    __slots__ = ()
+
+
+class _Prose(str):
+    """A cell of sentences, which may wrap (every other cell keeps to one line)."""
+
+    __slots__ = ()
+
+
 def _what_if(what_if: WhatIf) -> list[str]:
     current, projected = what_if.current_price_per_hour, what_if.projected_price_per_hour
+    saved = current - projected
+    modelled = what_if.current_price_modelled or what_if.projected_price_modelled
+    mark = MODELLED_MARK if modelled else ""
+    if saved >= NEGLIGIBLE:
+        share = f" ({saved / current:.0%})" if current > 0 else ""
+        verdict = f'<span class="saves">Saves ${saved:,.2f}/h{mark}{share}</span>'
+    elif saved <= -NEGLIGIBLE:
+        verdict = f'<span class="costs">Costs ${-saved:,.2f}/h{mark} more</span>'
+    else:
+        verdict = "No change in cost"
+    month = (
+        f' <span class="month">about ${abs(saved) * HOURS_PER_MONTH:,.0f} a month</span>'
+        if abs(saved) >= NEGLIGIBLE
+        else ""
+    )
+    lines = saving_lines(what_if)
+    unpriced = what_if.unpriced
     return [
         f"<h2>What-if for {escape(what_if.source)}</h2>",
-        '<p class="summary" id="what-if">',
-        f"<span>now: {len(what_if.current)} node(s), ${current:.4f}/h</span>",
-        f"<span>projected: {len(what_if.projected)} node(s), ${projected:.4f}/h</span>",
-        f"<span>{len(what_if.unplaced)} pod(s) not placed</span>",
-        "</p>",
+        '<section class="headline" id="what-if">',
+        f'<div class="big">{verdict}{month}</div>',
+        '<p id="what-if-totals">'
+        f"now: {len(what_if.current)} node(s), "
+        f"${current:.4f}/h{MODELLED_MARK if what_if.current_price_modelled else ''}"
+        f" &rarr; projected: {len(what_if.projected)} node(s), "
+        f"${projected:.4f}/h{MODELLED_MARK if what_if.projected_price_modelled else ''}</p>",
+        *(
+            [
+                '<ul class="parts" id="what-if-parts">',
+                *(
+                    f'<li><span class="amount">{escape(amount)}</span>{escape(words)}</li>'
+                    for amount, words in lines
+                ),
+                "</ul>",
+            ]
+            if lines
+            else []
+        ),
+        *(
+            [f"<p>{len(what_if.unplaced)} pod(s) could not be placed (pending pods below).</p>"]
+            if what_if.unplaced
+            else []
+        ),
+        *(
+            [
+                '<p class="note" id="what-if-unpriced">Not priced (no catalog offering), left '
+                f"out of the totals: {escape(', '.join(unpriced))}</p>"
+            ]
+            if unpriced
+            else []
+        ),
+        *(
+            [f'<p class="note">{escape(MODELLED_NOTE)} (the provider\'s notes below say which)</p>']
+            if _modelled(what_if)
+            else []
+        ),
+        "</section>",
+        "<h2>Existing nodes removed or replaced</h2>",
         _table(
             "what-if-changes",
-            ("Existing node", "NodePool", "Instance type", "Capacity", "$/h", "Action", "Why"),
+            (
+                "Existing node",
+                "NodePool",
+                "Instance type",
+                "Capacity",
+                "$/h",
+                "Action",
+                "Why",
+                "Replaced by",
+            ),
             [
                 (
-                    c.node.name,
+                    _Names([c.node.name]),
                     c.node.node_pool or "-",
                     c.node.instance_type or "-",
                     c.node.capacity_type or "-",
-                    f"{c.node.price_per_hour:.4f}" if c.node.price_per_hour is not None else "-",
+                    _Number(_price(c.node.price_per_hour, c.node.price_modelled)),
                     c.action,
-                    (c.reason or "deleted") + (f" ({c.disruption})" if c.disruption else ""),
+                    # Karpenter's word (Consolidation/Replace) follows from these two.
+                    c.reason or "deleted",
+                    _Names(c.replaced_by) if c.replaced_by else "-",
                 )
                 for c in what_if.changes
             ],
         ),
+        "<h2>New nodes</h2>",
+        _table(
+            "what-if-added",
+            ("New node", "NodePool", "Instance type", "Zone", "Capacity", "$/h", "Replaces"),
+            [
+                (
+                    _Names([n.name]),
+                    n.node_pool or "-",
+                    n.instance_type or "-",
+                    n.zone or "-",
+                    n.capacity_type or "-",
+                    _Number(_price(n.price_per_hour, n.price_modelled)),
+                    _Names(n.replaces) if n.replaces else "- (launched for pods)",
+                )
+                for n in what_if.added
+            ],
+        ),
     ]
+
+
+def _modelled(what_if: WhatIf) -> bool:
+    return (
+        what_if.current_price_modelled
+        or what_if.projected_price_modelled
+        or any(n.price_modelled for n in what_if.added)
+    )
+
+
+def _price(price: float | None, modelled: bool = False) -> str:
+    if price is None:
+        return "not priced"
+    return f"{price:.4f}" + (MODELLED_MARK if modelled else "")
 
 
 def _offset(moment: datetime | None) -> str:
     if moment is None:
         return "-"
-    return f"{(moment - SIMULATION_EPOCH).total_seconds():.0f} s"
+    return duration_label((moment - SIMULATION_EPOCH).total_seconds())
 
 
-def _table(name: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _cell(cell: str | Sequence[str]) -> str:
+    if isinstance(cell, _Names):
+        return '<td class="name">' + "".join(f"<span>{escape(n)}</span>" for n in cell) + "</td>"
+    if isinstance(cell, _Number):
+        return f'<td class="num">{escape(cell)}</td>'
+    if isinstance(cell, _Prose):
+        return f'<td class="prose">{escape(cell)}</td>'
+    assert isinstance(cell, str)
+    return f"<td>{escape(cell)}</td>"
+
+
+def _table(name: str, header: Sequence[str], rows: Sequence[Sequence[str | Sequence[str]]]) -> str:
     if not rows:
         return f'<p id="{name}">None.</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
-        for row in rows[:MAX_ROWS]
+        "<tr>" + "".join(_cell(cell) for cell in row) + "</tr>" for row in rows[:MAX_ROWS]
     )
     more = (
         f"<p>{len(rows) - MAX_ROWS} more row(s) not shown; the JSON report has them all.</p>"
         if len(rows) > MAX_ROWS
         else ""
     )
-    return f'<table id="{name}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
-
-
-def _chart(
-    name: str,
-    label: str,
-    report: Report,
-    value: Callable[[TimelinePoint], float],
-    colour: str,
-) -> str:
-    """A step chart of ``value`` over the whole run's simulated time, as inline SVG."""
-    plot_w, plot_h = _WIDTH - _MARGIN_LEFT - 8, _HEIGHT - _MARGIN_BOTTOM - 8
-    points = report.timeline
-    if not points:
-        return f'<p id="chart-{name}">{escape(label)}: no steps recorded.</p>'
-    start = SIMULATION_EPOCH
-    span = max(report.simulated_seconds, (points[-1].at - start).total_seconds(), 1.0)
-    values = [float(value(p)) for p in points]
-    top = max(*values, 1e-9)
-
-    def x(point: TimelinePoint) -> float:
-        return _MARGIN_LEFT + (point.at - start).total_seconds() / span * plot_w
-
-    def y(amount: float) -> float:
-        return 8 + plot_h - amount / top * plot_h
-
-    path = [f"M{x(points[0]):.1f},{y(values[0]):.1f}"]
-    for point, amount in zip(points[1:], values[1:], strict=True):
-        # The value holds until the next step changes it: a step chart.
-        path += [f"H{x(point):.1f}", f"V{y(amount):.1f}"]
-    path.append(f"H{_MARGIN_LEFT + plot_w:.1f}")
-    shown_top = f"{top:.4f}" if top < 10 and top != int(top) else f"{top:.0f}"
-    return "".join(
-        [
-            f'<figure id="chart-{name}"><figcaption>{escape(label)}</figcaption>',
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" ',
-            f'viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{escape(label)}">',
-            f'<line x1="{_MARGIN_LEFT}" y1="{8 + plot_h}" x2="{_MARGIN_LEFT + plot_w}" ',
-            f'y2="{8 + plot_h}" stroke="#999"/>',
-            f'<line x1="{_MARGIN_LEFT}" y1="8" x2="{_MARGIN_LEFT}" y2="{8 + plot_h}" ',
-            'stroke="#999"/>',
-            f'<text x="{_MARGIN_LEFT - 4}" y="14" text-anchor="end">{shown_top}</text>',
-            f'<text x="{_MARGIN_LEFT - 4}" y="{8 + plot_h}" text-anchor="end">0</text>',
-            f'<text x="{_MARGIN_LEFT}" y="{_HEIGHT - 4}">0 s</text>',
-            f'<text x="{_MARGIN_LEFT + plot_w}" y="{_HEIGHT - 4}" text-anchor="end">',
-            f"{span:.0f} s</text>",
-            f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>',
-            "</svg></figure>",
-        ]
+    return (
+        f'<div class="scroll"><table id="{name}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>{more}"
     )
+
+
+def _chart(report: Report, series: Series, value: Callable[[TimelinePoint], float]) -> str:
+    """The step chart of ``value`` over the whole run's simulated time."""
+    points = report.timeline
+    start = SIMULATION_EPOCH
+    span = max(
+        report.simulated_seconds,
+        (points[-1].at - start).total_seconds() if points else 0.0,
+        1.0,
+    )
+    data = [(point.at, float(value(point))) for point in points]
+    unpriced = sum(1 for n in report.nodes if n.price_per_hour is None)
+    note = ""
+    if data and not any(amount for _, amount in data):
+        note = "none at any time"
+    elif series.money and unpriced:
+        note = f"{unpriced} node(s) not priced, left out"
+    return step_chart(series, start, span, data, note)

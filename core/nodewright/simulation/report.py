@@ -45,6 +45,8 @@ class NodeRow:
     #: Set when the node was being removed as the run ended.
     removed_at: datetime | None = None
     disruption_reason: str | None = None
+    #: The node was in the cluster snapshot the run started from (it was not launched then).
+    existing: bool = False
 
 
 @dataclass
@@ -64,6 +66,8 @@ class RemovedNodeRow:
     disruption_reason: str | None
     #: Karpenter's event wording of the action (``Consolidation/Delete``).
     disruption: str | None
+    #: The node was in the cluster snapshot the run started from (it was not launched then).
+    existing: bool = False
 
 
 @dataclass
@@ -111,6 +115,7 @@ class Report:
                     "launchedAt": _stamp(n.launched_at),
                     "removedAt": _stamp(n.removed_at),
                     "disruptionReason": n.disruption_reason,
+                    "existing": n.existing,
                 }
                 for n in self.nodes
             ],
@@ -127,6 +132,7 @@ class Report:
                     "removedAt": _stamp(r.removed_at),
                     "disruptionReason": r.disruption_reason,
                     "disruption": r.disruption,
+                    "existing": r.existing,
                 }
                 for r in self.removed_nodes
             ],

@@ -79,6 +79,9 @@ class Simulation:
             if node_registration_delay is not None
             else None
         )
+        #: Hourly prices of Nodes no NodeClaim launched, known from elsewhere (a snapshot's
+        #: nodes, priced from the catalog); the timeline counts other such Nodes as free.
+        self.known_prices: dict[str, float] = {}
         #: Pod changes since the last pass: bindings are logged from them.
         self._pods = self.cluster.state.feed(Pod)
         #: What each step looked like, and what the run cost (the report's timeline).
@@ -241,11 +244,11 @@ class Simulation:
             self._last_seen = seen
 
     def _node_price(self, node: Node) -> float | None:
-        """The node's price at launch (0 for one nodewright did not launch), None until the
-        operator has recorded its launch."""
+        """The node's price at launch (for one nodewright did not launch, its known price, else
+        0), None until the operator has recorded its launch."""
         claim = self.cluster.state.claim_for(node)
         if claim is None:
-            return 0.0
+            return self.known_prices.get(node.name, 0.0)
         record = self.operator.disruption.history.records.get(claim.name)
         if record is None:
             return None

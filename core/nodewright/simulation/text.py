@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from nodewright.api.excerpt import cut, printable
 from nodewright.simulation.report import Report
+from nodewright.simulation.savings import NEGLIGIBLE
 from nodewright.simulation.whatif import WhatIf
 
 
@@ -28,8 +29,10 @@ def print_report(report: Report) -> None:
     ]
     print_table(header, rows)
     bound = sum(1 for p in report.pods if p.node)
+    unpriced = sum(1 for n in report.nodes if n.price_per_hour is None)
+    left_out = f" ({unpriced} not priced, left out)" if unpriced else ""
     print(
-        f"\n{len(report.nodes)} node(s), ${report.total_price_per_hour:.4f}/h, "
+        f"\n{len(report.nodes)} node(s), ${report.total_price_per_hour:.4f}/h{left_out}, "
         f"{bound} pod(s) bound, {len(report.pending)} pending"
     )
     if report.pending:
@@ -71,7 +74,9 @@ def _print_removed_nodes(report: Report) -> None:
     rows = []
     for r in report.removed_nodes:
         ran = (
-            _took((r.removed_at - r.launched_at).total_seconds())
+            "existing"  # it ran before the snapshot: how long is not known
+            if r.existing
+            else _took((r.removed_at - r.launched_at).total_seconds())
             if r.removed_at is not None and r.launched_at is not None
             else "-"
         )
@@ -145,37 +150,69 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
 
 
+#: How the what-if marks a figure resting on a modelled price, and what the mark means.
+MODELLED_MARK = "*"
+MODELLED_NOTE = "* rests on a modelled price: the provider's estimate, not a quote"
+
+
 def print_what_if(what_if: WhatIf) -> None:
-    """What the snapshot's nodes cost now, what nodewright would change, what it would cost."""
+    """What the snapshot's nodes cost now, what nodewright would change, what it would cost,
+    where the saving comes from, and which new node replaces which."""
     current, projected = what_if.current_price_per_hour, what_if.projected_price_per_hour
     managed = sum(1 for n in what_if.current if n.managed)
     print(f"\nWhat-if for {what_if.source}:")
     print(
-        f"  now:       {len(what_if.current)} node(s), ${current:.4f}/h "
+        f"  now:       {len(what_if.current)} node(s), "
+        f"{_dollars(current, what_if.current_price_modelled)} "
         f"({managed} managed, {len(what_if.current) - managed} unmanaged)"
     )
     saved = current - projected
+    modelled = what_if.current_price_modelled or what_if.projected_price_modelled
     share = f", {saved / current:.0%}" if current > 0 else ""
-    change = f"saves ${saved:.4f}/h{share}" if saved >= 0 else f"costs ${-saved:.4f}/h more"
-    print(f"  projected: {len(what_if.projected)} node(s), ${projected:.4f}/h ({change})")
+    change = (
+        f"saves {_dollars(saved, modelled)}{share}"
+        if saved >= 0
+        else f"costs {_dollars(-saved, modelled)} more"
+    )
+    print(
+        f"  projected: {len(what_if.projected)} node(s), "
+        f"{_dollars(projected, what_if.projected_price_modelled)} ({change})"
+    )
+    lines = saving_lines(what_if)
+    if lines:
+        print("  where it comes from:")
+        for amount, words in lines:
+            print(f"    {amount:>12}  {words}")
     if what_if.unplaced:
         print(f"  {len(what_if.unplaced)} pod(s) could not be placed (PENDING POD above)")
     if what_if.unpriced:
         shown = cut(", ".join(what_if.unpriced), 200)
         print(f"  not priced (no catalog offering, left out of the totals): {shown}")
+    if _any_modelled(what_if):
+        print(f"  {MODELLED_NOTE} (see the notes above)")
     if what_if.changes:
         print()
         print_table(
-            ("EXISTING NODE", "NODEPOOL", "INSTANCE TYPE", "CAPACITY", "$/H", "ACTION", "WHY"),
+            (
+                "EXISTING NODE",
+                "NODEPOOL",
+                "INSTANCE TYPE",
+                "CAPACITY",
+                "$/H",
+                "ACTION",
+                "WHY",
+                "REPLACED BY",
+            ),
             [
                 (
                     c.node.name,
                     c.node.node_pool or "-",
                     c.node.instance_type or "-",
                     c.node.capacity_type or "-",
-                    _money(c.node.price_per_hour),
+                    money(c.node.price_per_hour, c.node.price_modelled),
                     c.action,
                     (c.reason or "deleted") + (f" ({c.disruption})" if c.disruption else ""),
+                    names(c.replaced_by),
                 )
                 for c in what_if.changes
             ],
@@ -183,7 +220,7 @@ def print_what_if(what_if: WhatIf) -> None:
     if what_if.added:
         print()
         print_table(
-            ("NEW NODE", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/H"),
+            ("NEW NODE", "NODEPOOL", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/H", "REPLACES"),
             [
                 (
                     n.name,
@@ -191,12 +228,61 @@ def print_what_if(what_if: WhatIf) -> None:
                     n.instance_type or "-",
                     n.zone or "-",
                     n.capacity_type or "-",
-                    _money(n.price_per_hour),
+                    money(n.price_per_hour, n.price_modelled),
+                    names(n.replaces) if n.replaces else "- (launched for pods)",
                 )
                 for n in what_if.added
             ],
         )
 
 
-def _money(price: float | None) -> str:
-    return f"{price:.4f}" if price is not None else "-"
+def saving_lines(what_if: WhatIf) -> list[tuple[str, str]]:
+    """The saving's parts worth a line: (signed amount, what it is), in the run's words."""
+    savings = what_if.savings
+    if savings is None:
+        return []
+    moves = ", ".join(savings.moves) or "another capacity type"
+    parts = [
+        (savings.removal, f"removing {savings.removal.nodes} node(s)"),
+        (
+            savings.right_sizing,
+            f"right-sizing {savings.right_sizing.nodes} node(s) at the same capacity type",
+        ),
+        (savings.capacity_type, f"moving {savings.capacity_type.nodes} node(s) from {moves}"),
+        (savings.launched, f"launching {savings.launched.nodes} node(s) for pods without room"),
+        (savings.other, "other (prices that changed during the run)"),
+    ]
+    return [
+        (_dollars(figure.per_hour, figure.modelled, signed=True), words)
+        for figure, words in parts
+        if figure.nodes or abs(figure.per_hour) >= NEGLIGIBLE
+    ]
+
+
+def _any_modelled(what_if: WhatIf) -> bool:
+    return (
+        what_if.current_price_modelled
+        or what_if.projected_price_modelled
+        or any(n.price_modelled for n in what_if.added)
+    )
+
+
+def _dollars(amount: float, modelled: bool, *, signed: bool = False) -> str:
+    """``$0.2172/h``, marked when modelled; ``-$0.1000/h`` for a signed negative amount."""
+    sign = "-" if signed and amount <= -NEGLIGIBLE else ""
+    return f"{sign}${abs(amount) if signed else amount:.4f}/h" + (MODELLED_MARK if modelled else "")
+
+
+def money(price: float | None, modelled: bool = False) -> str:
+    """A price cell: ``0.2172``, ``0.0123*`` when modelled, ``-`` when unknown."""
+    if price is None:
+        return "-"
+    return f"{price:.4f}" + (MODELLED_MARK if modelled else "")
+
+
+def names(nodes: Sequence[str], shown: int = 2) -> str:
+    """``a, b +3``: the first node names and how many more; ``-`` for none."""
+    if not nodes:
+        return "-"
+    more = f" +{len(nodes) - shown}" if len(nodes) > shown else ""
+    return ", ".join(nodes[:shown]) + more

@@ -21,7 +21,7 @@ from nodewright.controllers.state import owner_kind
 NodeGroup = tuple[str, str, str]
 
 #: A node's hourly price from its name: a float, None when not known yet (asked again at the
-#: next step), 0.0 for a node nobody prices (one nodewright did not launch).
+#: next step), 0.0 for a node nobody prices (one nodewright did not launch, of no known price).
 PriceOf = Callable[[Node], float | None]
 
 _SECONDS_PER_HOUR = 3600.0

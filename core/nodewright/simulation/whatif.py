@@ -21,14 +21,12 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.controllers.catalog import NodeClassNotFoundError
-from nodewright.plugin.errors import (
-    PluginError,
-    ProviderError,
-    TemporaryProviderError,
-    UnknownNodeClassError,
-)
+from nodewright.controllers.nodehistory import NodeRecord
+from nodewright.plugin.errors import PluginError, UnknownNodeClassError
+from nodewright.simulation.catalogprices import CatalogPrices
 from nodewright.simulation.report import PodRow, Report
 from nodewright.simulation.runner import Simulation
+from nodewright.simulation.savings import Figure, Price, RunHistory, Savings, explain
 
 #: Capacity-type labels of node groups Karpenter did not launch, and what their values mean;
 #: a node with none of these (nor ``karpenter.sh/capacity-type``) is priced on demand.
@@ -59,6 +57,8 @@ class PricedNode:
     price_per_hour: float | None
     #: Whether nodewright manages it (a NodeClaim of a NodePool); unmanaged nodes stay.
     managed: bool
+    #: The price is the provider's estimate (an offline catalog's modelled price), not a quote.
+    price_modelled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,8 +68,21 @@ class PricedNode:
             "zone": self.zone,
             "capacityType": self.capacity_type,
             "pricePerHour": self.price_per_hour,
+            "priceModelled": self.price_modelled,
             "managed": self.managed,
         }
+
+
+@dataclass
+class AddedNode(PricedNode):
+    """A node the run launched and still has at the end."""
+
+    #: The snapshot's nodes it took the place of (through replacements of replacements);
+    #: empty for a node launched for pods that had no room.
+    replaces: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "replaces": self.replaces}
 
 
 @dataclass
@@ -82,6 +95,9 @@ class NodeChange:
     reason: str | None
     #: Karpenter's wording of the decision (``Consolidation/Replace``), when disrupted.
     disruption: str | None
+    #: The nodes standing at the end that took its place (through replacements of
+    #: replacements); empty when it was removed, or its replacement was removed too.
+    replaced_by: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +105,7 @@ class NodeChange:
             "action": self.action,
             "reason": self.reason,
             "disruption": self.disruption,
+            "replacedBy": self.replaced_by,
         }
 
 
@@ -99,8 +116,10 @@ class WhatIf:
     projected: list[PricedNode] = field(default_factory=list)
     changes: list[NodeChange] = field(default_factory=list)
     #: Nodes the run launched and still has at the end.
-    added: list[PricedNode] = field(default_factory=list)
+    added: list[AddedNode] = field(default_factory=list)
     unplaced: list[PodRow] = field(default_factory=list)
+    #: Where the saving comes from (None: nothing was explained, as in a test's what-if).
+    savings: Savings | None = None
 
     @property
     def current_price_per_hour(self) -> float:
@@ -109,6 +128,15 @@ class WhatIf:
     @property
     def projected_price_per_hour(self) -> float:
         return _total(self.projected)
+
+    @property
+    def current_price_modelled(self) -> bool:
+        """Whether the total now rests on a modelled price."""
+        return any(n.price_modelled for n in self.current if n.price_per_hour is not None)
+
+    @property
+    def projected_price_modelled(self) -> bool:
+        return any(n.price_modelled for n in self.projected if n.price_per_hour is not None)
 
     @property
     def unpriced(self) -> list[str]:
@@ -122,6 +150,9 @@ class WhatIf:
             "currentPricePerHour": self.current_price_per_hour,
             "projectedPricePerHour": self.projected_price_per_hour,
             "savingsPerHour": round(self.current_price_per_hour - self.projected_price_per_hour, 6),
+            "currentPriceModelled": self.current_price_modelled,
+            "projectedPriceModelled": self.projected_price_modelled,
+            "savings": self.savings.to_dict() if self.savings is not None else None,
             "currentNodes": [n.to_dict() for n in self.current],
             "projectedNodes": [n.to_dict() for n in self.projected],
             "changes": [c.to_dict() for c in self.changes],
@@ -140,22 +171,17 @@ def _total(nodes: list[PricedNode]) -> float:
 
 def price_nodes(simulation: Simulation) -> list[PricedNode]:
     """Every Node in the cluster now, priced from its provider's catalog."""
-    node_classes = _node_classes(simulation)
+    catalog = CatalogPrices(simulation)
+    node_classes = catalog.node_classes()
     return [
-        _priced(simulation, node, node_classes)
+        _priced(simulation, catalog, node, node_classes)
         for node in sorted(simulation.cluster.list(Node), key=lambda n: n.name)
     ]
 
 
-def _node_classes(simulation: Simulation) -> list[NodeClass]:
-    return [
-        node_class
-        for kind in simulation.host.node_class_kinds()
-        for node_class in simulation.cluster.list(kind.model)
-    ]
-
-
-def _priced(simulation: Simulation, node: Node, node_classes: list[NodeClass]) -> PricedNode:
+def _priced(
+    simulation: Simulation, catalog: CatalogPrices, node: Node, node_classes: list[NodeClass]
+) -> PricedNode:
     labels = node.metadata.labels
     claim = simulation.cluster.state.claim_for(node)
     candidates = node_classes
@@ -164,54 +190,42 @@ def _priced(simulation: Simulation, node: Node, node_classes: list[NodeClass]) -
             candidates = [simulation.operator.catalog.node_class(claim.spec.node_class_ref)]
         except (UnknownNodeClassError, NodeClassNotFoundError, PluginError):
             candidates = []
+    offering = catalog.offering(
+        candidates,
+        labels.get(INSTANCE_TYPE_LABEL),
+        labels.get(ZONE_LABEL),
+        capacity_type_of(labels),
+    )
     return PricedNode(
         name=node.name,
         node_pool=labels.get(NODEPOOL_LABEL),
         instance_type=labels.get(INSTANCE_TYPE_LABEL),
         zone=labels.get(ZONE_LABEL),
         capacity_type=capacity_type_of(labels),
-        price_per_hour=_catalog_price(simulation, node, candidates),
+        price_per_hour=offering.price if offering is not None else None,
         managed=claim is not None,
+        price_modelled=offering.price_modelled if offering is not None else False,
     )
-
-
-def _catalog_price(
-    simulation: Simulation, node: Node, node_classes: list[NodeClass]
-) -> float | None:
-    labels = node.metadata.labels
-    name = labels.get(INSTANCE_TYPE_LABEL)
-    zone, capacity_type = labels.get(ZONE_LABEL), capacity_type_of(labels)
-    if not name:
-        return None
-    for node_class in node_classes:
-        try:
-            instance_types = simulation.operator.catalog.instance_types(node_class)
-        except (PluginError, ProviderError, TemporaryProviderError, UnknownNodeClassError):
-            continue
-        for instance_type in instance_types:
-            if instance_type.name != name:
-                continue
-            for offering in instance_type.offerings:
-                if offering.zone == zone and offering.capacity_type == capacity_type:
-                    return offering.price
-    return None
 
 
 def build_what_if(
     simulation: Simulation, source: str, current: list[PricedNode], report: Report
 ) -> WhatIf:
-    """Compare the nodes at the start (``current``) with those at the end of the run; the
-    report's nodes that their provider could not price get their catalog price."""
+    """Compare the nodes at the start (``current``) with those at the end of the run, say
+    which new node took the place of which and where the saving comes from; the report's
+    nodes that their provider could not price get their catalog price, and the snapshot's
+    are marked as such."""
     projected = price_nodes(simulation)
     names_now = {n.name for n in projected}
     names_before = {n.name for n in current}
-    records = {r.node: r for r in simulation.operator.disruption.history.records.values() if r.node}
+    history = RunHistory(list(simulation.operator.disruption.history.records.values()))
     removing = {n.name for n in report.nodes if n.removed_at is not None}
+    standing = names_now - removing
     changes = []
     for node in current:
-        if node.name in names_now and node.name not in removing:
+        if node.name in standing:
             continue
-        record = records.get(node.name)
+        record = history.by_node.get(node.name)
         disruption = record.disruption if record is not None else None
         changes.append(
             NodeChange(
@@ -219,19 +233,64 @@ def build_what_if(
                 action="replaced" if disruption and disruption.endswith("/Replace") else "removed",
                 reason=record.disruption_reason if record is not None else None,
                 disruption=disruption,
+                replaced_by=history.standing(node.name, standing),
             )
         )
+    replaces: dict[str, list[str]] = {}
+    for change in changes:
+        for name in change.replaced_by:
+            replaces.setdefault(name, []).append(change.node.name)
+    added = [
+        AddedNode(**vars(n), replaces=replaces.get(n.name, []))
+        for n in projected
+        if n.name not in names_before
+    ]
     # A node of the snapshot is not the provider's instance: the node table gets its price
     # from the catalog, as the what-if does.
     prices = {n.name: n.price_per_hour for n in projected}
     for row in report.nodes:
         if row.price_per_hour is None:
             row.price_per_hour = prices.get(row.name)
-    return WhatIf(
+        row.existing = row.name in names_before
+    for removed in report.removed_nodes:
+        removed.existing = removed.name in names_before
+    what_if = WhatIf(
         source=source,
         current=current,
         projected=projected,
         changes=changes,
-        added=[n for n in projected if n.name not in names_before],
+        added=added,
         unplaced=list(report.pending),
     )
+    what_if.savings = _savings(simulation, what_if, history)
+    return what_if
+
+
+def _savings(simulation: Simulation, what_if: WhatIf, history: RunHistory) -> Savings:
+    """The saving, split by the steps of the run (see :mod:`nodewright.simulation.savings`)."""
+    catalog = CatalogPrices(simulation)
+    node_classes = catalog.node_classes()
+    known: dict[str, Price] = {
+        n.name: (n.price_per_hour, n.price_modelled) for n in [*what_if.projected, *what_if.current]
+    }
+
+    def price(record: NodeRecord) -> Price:
+        if record.node in known:
+            return known[record.node]
+        offering = catalog.offering(
+            node_classes, record.instance_type, record.zone, record.capacity_type
+        )
+        if offering is not None:
+            return offering.price, offering.price_modelled
+        return record.price_per_hour, False
+
+    def price_as(record: NodeRecord, capacity_type: str) -> Price:
+        offering = catalog.offering(node_classes, record.instance_type, record.zone, capacity_type)
+        return (offering.price, offering.price_modelled) if offering is not None else (None, False)
+
+    total = Figure(
+        what_if.current_price_per_hour - what_if.projected_price_per_hour,
+        0,
+        what_if.current_price_modelled or what_if.projected_price_modelled,
+    )
+    return explain(history, total, {n.name for n in what_if.current}, price, price_as)

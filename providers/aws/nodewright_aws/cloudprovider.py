@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import botocore.exceptions
 
 from nodewright.plugin import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
     ClockLike,
     Instance,
     InstanceType,
@@ -284,7 +287,21 @@ class AWSProvider:
     ) -> dict[str, list[Offering]]:
         assert isinstance(node_class, EC2NodeClass)
         self._offline_subnets(node_class)
-        return self.offering_provider.offerings(node_class, instance_types)
+        found = self.offering_provider.offerings(node_class, instance_types)
+        if self.offline is None:
+            return found
+        # Offline, every spot price is modelled, and the on-demand prices of unlisted types.
+        listed = self.offline.catalog.listed
+        return {
+            name: [
+                replace(offering, price_modelled=True)
+                if offering.capacity_type == CAPACITY_TYPE_SPOT
+                or (offering.capacity_type == CAPACITY_TYPE_ON_DEMAND and name not in listed)
+                else offering
+                for offering in offerings
+            ]
+            for name, offerings in found.items()
+        }
 
     # -- instances -------------------------------------------------------------------------
 

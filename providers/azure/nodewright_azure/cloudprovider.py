@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from azure.core.exceptions import HttpResponseError
 
 from nodewright.plugin import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
     ClockLike,
     Instance,
     InstanceType,
@@ -247,7 +250,21 @@ class AzureProvider:
     def offerings(
         self, node_class: NodeClass, instance_types: Sequence[InstanceType]
     ) -> Mapping[str, Sequence[Offering]]:
-        return self.offering_provider.offerings(instance_types)
+        found = self.offering_provider.offerings(instance_types)
+        if self.offline is None:
+            return found
+        # Offline, every spot price is modelled, and the on-demand prices of unlisted sizes.
+        listed = self.offline.catalog.listed(self.settings.location)
+        return {
+            name: [
+                replace(offering, price_modelled=True)
+                if offering.capacity_type == CAPACITY_TYPE_SPOT
+                or (offering.capacity_type == CAPACITY_TYPE_ON_DEMAND and name not in listed)
+                else offering
+                for offering in offerings
+            ]
+            for name, offerings in found.items()
+        }
 
     # -- instances ------------------------------------------------------------------------------
 

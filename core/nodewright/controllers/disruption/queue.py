@@ -179,7 +179,9 @@ class OrchestrationQueue:
             return False
         for candidate in command.candidates:
             label = command.label(candidate)
-            self._history.mark_disrupted(candidate.claim.name, command.reason, label)
+            self._history.mark_disrupted(
+                candidate.claim.name, command.reason, label, queued.replacements
+            )
             metrics.nodeclaims_disrupted.labels(
                 command.reason.lower(),
                 candidate.pool.name,
