@@ -213,6 +213,9 @@ def test_the_what_if_of_a_live_cluster_removes_its_empty_node_and_writes_nothing
     pods = json.loads(report.read_text())["pods"]
     web = [p for p in pods if p["namespace"] == pool and p["name"].startswith("web-")]
     assert sorted(p["node"] for p in web) == [f"{pool}-a", f"{pool}-a"], "no pod was rolled"
+    # the pods are the real cluster's, of the ReplicaSet kube-controller-manager named
+    real = live.kubectl("get", "pods", "-n", pool, "-o", "name").split()
+    assert sorted(f"pod/{p['name']}" for p in web) == sorted(n for n in real if "/web-" in n)
     assert "What-if for cluster https://" in out.out
     # the real cluster is as it was
     assert live.kubectl("get", "nodes,pods", "-A", "-o", "name") == before
