@@ -231,7 +231,7 @@ def _what_if(what_if: WhatIf) -> list[str]:
         ),
         *(
             [f'<p class="note">{escape(MODELLED_NOTE)} (the provider\'s notes below say which)</p>']
-            if _modelled(what_if)
+            if what_if.any_price_modelled
             else []
         ),
         "</section>",
@@ -281,14 +281,6 @@ def _what_if(what_if: WhatIf) -> list[str]:
             ],
         ),
     ]
-
-
-def _modelled(what_if: WhatIf) -> bool:
-    return (
-        what_if.current_price_modelled
-        or what_if.projected_price_modelled
-        or any(n.price_modelled for n in what_if.added)
-    )
 
 
 def _price(price: float | None, modelled: bool = False) -> str:

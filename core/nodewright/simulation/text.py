@@ -188,7 +188,7 @@ def print_what_if(what_if: WhatIf) -> None:
     if what_if.unpriced:
         shown = cut(", ".join(what_if.unpriced), 200)
         print(f"  not priced (no catalog offering, left out of the totals): {shown}")
-    if _any_modelled(what_if):
+    if what_if.any_price_modelled:
         print(f"  {MODELLED_NOTE} (see the notes above)")
     if what_if.changes:
         print()
@@ -257,14 +257,6 @@ def saving_lines(what_if: WhatIf) -> list[tuple[str, str]]:
         for figure, words in parts
         if figure.nodes or abs(figure.per_hour) >= NEGLIGIBLE
     ]
-
-
-def _any_modelled(what_if: WhatIf) -> bool:
-    return (
-        what_if.current_price_modelled
-        or what_if.projected_price_modelled
-        or any(n.price_modelled for n in what_if.added)
-    )
 
 
 def _dollars(amount: float, modelled: bool, *, signed: bool = False) -> str:

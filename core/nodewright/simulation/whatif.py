@@ -118,7 +118,7 @@ class WhatIf:
     #: Nodes the run launched and still has at the end.
     added: list[AddedNode] = field(default_factory=list)
     unplaced: list[PodRow] = field(default_factory=list)
-    #: Where the saving comes from (None: nothing was explained, as in a test's what-if).
+    #: Where the saving comes from (None until :func:`build_what_if` explains it).
     savings: Savings | None = None
 
     @property
@@ -137,6 +137,15 @@ class WhatIf:
     @property
     def projected_price_modelled(self) -> bool:
         return any(n.price_modelled for n in self.projected if n.price_per_hour is not None)
+
+    @property
+    def any_price_modelled(self) -> bool:
+        """Whether any figure of the what-if rests on a modelled price."""
+        return (
+            self.current_price_modelled
+            or self.projected_price_modelled
+            or any(n.price_modelled for n in self.added)
+        )
 
     @property
     def unpriced(self) -> list[str]:
