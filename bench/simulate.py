@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import diverse_mix
+import whatif_dump
 import yaml
 
 from nodewright import metrics
@@ -138,6 +140,28 @@ class Case:
     build: Callable[[Path], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
     #: More ``simulate`` arguments, given the case's folder (files they name are written there).
     arguments: Callable[[Path], list[str]] | None = None
+
+
+def _objects(build: Callable[[], list[dict[str, Any]]]) -> Callable[[Path], Any]:
+    def objects(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return build(), []
+
+    return objects
+
+
+def _no_manifests(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return [], []
+
+
+def _what_if(nodes: int, pods: int) -> Callable[[Path], list[str]]:
+    """``--from-dump`` of a generated EKS cluster (bench/whatif_dump.py), offline AWS catalog."""
+
+    def arguments(folder: Path) -> list[str]:
+        dump = folder / "dump.json"
+        whatif_dump.write(dump, nodes, pods)
+        return ["--from-dump", str(dump), "--provider-option", "aws.offline=us-east-1"]
+
+    return arguments
 
 
 def _one_deployment(replicas: int) -> Callable[[Path], Any]:
@@ -308,6 +332,64 @@ CASES = [
         _reserved(50),
         _reserved_arguments(gated=True),
     ),
+    Case(
+        "diverse-1.7k",
+        "40 Deployments of the diverse mix (spreads, affinity, anti-affinity), 1,680 pods",
+        diverse_mix.diverse_pods(1),
+        3.0,
+        None,
+        _objects(lambda: diverse_mix.diverse(1)),
+    ),
+    Case(
+        "diverse-5k",
+        "the same, 5,040 pods",
+        diverse_mix.diverse_pods(3),
+        10.0,
+        None,
+        _objects(lambda: diverse_mix.diverse(3)),
+    ),
+    Case(
+        "diverse-20k",
+        "the same, 20,160 pods",
+        diverse_mix.diverse_pods(12),
+        60.0,
+        1000,
+        _objects(lambda: diverse_mix.diverse(12)),
+    ),
+    Case(
+        "anti-2k",
+        "2,000 pods with required hostname anti-affinity (one node each)",
+        2000,
+        None,
+        None,
+        _objects(lambda: diverse_mix.anti_affinity(2000)),
+    ),
+    Case(
+        "spread-3k",
+        "3,000 pods with a DoNotSchedule hostname spread (one node each)",
+        3000,
+        None,
+        None,
+        _objects(lambda: diverse_mix.hostname_spread(3000)),
+    ),
+    Case(
+        "whatif-30",
+        "--from-dump of a 30-node / 300-pod EKS cluster, aws.offline=us-east-1",
+        300,
+        3.0,
+        None,
+        _no_manifests,
+        _what_if(30, 300),
+    ),
+    Case(
+        "whatif-120",
+        "--from-dump of a 120-node / 1,200-pod EKS cluster, aws.offline=us-east-1",
+        1200,
+        10.0,
+        None,
+        _no_manifests,
+        _what_if(120, 1200),
+    ),
 ]
 IDLE_TARGET_MS = 50.0
 
@@ -323,10 +405,12 @@ class Measurement:
     exit_code: int
 
 
-def write_case(case: Case, folder: Path) -> tuple[Path, Path | None]:
+def write_case(case: Case, folder: Path) -> tuple[Path | None, Path | None]:
     objects, steps = case.build(folder)
-    manifests = folder / "manifests.yaml"
-    manifests.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    manifests = None
+    if objects:
+        manifests = folder / "manifests.yaml"
+        manifests.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     scenario = None
     if steps:
         scenario = folder / "scenario.yaml"
@@ -337,7 +421,9 @@ def write_case(case: Case, folder: Path) -> tuple[Path, Path | None]:
 def run_simulate(case: Case, folder: Path) -> Measurement:
     manifests, scenario = write_case(case, folder)
     report = folder / "report.json"
-    command = [sys.executable, "-m", "nodewright.commands", "simulate", str(manifests)]
+    command = [sys.executable, "-m", "nodewright.commands", "simulate"]
+    if manifests is not None:
+        command.append(str(manifests))
     if scenario is not None:
         command += ["--scenario", str(scenario)]
     if case.arguments is not None:
@@ -382,6 +468,7 @@ def measure_idle(repeat: int) -> Idle:
     with tempfile.TemporaryDirectory(prefix="nodewright-bench-") as tmp:
         case = next(c for c in CASES if c.name == "existing-2k")
         manifests, _ = write_case(case, Path(tmp))
+        assert manifests is not None
         host = load_host()
         objects = load_paths([manifests], kind_registry(host))
         simulation = Simulation(host)

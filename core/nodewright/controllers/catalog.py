@@ -65,6 +65,11 @@ class Catalog:
         self._overlays: OverlayPlan | None = None
         #: NodePool -> (the NodeClass catalog it was built from, the overlaid types).
         self._overlaid: dict[str, tuple[list[InstanceType], list[InstanceType]]] = {}
+        #: id() of a list of types -> (that list, the unavailable offerings applied, the
+        #: result): while neither changes, every caller gets the same list object, which lets
+        #: readers that compare catalogs from pass to pass stop at identity.
+        self._marked: dict[int, tuple[list[InstanceType], frozenset[object], list[InstanceType]]]
+        self._marked = {}
         #: Counts the times a NodeClass's catalog was fetched or re-priced.
         self.generation = 0
 
@@ -158,8 +163,18 @@ class Catalog:
         now = self._clock.now()
         self._unavailable = {k: until for k, until in self._unavailable.items() if until > now}
         if not self._unavailable:
+            if self._marked:
+                self._marked.clear()
             return instance_types
-        return [self._apply_unavailable(it) for it in instance_types]
+        marks = frozenset(self._unavailable)
+        found = self._marked.get(id(instance_types))
+        if found is not None and found[0] is instance_types and found[1] == marks:
+            return found[2]
+        result = [self._apply_unavailable(it) for it in instance_types]
+        if len(self._marked) > 64:
+            self._marked.clear()
+        self._marked[id(instance_types)] = (instance_types, marks, result)
+        return result
 
     def _apply_unavailable(self, instance_type: InstanceType) -> InstanceType:
         if not any(

@@ -274,9 +274,14 @@ class NodeVerdicts:
             same_pool = facts.pool is pool or (
                 facts.pool is not None and pool is not None and facts.pool.spec == pool.spec
             )
-            same_types = facts.types is types or (
-                facts.types is not None and types is not None and facts.types == types
-            )
+            same_types = facts.types is types
+            if not same_types and facts.types is not None and types is not None:
+                same_types = facts.types == types
+                if same_types:
+                    # Equal types fetched again: keep the new list, so the next pass can stop
+                    # at identity instead of comparing every type again.
+                    facts.types = types
+                    facts.by_name = {it.name: it for it in types}
             if same_pool and same_types:
                 continue
             if not same_pool:
