@@ -82,6 +82,7 @@ def render_html(
         '<p class="summary" id="run-summary">',
         f"<span>{len(report.nodes)} node(s) at the end</span>",
         f"<span>${report.total_price_per_hour:.4f}/h"
+        + (MODELLED_MARK if report.total_price_modelled else "")
         + (f" ({unpriced} not priced, left out)" if unpriced else "")
         + "</span>",
         f"<span>{bound} pod(s) bound, {len(report.pending)} pending</span>",
@@ -102,7 +103,7 @@ def render_html(
                     n.instance_type or "-",
                     n.zone or "-",
                     n.capacity_type or "-",
-                    _Number(_price(n.price_per_hour)),
+                    _Number(_price(n.price_per_hour, n.price_modelled)),
                     _Number(str(len(n.pods))),
                     "existing" if n.existing else _offset(n.launched_at),
                 )

@@ -47,6 +47,8 @@ class NodeRow:
     disruption_reason: str | None = None
     #: The node was in the cluster snapshot the run started from (it was not launched then).
     existing: bool = False
+    #: Its price is the provider's estimate, not a quote (known for a what-if's nodes).
+    price_modelled: bool = False
 
 
 @dataclass
@@ -97,6 +99,11 @@ class Report:
         return round(sum(n.price_per_hour or 0.0 for n in self.nodes), 6)
 
     @property
+    def total_price_modelled(self) -> bool:
+        """Whether the total rests on a modelled price."""
+        return any(n.price_modelled for n in self.nodes if n.price_per_hour is not None)
+
+    @property
     def pending(self) -> list[PodRow]:
         return [p for p in self.pods if p.node is None]
 
@@ -116,6 +123,7 @@ class Report:
                     "removedAt": _stamp(n.removed_at),
                     "disruptionReason": n.disruption_reason,
                     "existing": n.existing,
+                    "priceModelled": n.price_modelled,
                 }
                 for n in self.nodes
             ],

@@ -22,7 +22,7 @@ def print_report(report: Report) -> None:
             n.instance_type or "-",
             n.zone or "-",
             n.capacity_type or "-",
-            f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-",
+            money(n.price_per_hour, n.price_modelled),
             str(len(n.pods)),
         )
         for n in report.nodes
@@ -32,7 +32,8 @@ def print_report(report: Report) -> None:
     unpriced = sum(1 for n in report.nodes if n.price_per_hour is None)
     left_out = f" ({unpriced} not priced, left out)" if unpriced else ""
     print(
-        f"\n{len(report.nodes)} node(s), ${report.total_price_per_hour:.4f}/h{left_out}, "
+        f"\n{len(report.nodes)} node(s), "
+        f"{_dollars(report.total_price_per_hour, report.total_price_modelled)}{left_out}, "
         f"{bound} pod(s) bound, {len(report.pending)} pending"
     )
     if report.pending:

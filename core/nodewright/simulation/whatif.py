@@ -256,10 +256,12 @@ def build_what_if(
     ]
     # A node of the snapshot is not the provider's instance: the node table gets its price
     # from the catalog, as the what-if does.
-    prices = {n.name: n.price_per_hour for n in projected}
+    prices = {n.name: n for n in projected}
     for row in report.nodes:
-        if row.price_per_hour is None:
-            row.price_per_hour = prices.get(row.name)
+        priced = prices.get(row.name)
+        if row.price_per_hour is None and priced is not None:
+            row.price_per_hour = priced.price_per_hour
+        row.price_modelled = priced is not None and priced.price_modelled
         row.existing = row.name in names_before
     for removed in report.removed_nodes:
         removed.existing = removed.name in names_before

@@ -147,6 +147,8 @@ def test_every_figure_resting_on_a_modelled_price_is_marked(with_spot: WhatIfRun
         assert node["pricePerHour"] == pytest.approx(LIST_PRICES[node["instanceType"]])
     assert what_if["currentPriceModelled"] is False
     assert what_if["projectedPriceModelled"] is True
+    # the run's own node table and total say so too
+    assert re.search(r"\n\d+ node\(s\), \$\d+\.\d{4}/h\*, \d+ pod\(s\) bound", with_spot.stdout)
     text = with_spot.stdout[with_spot.stdout.index("What-if for") :]
     assert re.search(r"projected: \d+ node\(s\), \$\d+\.\d{4}/h\* \(saves \$\d+\.\d{4}/h\*", text)
     assert re.search(r"\$\d+\.\d{4}/h\*  moving \d+ node\(s\) from on-demand to spot", text)
