@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from nodewright import metrics
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ReadOnlyViolation
+from nodewright.cluster.fence import NotLeaderError
 from nodewright.controllers import Controller
 from nodewright.controllers.capacitybuffers import CapacityBuffers
 from nodewright.controllers.catalog import Catalog
@@ -143,6 +144,15 @@ class Operator:
                     after = controller.reconcile()
             except ReadOnlyViolation:
                 raise  # a programming error: retrying would hide it
+            except NotLeaderError as error:
+                # This replica may no longer act (its Lease was not renewed in time): the rest
+                # of the pass would only be refused too.
+                log.warning(
+                    "pass stopped: this replica is not leading",
+                    extra=fields(controller=controller.name, error=str(error)),
+                )
+                self._due[controller.name] = now + RETRY_AFTER
+                break
             except Exception:
                 log.exception(
                     "Reconciler error",

@@ -73,6 +73,8 @@ class FakeApiServer:
         self.rv = 100
         self.history: list[tuple[int, str, tuple[str, str, str], dict[str, Any]]] = []
         self.compacted = 0
+        #: continue token -> (the list's resourceVersion, the items still to serve)
+        self.list_snapshots: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self.lock = threading.Condition()
         self.stopping = False
         self.seen_headers: list[dict[str, str]] = []

@@ -84,6 +84,22 @@ def test_watch_relists_after_410_gone(kube: KubeCluster, apiserver: FakeApiServe
     assert [n.name for n in kube.list(Node)] == ["before", "during"]
 
 
+def test_a_watch_that_breaks_resumes_where_it_was_without_listing_again(
+    kube: KubeCluster, apiserver: FakeApiServer
+) -> None:
+    kube.create(Node(metadata=ObjectMeta(name="before")))
+    assert [n.name for n in kube.list(Node)] == ["before"]
+    apiserver.pause_watches()  # every open watch ends, as when a connection drops
+    other = _other(apiserver)
+    try:
+        other.create(Node(metadata=ObjectMeta(name="during")))
+        apiserver.resume_watches()
+        eventually(lambda: kube.get(Node, "during") is not None)
+    finally:
+        other.close()
+    assert kube.informer_stats(Node) == (1, 0)  # one list; the watch caught up by itself
+
+
 def test_429_is_retried_after_retry_after(kube: KubeCluster, apiserver: FakeApiServer) -> None:
     apiserver.inject(Fault("POST", "/api/v1/nodes", status=429, times=2, retry_after=0.05))
     started = time.monotonic()

@@ -3,6 +3,9 @@ hands over with no node launched twice, and SIGTERM releases the Lease at once."
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import logging
 import os
 import re
 import signal
@@ -11,13 +14,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nodewright.api.coordination import Lease
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
-from nodewright.cluster.kube import KubeCluster
+from nodewright.cluster.kube import KubeCluster, ServerUnavailableError
+from nodewright.cluster.kube.transport import Answer
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.runner import RunService, connect
@@ -69,8 +76,22 @@ def admin() -> Iterator[KubeCluster]:
     cluster.close()
 
 
+#: Quick leader election for the crash test: a dead leader's Lease expires in 4 s.
+QUICK_LEASE: dict[str, Any] = {
+    "leader_election_lease_duration": "4s",
+    "leader_election_renew_deadline": "3s",
+    "leader_election_retry_period": "500ms",
+}
+
+
 class Replica:
-    def __init__(self, provider: KWOKProvider, name: str, namespace: str) -> None:
+    def __init__(
+        self,
+        provider: KWOKProvider,
+        name: str,
+        namespace: str,
+        lease: dict[str, Any] | None = None,
+    ) -> None:
         settings = RunSettings(
             kubeconfig=live.KUBECONFIG,
             metrics_port=0,
@@ -80,11 +101,9 @@ class Replica:
             batch_max_duration="2s",
             leader_election_namespace=namespace,
             leader_election_name="nodewright-failover",
-            leader_election_lease_duration="4s",
-            leader_election_renew_deadline="3s",
-            leader_election_retry_period="500ms",
             provider_options=live.PROVIDER_OPTIONS,
             log_format="text",
+            **(QUICK_LEASE if lease is None else lease),
         )
         host = PluginHost.load(entry_points=False, plugins={"kwok": KWOKPlugin(provider)})
         assert not host.errors
@@ -219,3 +238,147 @@ def test_sigterm_releases_the_lease(namespace: str, admin: KubeCluster) -> None:
     released = admin.read(Lease, "nodewright-failover", namespace)
     assert released is not None
     assert released.spec.holder_identity == ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Create:
+    """One NodeClaim create a replica sent."""
+
+    status: int  # 0: no answer came (the request timed out)
+    name: str  # the name the server gave it, when it answered
+    left: float  # seconds the sender's fence still had to run when the answer came
+    deadline: datetime  # when the sender's fence was to close, as it sent the request
+
+
+class NodeClaimCreates:
+    """Every NodeClaim create one replica sends, and what came of it."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.sent: list[Create] = []
+        transport = replica.service.cluster._api
+        call, fence = transport.call, replica.service.cluster.fence
+        assert fence is not None
+
+        def recorded(method: str, path: str, *args: Any, **kwargs: Any) -> Answer:
+            if not (method == "POST" and path.endswith("/nodeclaims")):
+                return call(method, path, *args, **kwargs)
+            deadline = datetime.now(UTC) + timedelta(seconds=max(0.0, fence.remaining()))
+            try:
+                answer = call(method, path, *args, **kwargs)
+            except ServerUnavailableError:
+                self.sent.append(Create(0, "", fence.remaining(), deadline))
+                raise
+            name = str((answer.body.get("metadata") or {}).get("name") or "")
+            self.sent.append(Create(answer.status, name, fence.remaining(), deadline))
+            return answer
+
+        transport.call = recorded  # type: ignore[method-assign]
+
+
+def _api_server_pid() -> int:
+    home = os.environ.get("REALK8S_HOME") or os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), "realk8s"
+    )
+    return int(Path(home, "run", "kube-apiserver.pid").read_text(encoding="utf-8").strip())
+
+
+@pytest.mark.skipif(
+    not os.path.exists(
+        os.path.join(os.environ.get("REALK8S_HOME", "/tmp/realk8s"), "run", "kube-apiserver.pid")
+    ),
+    reason="needs realk8s's kube-apiserver on this machine (REALK8S_HOME) to pause it",
+)
+def test_a_leader_cut_off_by_a_paused_api_server_stops_acting_and_nothing_launches_twice(
+    namespace: str, admin: KubeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server stops (SIGSTOP) for 30 s while the leader scales up: the leader warns,
+    steps down at its renew deadline and exits; the standby takes over once the server is
+    back; every NodeClaim on the server was created by a replica whose Lease was valid, and
+    no instance was launched twice."""
+    pool = namespace
+    ledger = Ledger()
+    default_lease: dict[str, Any] = {
+        "leader_election_lease_duration": "15s",
+        "leader_election_renew_deadline": "10s",
+        "leader_election_retry_period": "2s",
+    }
+    first = Replica(KWOKProvider(ledger=ledger), "replica-a", namespace, default_lease)
+    second: Replica | None = None
+    pid = _api_server_pid()
+    try:
+        eventually(
+            lambda: _holder(admin, namespace) == "replica-a", "replica-a leads", 60, live.POLL
+        )
+        second = Replica(KWOKProvider(ledger=ledger), "replica-b", namespace, default_lease)
+        eventually(second.service.cluster.synced, "the standby's caches", 60, live.POLL)
+        creates = {"replica-a": NodeClaimCreates(first), "replica-b": NodeClaimCreates(second)}
+        live.apply(_manifests(pool, namespace, replicas=40))
+        eventually(
+            lambda: any(c.status == 201 for c in creates["replica-a"].sent),
+            "replica-a creates NodeClaims",
+            120,
+            0.1,
+        )
+        with caplog.at_level(logging.INFO, logger="nodewright"):
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(30)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            first.thread.join(60)
+            assert first.outcome == [1]  # stepped down and exited, to restart as a standby
+            eventually(
+                lambda: _holder(admin, namespace) == "replica-b",
+                "replica-b takes over",
+                live.TIMEOUT,
+                live.POLL,
+            )
+        lines = [(r.threadName, r.levelname, r.getMessage()) for r in caplog.records]
+        steps = [(level, text) for thread, level, text in lines if thread == "leader-election"]
+        assert any(level == "WARNING" and "Lease" in text for level, text in steps), lines
+        assert any(level == "ERROR" and "stepping down" in text for level, text in steps), lines
+
+        def settled() -> bool:
+            claims = admin.list(NodeClaim, labels={POOL_LABEL: pool})
+            nodes = {n.spec.provider_id for n in admin.list(Node, labels={POOL_LABEL: pool})}
+            pods = admin.list(Pod, namespace)
+            return (
+                bool(claims)
+                and all(c.status.provider_id in nodes for c in claims)
+                and len(pods) == 40
+                and all(p.status.phase == "Running" for p in pods)
+            )
+
+        eventually(settled, "every pod running on launched nodes", live.TIMEOUT, live.POLL)
+        time.sleep(3.0)  # more passes: nothing more may launch
+        claims = admin.list(NodeClaim, labels={POOL_LABEL: pool})
+        sent = [create for record in creates.values() for create in record.sent]
+        # every create the server answered was answered while its sender's fence was open ...
+        assert [c for c in sent if c.status and c.left <= 0] == []
+        # ... and one it took without answering (the server froze mid-request) was carried
+        # out before the sender's fence closed, not when the server woke up
+        answered = {c.name for c in sent if c.status == 201}
+        unanswered = [c.deadline for c in sent if c.status == 0]
+        for claim in claims:
+            if claim.name in answered:
+                continue
+            assert unanswered, f"NodeClaim {claim.name}: nobody sent it"
+            created = claim.metadata.creation_timestamp
+            assert created is not None
+            # creationTimestamp has whole seconds
+            assert created <= max(unanswered) + timedelta(seconds=1), (
+                f"NodeClaim {claim.name} created at {created}, after its sender's fence "
+                f"closed ({max(unanswered)})"
+            )
+        assert len({c.status.provider_id for c in claims}) == len(claims)
+        assert len(ledger.entries()) == len(claims)  # no instance launched twice
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        if second is not None:
+            second.stop()
+        first.stop()
+        live.kubectl(
+            "delete", "--ignore-not-found", "--wait=false", f"nodepool/{pool}",
+            f"kwoknodeclass/{pool}",
+        )  # fmt: skip

@@ -369,3 +369,20 @@ def test_which_pods_a_budget_without_labels_covers(
             return left is None or left.deleting
 
         eventually(evicted, "the evicted pod is deleted", timeout=30.0)
+
+
+def test_a_list_comes_in_pages_of_one_snapshot(server: Server) -> None:
+    names = sorted(_pod(server, f"page{index}").name for index in range(3))
+    path = f"/api/v1/namespaces/{server.namespace}/pods"
+    first = server.mine._api.call("GET", path, {"limit": "2"})
+    assert first.status == 200
+    assert [i["metadata"]["name"] for i in first.body["items"]] == names[:2]
+    token = first.body["metadata"]["continue"]
+    assert first.body["metadata"]["remainingItemCount"] == 1
+    _pod(server, "later")  # not in the list: its snapshot was taken with the first page
+    rest = server.mine._api.call("GET", path, {"limit": "2", "continue": token})
+    assert rest.status == 200
+    assert [i["metadata"]["name"] for i in rest.body["items"]] == names[2:]
+    assert rest.body["metadata"]["resourceVersion"] == first.body["metadata"]["resourceVersion"]
+    assert not rest.body["metadata"].get("continue")
+    assert "remainingItemCount" not in rest.body["metadata"]

@@ -83,6 +83,31 @@ def copy_model(value: M) -> M:
     return copied
 
 
+def compact(value: Any) -> None:
+    """Make a parsed model, and every model in it, share one "fields set" per class, as
+    :func:`copy_model`'s copies do (a parsed object's own sets are a quarter of its memory).
+    Only for objects about to be stored read-only."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return
+    if kind is list:
+        for item in value:
+            if type(item) not in _IMMUTABLE:
+                compact(item)
+    elif kind is dict:
+        for item in value.values():
+            if type(item) not in _IMMUTABLE:
+                compact(item)
+    elif isinstance(value, BaseModel):
+        _set_attribute(value, "__pydantic_fields_set__", _every_field(kind))
+        for item in value.__dict__.values():
+            if type(item) not in _IMMUTABLE:
+                compact(item)
+        extra = value.__pydantic_extra__
+        if extra:
+            compact(extra)
+
+
 def shallow_copy(value: M) -> M:
     """A new model object whose fields are the same objects as ``value``'s."""
     clone = _new_instance(type(value))

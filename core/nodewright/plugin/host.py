@@ -27,6 +27,7 @@ from typing import Any
 from nodewright import metrics
 from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.validation import domain_within, label_domain
+from nodewright.cluster.fence import Fence
 from nodewright.plugin.errors import (
     PluginConflictError,
     PluginContractError,
@@ -89,6 +90,9 @@ class PluginHost:
         self._recent_errors: deque[PluginError] = deque(maxlen=RECENT_ERRORS)
         #: Each provider's repair policies, asked once (the hook must not change its answer).
         self._repair_policies: dict[str, tuple[RepairPolicy, ...]] = {}
+        #: When set, no provider is called while it is closed (a replica that is not leading
+        #: must not touch its cloud): calls raise NotLeaderError instead.
+        self.fence: Fence | None = None
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -203,6 +207,8 @@ class PluginHost:
     # -- owner hooks -----------------------------------------------------------------------
 
     def _call_owner(self, owner: LoadedProvider, hook: str, **kwargs: object) -> Any:
+        if self.fence is not None:
+            self.fence.check(f"{hook} of provider {owner.name}")
         try:
             with metrics.cloudprovider_call(hook, owner.name):
                 return self._registry.owner_caller(hook, owner)(**kwargs)
@@ -407,6 +413,8 @@ class PluginHost:
         """Run the background work of every plugin that is due; return the time until the
         next one is. Failures are logged with the plugin's name and never raised."""
         hook = "nodewright_reconcile"
+        if self.fence is not None:
+            self.fence.check("the providers' background work")
         waits: list[timedelta] = []
         for entry, impl in self._registry.contributors(hook):
             due = self._reconcile_due.get(entry.key)

@@ -30,6 +30,10 @@ CONNECTION_TIMEOUT = 10.0
 MAX_CONNECTIONS = 64
 
 
+#: How often a listener checks whether it should stop (bounds how long closing it takes).
+POLL_INTERVAL = 0.05
+
+
 class _Server(ThreadingHTTPServer):
     """A threading server that refuses connections beyond its limit instead of queueing a
     thread for each."""
@@ -86,7 +90,12 @@ class Endpoints:
                 self.wfile.write(body)
 
         server = _Server((address, port), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True, name=f"http-{port}").start()
+        threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": POLL_INTERVAL},
+            daemon=True,
+            name=f"http-{port}",
+        ).start()
         self._servers.append(server)
         return int(server.server_address[1])
 

@@ -38,6 +38,7 @@ from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.clock import SystemClock
+from nodewright.cluster.fence import Fence
 from nodewright.cluster.kube import ClientSettings, KubeCluster
 from nodewright.controllers.defaultspread import SELECTOR_SOURCES
 from nodewright.controllers.options import Options
@@ -75,6 +76,8 @@ UNCACHED_KINDS: tuple[type[KubeObject], ...] = (Event, Lease)
 MIN_INTERVAL = 0.1
 #: Longest sleep without a pass, even when nothing is due.
 MAX_IDLE = 10.0
+#: How long the Events of the last pass may take to be written on shutdown (seconds).
+SHUTDOWN_EVENTS_GRACE = 0.5
 
 
 def options_from(settings: RunSettings) -> Options:
@@ -150,14 +153,20 @@ class RunService:
         self._crashed = False
         self.elector: LeaderElector | None = None
         if not settings.disable_leader_election:
+            # Nothing is written and no provider is called unless the Lease is ours.
+            fence = Fence(open_=False)
+            cluster.fence = fence
+            host.fence = fence
             self.elector = LeaderElector(
-                cluster,
+                cluster.leases(),
                 settings.leader_election_name,
                 settings.lease_namespace,
                 self.identity,
                 lease_duration=settings.leader_election_lease_duration,
                 renew_deadline=settings.leader_election_renew_deadline,
                 retry_period=settings.leader_election_retry_period,
+                fence=fence,
+                on_lost=cluster.wake,
             )
         self.endpoints = Endpoints()
         self.health_port = 0
@@ -248,6 +257,8 @@ class RunService:
             self.endpoints.close()
             self.cluster.close()
             raise
+        # The last pass's Events go out while the Lease is still ours, then the Lease goes.
+        self.cluster.flush_events(SHUTDOWN_EVENTS_GRACE)
         if self.elector is not None:
             self.elector.stop(release=True)
         self.endpoints.close()

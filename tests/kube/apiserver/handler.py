@@ -30,6 +30,28 @@ BUILTIN_GROUPS = {"", "apps", "policy", "storage.k8s.io", "coordination.k8s.io",
 NO_STATUS = {"events", "leases", "namespaces", "storageclasses", "csinodes"}
 
 
+#: The real server's words for a write whose ``timeout`` passed before it was carried out.
+REQUEST_TIMED_OUT = "request did not complete within requested timeout - context deadline exceeded"
+
+
+def go_duration(text: str) -> float:
+    """Seconds in a Go duration as clients write ``timeout`` (``1.5s``, ``500ms``, ``2m``)."""
+    for unit, seconds in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(unit) and not (unit == "s" and text.endswith("ms")):
+            return float(text[: -len(unit)]) * seconds
+    return float(text)
+
+
+#: The real server's words for a list continued after its snapshot was compacted away.
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
+
+
 def handler_for(api: FakeApiServer, token: str) -> type[BaseHTTPRequestHandler]:
     """The request handler of ``api``: it answers only requests bearing ``token``."""
 
@@ -96,11 +118,21 @@ def handler_for(api: FakeApiServer, token: str) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Authorization") != f"Bearer {token}":
                 self._send(401, failure(401, "Unauthorized", "Unauthorized"))
                 return
+            received = time.monotonic()
             body: Any = self._body() if verb in ("POST", "PUT", "DELETE", "PATCH") else {}
             if self._fault():
                 return
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            # The real server's request deadline runs from when it read the request; a write
+            # still waiting past it is given up, not carried out.
+            if (
+                verb != "GET"
+                and "timeout" in query
+                and time.monotonic() > received + go_duration(query["timeout"])
+            ):
+                self._send(504, failure(504, "Timeout", REQUEST_TIMED_OUT))
+                return
             parts = [p for p in url.path.split("/") if p]
             group = parts[1] if len(parts) > 1 and parts[0] == "apis" else ""
             if group in api.unserved_groups:
@@ -151,22 +183,33 @@ def handler_for(api: FakeApiServer, token: str) -> type[BaseHTTPRequestHandler]:
                         raise Reply(404, not_found(r))
                     self._send(200, copy.deepcopy(obj))
                     return
-                selector = label_query(query.get("labelSelector", ""))
-                items = [
-                    copy.deepcopy(o)
-                    for (gvr, ns, _), o in sorted(api.objects.items(), key=lambda i: i[0][1:])
-                    if gvr == r.gvr
-                    and (r.namespace is None or ns == r.namespace)
-                    and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector)
-                ]
+                token = query.get("continue")
+                if token:
+                    # later pages come from the first page's snapshot, until it is compacted
+                    snapshot = api.list_snapshots.pop(token, None)
+                    if snapshot is None or snapshot[0] < api.compacted:
+                        raise Reply(410, failure(410, "Expired", CONTINUE_EXPIRED))
+                    version, items = snapshot
+                else:
+                    selector = label_query(query.get("labelSelector", ""))
+                    version = api.rv
+                    items = [
+                        copy.deepcopy(o)
+                        for (gvr, ns, _), o in sorted(api.objects.items(), key=lambda i: i[0][1:])
+                        if gvr == r.gvr
+                        and (r.namespace is None or ns == r.namespace)
+                        and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector)
+                    ]
+                metadata: dict[str, Any] = {"resourceVersion": str(version)}
+                limit = int(query.get("limit") or 0)
+                if 0 < limit < len(items):
+                    items, rest = items[:limit], items[limit:]
+                    token = f"page-{len(api.list_snapshots)}-{version}-{len(rest)}"
+                    api.list_snapshots[token] = (version, rest)
+                    metadata["continue"] = token
+                    metadata["remainingItemCount"] = len(rest)
                 self._send(
-                    200,
-                    {
-                        "kind": "List",
-                        "apiVersion": "v1",
-                        "metadata": {"resourceVersion": str(api.rv)},
-                        "items": items,
-                    },
+                    200, {"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": items}
                 )
 
         def _watch(self, r: Resource, query: dict[str, str]) -> None:

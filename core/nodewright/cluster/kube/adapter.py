@@ -13,23 +13,30 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-import urllib3
-import yaml
-
 from nodewright.api.core import Event, Pod
-from nodewright.api.meta import KubeObject
-from nodewright.cluster import ClusterError, EvictionBlockedError, InvalidError, ReadOnlyViolation
+from nodewright.api.meta import KubeObject, compact
+from nodewright.cluster import (
+    EvictionBlockedError,
+    InvalidError,
+    ReadOnlyViolation,
+)
+from nodewright.cluster.fence import Fence
+from nodewright.cluster.kube.credentials import api_client
 from nodewright.cluster.kube.events import EVENTS_V1, EventsApi, events_v1_path
 from nodewright.cluster.kube.eventwriter import EventWriter
 from nodewright.cluster.kube.informer import Informer, Key
+from nodewright.cluster.kube.lease import LeaseClient
 from nodewright.cluster.kube.patch import (
     JSON_PATCH,
     as_stored,
     json_patch,
     precondition_failed,
     spec_and_metadata,
+    status_of,
 )
+from nodewright.cluster.kube.replace import replace_from_server
 from nodewright.cluster.kube.routing import collection_path, object_path, plural_of
+from nodewright.cluster.kube.slim import READ_ONLY, slimmed
 from nodewright.cluster.kube.transport import (
     Answer,
     ClientSettings,
@@ -101,49 +108,24 @@ class KubeCluster:
         uncached: Iterable[type[KubeObject]] = (Event,),
     ) -> KubeCluster:
         """From a kubeconfig file, or the pod's service account when running in a cluster."""
-        # Imported here: the client takes a third of a second to import, and only this
-        # needs it (``nodewright simulate`` never does).
-        from kubernetes import client as kube_client  # noqa: PLC0415
-        from kubernetes import config as untyped_config  # noqa: PLC0415
-
-        kube_config: Any = untyped_config  # the config loaders are untyped
-        configuration = kube_client.Configuration()
-        try:
-            if kubeconfig or in_cluster is False:
-                kube_config.load_kube_config(
-                    config_file=kubeconfig, context=context, client_configuration=configuration
-                )
-            elif in_cluster:
-                kube_config.load_incluster_config(client_configuration=configuration)
-            else:
-                try:
-                    kube_config.load_incluster_config(client_configuration=configuration)
-                except kube_config.ConfigException:
-                    kube_config.load_kube_config(
-                        context=context, client_configuration=configuration
-                    )
-        except (kube_config.ConfigException, OSError, ValueError, yaml.YAMLError) as error:
-            where = kubeconfig or "the in-cluster service account or ~/.kube/config"
-            raise ClusterError(
-                f"cannot load Kubernetes credentials from {where}: {error}"
-            ) from None
-        # Retries are ours (rate limit aware); urllib3 only retries failed connects.
-        configuration.retries = urllib3.Retry(
-            total=None,
-            connect=1,
-            read=0,
-            redirect=0,
-            status=0,
-            other=0,
-            respect_retry_after_header=False,
-            raise_on_status=False,
-        )
-        configuration.client_go_retries = False
-        return cls(kube_client.ApiClient(configuration), settings, uncached=uncached)
+        return cls(api_client(kubeconfig, context, in_cluster), settings, uncached=uncached)
 
     @property
     def host(self) -> str:
         return str(self._client.configuration.host)
+
+    @property
+    def fence(self) -> Fence | None:
+        """Checked before every write (see :mod:`nodewright.cluster.fence`); None: unfenced."""
+        return self._api.fence
+
+    @fence.setter
+    def fence(self, fence: Fence | None) -> None:
+        self._api.fence = fence
+
+    def leases(self) -> LeaseClient:
+        """Leases for leader election: bounded, single attempts, never fenced."""
+        return LeaseClient(self._api)
 
     @property
     def api_retries(self) -> int:
@@ -180,7 +162,7 @@ class KubeCluster:
                 raw.shutdown()
         with self._informers_lock:
             informers = list(self._informers.values())
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 0.5
         for informer in informers:
             informer.join(max(0.0, deadline - time.monotonic()))
         with self._changes:
@@ -351,14 +333,16 @@ class KubeCluster:
     # -- writes ----------------------------------------------------------------------------------
 
     def _taken_in(self, kind: type[T], data: Mapping[str, Any], deleted: bool = False) -> T:
-        obj = model_of(kind, data)
-        if kind not in self._uncached:
-            with self._informers_lock:
-                informer = self._informers.get(kind)
-            if informer is not None:
-                informer.observe(copy_object(obj), deleted=deleted)
-            else:
-                self._changed()
+        if kind in self._uncached:
+            return model_of(kind, data)
+        obj = model_of(kind, slimmed(kind, data))  # as the cache keeps it (see .slim)
+        compact(obj)
+        with self._informers_lock:
+            informer = self._informers.get(kind)
+        if informer is not None:
+            informer.observe(copy_object(obj), deleted=deleted)
+        else:
+            self._changed()
         return obj
 
     def create(self, obj: T) -> T:
@@ -455,8 +439,11 @@ class KubeCluster:
             if not precondition_failed(answer):
                 return self._after_write(kind, obj, answer)
             self.patch_fallbacks += 1
-        body = obj.to_dict()
-        answer = self._api.call("PUT", object_path(kind, obj.name, obj.namespace), body=body)
+        path = object_path(kind, obj.name, obj.namespace)
+        if kind in READ_ONLY:
+            answer = replace_from_server(self._api, obj, path, spec_and_metadata)
+        else:
+            answer = self._api.call("PUT", path, body=obj.to_dict())
         return self._after_write(kind, obj, answer)
 
     def _after_write(self, kind: type[T], obj: T, answer: Answer) -> T:
@@ -488,7 +475,10 @@ class KubeCluster:
                 raise_for(answer, kind, obj.name, obj.namespace)
                 return self._taken_in(kind, answer.body)
             self.patch_fallbacks += 1
-        answer = self._api.call("PUT", path, body=obj.to_dict())
+        if kind in READ_ONLY:
+            answer = replace_from_server(self._api, obj, path, status_of)
+        else:
+            answer = self._api.call("PUT", path, body=obj.to_dict())
         raise_for(answer, kind, obj.name, obj.namespace)
         return self._taken_in(kind, answer.body)
 

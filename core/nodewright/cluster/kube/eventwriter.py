@@ -24,6 +24,7 @@ from collections.abc import Callable
 from nodewright import metrics
 from nodewright.api.core import Event
 from nodewright.cluster import AlreadyExistsError, ClusterError, NotFoundError
+from nodewright.cluster.fence import NotLeaderError
 from nodewright.cluster.kube.transport import ServerUnavailableError
 
 log = logging.getLogger("nodewright.cluster.kube")
@@ -160,6 +161,9 @@ class EventWriter:
                 if self._wait(self._stop, delay):
                     self._drop("shutdown")
                     return
+            except NotLeaderError:
+                self._drop("not_leading")
+                return
             except ClusterError as error:
                 log.warning(
                     "the API server refused Event %s (%s on %s): %s",

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import urllib3
 from pydantic import ValidationError
 
-from nodewright.api.meta import KubeObject
+from nodewright.api.meta import KubeObject, compact
 from nodewright.cluster import ClusterError
 from nodewright.cluster.kube.routing import collection_path, plural_of
+from nodewright.cluster.kube.slim import READ_ONLY, slimmed
 from nodewright.cluster.kube.transport import json_object, raise_for
 
 if TYPE_CHECKING:
@@ -26,8 +27,11 @@ log = logging.getLogger("nodewright.cluster.kube")
 #: A cached object's (namespace, name); the namespace is "" for cluster-scoped kinds.
 Key = tuple[str, str]
 
-#: How many earlier versions of each object a cache remembers as bases for patches.
+#: How many earlier versions of each object a cache remembers as bases for patches (only for
+#: kinds nodewright writes: see :data:`~nodewright.cluster.kube.slim.READ_ONLY`).
 PAST_VERSIONS_KEPT = 3
+#: Objects asked for per page when listing (client-go's reflector asks for 500).
+PAGE_SIZE = 500
 
 
 def _version_number(value: str | None) -> int | None:
@@ -56,6 +60,8 @@ class Informer:
         #: the last few versions each key held before its current one: the base a caller's
         #: copy is diffed against when it writes back (see :meth:`KubeCluster.update`).
         self._past: dict[Key, list[KubeObject]] = {}
+        #: Kinds nodewright never writes back need no past versions.
+        self._keeps_past = kind not in READ_ONLY
         self.lists = 0
         self.relists_on_gone = 0
         self._thread = threading.Thread(
@@ -103,7 +109,7 @@ class Informer:
 
     def _remember(self, key: Key, replaced: KubeObject | None) -> None:
         """Keep ``replaced`` (called with the lock held) as one of the key's past versions."""
-        if replaced is None:
+        if replaced is None or not self._keeps_past:
             return
         past = self._past.setdefault(key, [])
         past.append(replaced)
@@ -205,11 +211,19 @@ class Informer:
         if changed:
             self._cluster._changed()
 
+    def _forget_tombstones(self) -> None:
+        """Drop the tombstones the watch has passed: no event older than them can come."""
+        seen = _version_number(self.resource_version)
+        if seen is None or not self._tombstones:
+            return
+        with self.lock:
+            self._tombstones = {k: v for k, v in self._tombstones.items() if v > seen}
+
     # -- the loop --------------------------------------------------------------------------------
 
     def _parse(self, data: Mapping[str, Any]) -> KubeObject | None:
         try:
-            obj = self.kind.model_validate(data)
+            obj = self.kind.model_validate(slimmed(self.kind, data))
         except ValidationError as error:
             meta = data.get("metadata") or {}
             name = meta.get("name", "?") if isinstance(meta, dict) else "?"
@@ -218,44 +232,78 @@ class Informer:
             message = problems[0]["msg"] if problems else str(error)
             log.warning("ignoring %s %s: field %s: %s", self.kind.KIND, name, field, message)
             return None
+        compact(obj)
         return obj
 
     def list_now(self) -> None:
-        """One LIST of the whole kind, replacing the cache."""
-        answer = self._api.call("GET", collection_path(self.kind, None))
-        raise_for(answer, self.kind, "(list)", "")
-        items = answer.body.get("items") or []
-        objects = []
-        for item in items:
-            if not isinstance(item, dict):
-                continue
-            item.setdefault("apiVersion", self.kind.API_VERSION)
-            item.setdefault("kind", self.kind.KIND)
-            obj = self._parse(item)
-            if obj is not None:
-                objects.append(obj)
-        metadata = answer.body.get("metadata") or {}
-        self._replace(objects, str(metadata.get("resourceVersion") or ""))
+        """LIST the whole kind, a page at a time, and replace the cache with it."""
+        objects: list[KubeObject] = []
+        version = self._list_pages(objects, PAGE_SIZE)
+        if version is None:  # the list's snapshot was compacted away between two pages
+            log.info(
+                "listing %s: the snapshot expired between pages, listing at once",
+                plural_of(self.kind.KIND),
+            )
+            objects.clear()
+            version = self._list_pages(objects, None) or ""
+        self._replace(objects, version)
         self.lists += 1
         self.synced.set()
 
+    def _list_pages(self, objects: list[KubeObject], limit: int | None) -> str | None:
+        """Append every object to ``objects``; the list's resourceVersion, or None when a
+        later page answers 410 Gone. Each page is parsed (and trimmed) before the next is
+        asked for, so a list of thousands of objects never holds them all as JSON."""
+        token = ""
+        while True:
+            query = {"limit": str(limit)} if limit else {}
+            if token:
+                query["continue"] = token
+            answer = self._api.call("GET", collection_path(self.kind, None), query)
+            if answer.status == 410 and token:
+                return None
+            raise_for(answer, self.kind, "(list)", "")
+            for item in answer.body.get("items") or []:
+                if not isinstance(item, dict):
+                    continue
+                item.setdefault("apiVersion", self.kind.API_VERSION)
+                item.setdefault("kind", self.kind.KIND)
+                obj = self._parse(item)
+                if obj is not None:
+                    objects.append(obj)
+            metadata = answer.body.get("metadata") or {}
+            token = str(metadata.get("continue") or "")
+            if not token:
+                return str(metadata.get("resourceVersion") or "")
+
     def _run(self) -> None:
+        """List, then watch from the list's resourceVersion; a watch that ends or breaks is
+        resumed from the last resourceVersion seen (as client-go's reflector does), and only
+        a 410 Gone or the resync period lists again."""
         failures = 0
         stop = self._cluster._stop
+        listed = False
+        deadline = 0.0
         while not stop.is_set():
             try:
-                self.list_now()
-                failures = 0
-                deadline = time.monotonic() + self._api.settings.resync_period
+                if not listed or time.monotonic() >= deadline:
+                    self.list_now()
+                    listed = True
+                    failures = 0
+                    deadline = time.monotonic() + self._api.settings.resync_period
                 while not stop.is_set() and time.monotonic() < deadline:
-                    if not self._watch_once(deadline - time.monotonic()):
-                        break  # 410 Gone: relist
-            except ClusterError as error:
+                    current = self._watch_once(deadline - time.monotonic())
+                    failures = 0
+                    if not current:
+                        listed = False  # 410 Gone: list again
+                        break
+            except ClusterError as error:  # the server refused the list or the watch
                 failures += 1
+                listed = False
                 if not stop.is_set():
                     log.warning("cache of %s: %s", plural_of(self.kind.KIND), error)
             except (urllib3.exceptions.HTTPError, OSError) as error:
-                failures += 1
+                failures += 1  # a broken connection: resume from the last resourceVersion
                 if not stop.is_set():
                     log.warning(
                         "watch of %s broke: %s: %s",
@@ -265,6 +313,7 @@ class Informer:
                     )
             except Exception:  # a bug must not leave the cache silently stale
                 failures += 1
+                listed = False
                 if not stop.is_set():
                     log.exception("cache of %s failed; listing again", plural_of(self.kind.KIND))
             if failures:
@@ -289,7 +338,9 @@ class Informer:
             if status == 410:
                 self.relists_on_gone += 1
                 log.info(
-                    "watch of %s: resourceVersion too old, listing again", plural_of(self.kind.KIND)
+                    "watch of %s expired (410 Gone: resourceVersion %s too old), listing again",
+                    plural_of(self.kind.KIND),
+                    self.resource_version,
                 )
                 return False
             if status != 200:
@@ -310,8 +361,9 @@ class Informer:
                     if data.get("code") == 410:
                         self.relists_on_gone += 1
                         log.info(
-                            "watch of %s expired (410 Gone), listing again",
+                            "watch of %s expired (410 Gone: %s), listing again",
                             plural_of(self.kind.KIND),
+                            data.get("message") or "resourceVersion too old",
                         )
                         return False
                     raise ClusterError(
@@ -321,6 +373,7 @@ class Informer:
                 version = str(meta.get("resourceVersion") or "")
                 if kind == "BOOKMARK":
                     self.resource_version = version or self.resource_version
+                    self._forget_tombstones()
                     continue
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
                     continue

@@ -94,6 +94,25 @@ def _diff(
     return False
 
 
+def apply_ops(document: dict[str, Any], ops: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``document`` with the ``add``, ``replace`` and ``remove`` operations of a patch
+    :func:`json_patch` built applied in place (its ``test`` operations are skipped: the caller
+    checked the document's resourceVersion instead). Paths go through objects only, as
+    :func:`json_patch` writes them."""
+    for op in ops:
+        if op["op"] == "test":
+            continue
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = document
+        for part in parts[:-1]:
+            parent = parent.setdefault(part, {})
+        if op["op"] == "remove":
+            parent.pop(parts[-1], None)
+        else:
+            parent[parts[-1]] = op["value"]
+    return document
+
+
 #: The patch library's own words, which some servers (and proxies) pass on.
 _PATCH_LIBRARY_WORDS = ("test failed", "testing value", "missing path", "missing value")
 
@@ -177,3 +196,8 @@ def spec_and_metadata(data: Mapping[str, Any]) -> dict[str, Any]:
     meta = body.get("metadata") or {}
     body["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_OWNED_METADATA}
     return body
+
+
+def status_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's dict with only its status: what ``update_status`` writes."""
+    return {"status": data.get("status", {})}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import random
 import threading
 import time
@@ -27,6 +28,7 @@ from nodewright.cluster import (
     InvalidError,
     NotFoundError,
 )
+from nodewright.cluster.fence import Fence
 from nodewright.cluster.memory import DEFAULT_NAMESPACE
 
 T = TypeVar("T", bound=KubeObject)
@@ -130,6 +132,8 @@ class Transport:
         self.limiter = TokenBucket(settings.qps, settings.burst, sleep=sleep)
         self._sleep = sleep
         self.retries = 0  # how many calls were repeated (for tests and logs)
+        #: Checked before every write (see :mod:`nodewright.cluster.fence`); None: unfenced.
+        self.fence: Fence | None = None
 
     def _open(
         self,
@@ -140,6 +144,7 @@ class Transport:
         read_timeout: float,
         *,
         content_type: str = "application/json",
+        connect_timeout: float | None = None,
     ) -> Any:
         """One HTTP exchange; returns the urllib3 response (body not read yet)."""
         self.limiter.acquire()
@@ -156,9 +161,8 @@ class Transport:
             else None,
             auth_settings=["BearerToken"],
         )
-        response = self.client.call_api(
-            *request, _request_timeout=(self.settings.connect_timeout, read_timeout)
-        )
+        connect = self.settings.connect_timeout if connect_timeout is None else connect_timeout
+        response = self.client.call_api(*request, _request_timeout=(connect, read_timeout))
         return response.response
 
     def call(
@@ -170,10 +174,21 @@ class Transport:
         *,
         retry_statuses: frozenset[int] | None = None,
         content_type: str = "application/json",
+        timeout: float | None = None,
+        attempts: int | None = None,
+        fenced: bool = True,
     ) -> Answer:
         """A request with retries; returns the final answer (any status) or raises
-        :class:`ServerUnavailableError` when the server cannot be reached or keeps failing."""
+        :class:`ServerUnavailableError` when the server cannot be reached or keeps failing.
+
+        ``timeout`` and ``attempts`` override the settings' for this call. A write (anything
+        but GET) first asks the fence (unless ``fenced`` is False: the Lease's own writes):
+        when this process may not act it raises :class:`NotLeaderError` without sending
+        anything, and otherwise waits for its answer no longer than the fence stays open.
+        """
         is_read = method == "GET"
+        max_attempts = self.settings.max_attempts if attempts is None else attempts
+        request_timeout = self.settings.request_timeout if timeout is None else timeout
         retryable = (
             retry_statuses
             if retry_statuses is not None
@@ -182,21 +197,35 @@ class Transport:
         attempt = 0
         while True:
             attempt += 1
+            read_timeout, connect_timeout = (
+                request_timeout,
+                min(self.settings.connect_timeout, request_timeout),
+            )
+            sent_query = query
+            if not is_read and fenced and self.fence is not None:
+                left = self.fence.check(f"{method} {path}")
+                read_timeout, connect_timeout = min(read_timeout, left), min(connect_timeout, left)
+                # The server gives up on the request too once the fence would have closed
+                # (its deadline runs from when it reads the request): a write that reaches a
+                # server frozen mid-request is not carried out when the server wakes up.
+                if math.isfinite(left):
+                    sent_query = {**(query or {}), "timeout": f"{max(left, 0.001):.3f}s"}
             try:
                 raw = self._open(
                     method,
                     path,
-                    query,
+                    sent_query,
                     body,
-                    self.settings.request_timeout,
+                    read_timeout,
                     content_type=content_type,
+                    connect_timeout=connect_timeout,
                 )
                 try:
                     data = raw.read()
                 finally:
                     raw.release_conn()
             except (urllib3.exceptions.HTTPError, OSError) as error:
-                if not is_read or attempt >= self.settings.max_attempts:
+                if not is_read or attempt >= max_attempts:
                     raise ServerUnavailableError(
                         f"{method} {path}: {type(error).__name__}: {error}"
                     ) from None
@@ -207,7 +236,7 @@ class Transport:
             if answer.status in retryable or (
                 answer.status in _RETRYABLE_SERVER_ERRORS and _retry_after(headers) is not None
             ):
-                if attempt >= self.settings.max_attempts:
+                if attempt >= max_attempts:
                     error_kind = (
                         TooManyRequestsError if answer.status == 429 else ServerUnavailableError
                     )
