@@ -51,6 +51,8 @@ from nodewright_aws.options import Settings, parse_settings
 from nodewright_aws.placementgroup import LOOKUP_ERRORS, PlacementGroupProvider, selector_text
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UnavailableOfferings
+from nodewright_aws.validation import DryRunValidation
+from nodewright_aws.zonalshift import ZonalShiftProvider
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +110,18 @@ class AWSProvider:
         now = self.now
         self.cluster = EKSCluster(clients, settings, self.cluster_name)
         self.discovery = NodeClassDiscovery(
-            clients, self.cluster, settings.default_instance_profile, now
+            clients,
+            self.cluster,
+            settings.default_instance_profile,
+            now,
+            subnet_refresh=settings.subnet_refresh_interval,
+            ami_refresh=settings.ami_refresh_interval,
         )
         self.unavailable = UnavailableOfferings()
         self.placement_groups = PlacementGroupProvider(clients, now)
+        self.zonal_shifts = ZonalShiftProvider(
+            clients, self.cluster, now, enabled=settings.enable_zonal_shift
+        )
         self.instance_type_provider = InstanceTypeProvider(
             clients, settings, self.discovery.zone_ids, now, self.placement_groups.lookup
         )
@@ -124,8 +134,12 @@ class AWSProvider:
             reservations=lambda node_class: capacity_reservations(clients, node_class),
             now=now,
             placement_group=self.placement_groups.lookup,
+            shifted_zones=self.zonal_shifts.shifted,
         )
         self.launch_templates = LaunchTemplateProvider(clients, settings, self.cluster, now)
+        self.validation = DryRunValidation(
+            clients, lambda: self.cluster_name, now, disabled=settings.disable_dry_run
+        )
         self.instances = InstanceProvider(
             clients=clients,
             settings=settings,
@@ -242,13 +256,21 @@ class AWSProvider:
             return NodeClassReadiness(False, "AWSUnavailable", str(error))
         if not result.ready:
             return NodeClassReadiness(False, result.reason, result.problem, result.status())
-        problem = self.placement_group_problem(node_class)
+        problem = self.placement_group_problem(node_class) or self.validation.problem(
+            node_class, result, self._instance_types_or_none(node_class)
+        )
         if problem is not None:
             return NodeClassReadiness(False, problem[0], problem[1], result.status())
         status = result.status()
         if node_class.spec.capacity_reservation_selector_terms:
             status["capacity_reservations"] = capacity_reservations(self.clients, node_class)
         return NodeClassReadiness(True, "Ready", "", status)
+
+    def _instance_types_or_none(self, node_class: EC2NodeClass) -> list[InstanceType]:
+        try:
+            return self.instance_type_provider.list(node_class)
+        except ProviderError:
+            return []
 
     def placement_group_problem(self, node_class: EC2NodeClass) -> tuple[str, str] | None:
         """(reason, message) when the class names a placement group EC2 cannot resolve
@@ -334,6 +356,8 @@ class AWSProvider:
         try:
             if self.pricing.due(now):
                 self.pricing.refresh()
+            if self.zonal_shifts.due(now):
+                self.zonal_shifts.refresh()
             if self.launch_templates.templates:  # only once this provider has launched
                 self.launch_templates.cleanup()
             if self.settings.interruption_queue:

@@ -28,13 +28,26 @@ class EKSCluster:
         self._description: dict[str, Any] | None = None
 
     def description(self) -> Mapping[str, Any]:
-        """EKS DescribeCluster, once; empty when the cluster is not EKS (or not reachable)."""
+        """EKS DescribeCluster, once; empty when the cluster is not EKS (or not reachable).
+
+        ``aws.eks-control-plane=false`` never asks; ``true`` says the cluster is EKS, so a
+        cluster EKS does not know is a warning, asked again next time, not "not EKS"."""
+        eks = self.settings.eks_control_plane
+        if eks is False:
+            return {}
         if self._description is None:
             try:
                 self._description = dict(
                     self.clients.eks.describe_cluster(name=self.name)["cluster"]
                 )
             except botocore.exceptions.ClientError as error:
+                if eks:
+                    log.warning(
+                        "EKS DescribeCluster %s failed (aws.eks-control-plane=true): %s",
+                        self.name,
+                        error_text(error),
+                    )
+                    return {}
                 log.info("EKS DescribeCluster %s: %s", self.name, error_text(error))
                 if error_code(error) == "ResourceNotFoundException":
                     self._description = {}  # not an EKS cluster: the options are the only source

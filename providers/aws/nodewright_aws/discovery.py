@@ -349,8 +349,12 @@ def resolve(
     cluster: str,
     k8s_version: str | None,
     default_instance_profile: str | None = None,
+    *,
+    subnets: Callable[[], list[Subnet]] | None = None,
+    amis: Callable[[str], list[AMI]] | None = None,
 ) -> Resolution:
-    """Resolve every part; the first that fails sets reason and a message naming the field."""
+    """Resolve every part; the first that fails sets reason and a message naming the field.
+    ``subnets`` and ``amis`` (given the Kubernetes version) stand in for asking EC2."""
     result = Resolution()
     steps: list[tuple[str, str, str]] = [
         ("subnets", "SubnetsNotFound", "spec.subnetSelectorTerms"),
@@ -361,7 +365,9 @@ def resolve(
     for part, reason, where in steps:
         try:
             if part == "subnets":
-                result.subnets = resolve_subnets(clients, node_class)
+                result.subnets = (
+                    subnets() if subnets is not None else resolve_subnets(clients, node_class)
+                )
                 empty = not result.subnets
             elif part == "security_groups":
                 result.security_groups = resolve_security_groups(clients, node_class)
@@ -375,7 +381,12 @@ def resolve(
                         "cluster describable",
                     )
                     return result
-                result.amis = resolve_amis(clients, node_class, k8s_version or "")
+                version = k8s_version or ""
+                result.amis = (
+                    amis(version)
+                    if amis is not None
+                    else resolve_amis(clients, node_class, version)
+                )
                 empty = not result.amis
             else:
                 result.instance_profile = ensure_instance_profile(
@@ -413,7 +424,9 @@ def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> AMI | None:
 
 
 class NodeClassDiscovery:
-    """Each EC2NodeClass's resolution, reused for a minute (per class generation)."""
+    """Each EC2NodeClass's resolution, reused for a minute (per class generation); its subnets
+    for ``subnet_refresh`` and its AMIs for ``ami_refresh`` (Karpenter's
+    ``--subnet-refresh-interval`` and ``--ami-refresh-interval``, a minute by default)."""
 
     def __init__(
         self,
@@ -421,12 +434,19 @@ class NodeClassDiscovery:
         cluster: EKSCluster,
         default_instance_profile: str | None,
         now: Callable[[], datetime],
+        *,
+        subnet_refresh: timedelta = RESOLUTION_TTL,
+        ami_refresh: timedelta = RESOLUTION_TTL,
     ) -> None:
         self.clients = clients
         self.cluster = cluster
         self.default_instance_profile = default_instance_profile
         self.now = now
+        self.subnet_refresh = subnet_refresh
+        self.ami_refresh = ami_refresh
         self.resolutions: dict[tuple[str, int], tuple[datetime, Resolution]] = {}
+        self._subnets: dict[tuple[str, int], tuple[datetime, list[Subnet]]] = {}
+        self._amis: dict[tuple[str, int, str], tuple[datetime, list[AMI]]] = {}
 
     def resolution(self, node_class: EC2NodeClass) -> Resolution:
         key = (node_class.name, node_class.metadata.generation or 0)
@@ -441,10 +461,34 @@ class NodeClassDiscovery:
                 self.cluster.name,
                 self.cluster.kubernetes_version(),
                 self.default_instance_profile,
+                subnets=lambda: self._cached_subnets(key, node_class),
+                amis=lambda version: self._cached_amis(key, node_class, version),
             )
         self.resolutions = {k: v for k, v in self.resolutions.items() if k[0] != node_class.name}
         self.resolutions[key] = (now, result)
         return result
+
+    def _cached_subnets(self, key: tuple[str, int], node_class: EC2NodeClass) -> list[Subnet]:
+        now = self.now()
+        cached = self._subnets.get(key)
+        if cached is not None and now - cached[0] < self.subnet_refresh:
+            return cached[1]
+        found = resolve_subnets(self.clients, node_class)
+        self._subnets = {k: v for k, v in self._subnets.items() if k[0] != key[0]}
+        self._subnets[key] = (now, found)
+        return found
+
+    def _cached_amis(
+        self, key: tuple[str, int], node_class: EC2NodeClass, version: str
+    ) -> list[AMI]:
+        now = self.now()
+        cached = self._amis.get((*key, version))
+        if cached is not None and now - cached[0] < self.ami_refresh:
+            return cached[1]
+        found = resolve_amis(self.clients, node_class, version)
+        self._amis = {k: v for k, v in self._amis.items() if k[0] != key[0]}
+        self._amis[(*key, version)] = (now, found)
+        return found
 
     def ready(self, node_class: EC2NodeClass) -> Resolution:
         """The class's resolution; NodeClassNotReadyError naming the problem if not ready."""

@@ -1,6 +1,7 @@
 """Offerings: where and how each instance type can be bought, at what price (Karpenter's
 offering provider). Zones are those of the class's subnets; an offering is unavailable with
-no price, with no AMI for the type, or while EC2 recently had no capacity for it. Capacity
+no price, with no AMI for the type, while EC2 recently had no capacity for it, or while an ARC
+zonal shift moves traffic away from its zone. Capacity
 reservations add ``reserved`` offerings priced far below anything else (labelled with the
 reservation's type and whether it is interruptible). In a partition placement group each
 offering is split into one per partition."""
@@ -40,6 +41,7 @@ class OfferingProvider:
         reservations: Callable[[EC2NodeClass], list[dict[str, Any]]],
         now: Callable[[], datetime],
         placement_group: Callable[[EC2NodeClass], PlacementGroup | None] = lambda _: None,
+        shifted_zones: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.instance_types = instance_types
         self.pricing = pricing
@@ -50,6 +52,8 @@ class OfferingProvider:
         self.now = now
         #: The class's resolved placement group (None: none, or not known now).
         self.placement_group = placement_group
+        #: The zone IDs an ARC zonal shift moves traffic away from now.
+        self.shifted_zones = shifted_zones
 
     def offerings(
         self, node_class: EC2NodeClass, instance_types: Sequence[InstanceType]
@@ -59,6 +63,7 @@ class OfferingProvider:
         zone_ids = self.discovery.zone_ids(node_class)
         amis = self.discovery.amis(node_class)
         self.unavailable.expire(self.now())
+        shifted = self.shifted_zones()
         result: dict[str, list[Offering]] = {}
         for instance_type in instance_types:
             info = data.infos.get(instance_type.name)
@@ -77,6 +82,7 @@ class OfferingProvider:
                         price is not None
                         and has_ami
                         and (instance_type.name, zone, capacity_type) not in self.unavailable
+                        and zone_ids[zone] not in shifted
                     )
                     offerings.append(
                         Offering(
@@ -101,7 +107,7 @@ class OfferingProvider:
                     CAPACITY_TYPE_RESERVED,
                     # Already paid for: far cheaper than anything else (Karpenter's rule).
                     on_demand / 10_000_000,
-                    available=count > 0,
+                    available=count > 0 and zone_ids[zone] not in shifted,
                     labels={
                         L.ZONE_ID: zone_ids[zone],
                         L.CAPACITY_RESERVATION_TYPE: "default",

@@ -7,8 +7,10 @@ first needs AWS, naming what to set.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 REGION = "region"
 ENDPOINT_URL = "endpoint-url"
@@ -23,8 +25,20 @@ CLUSTER_ENDPOINT = "cluster-endpoint"
 CLUSTER_CA_BUNDLE = "cluster-ca-bundle"
 CLUSTER_CIDR = "cluster-cidr"
 OFFLINE = "offline"
+ISOLATED_VPC = "isolated-vpc"
+EKS_CONTROL_PLANE = "eks-control-plane"
+DISABLE_DRY_RUN = "disable-dry-run"
+ENABLE_ZONAL_SHIFT = "enable-zonal-shift"
+AMI_REFRESH_INTERVAL = "ami-refresh-interval"
+SUBNET_REFRESH_INTERVAL = "subnet-refresh-interval"
 OPTIONS = (
     OFFLINE,
+    ISOLATED_VPC,
+    EKS_CONTROL_PLANE,
+    DISABLE_DRY_RUN,
+    ENABLE_ZONAL_SHIFT,
+    AMI_REFRESH_INTERVAL,
+    SUBNET_REFRESH_INTERVAL,
     CLUSTER_ENDPOINT,
     CLUSTER_CA_BUNDLE,
     CLUSTER_CIDR,
@@ -70,6 +84,20 @@ class Settings:
     #: ``aws.offline=REGION``: answer every AWS call in-process from the bundled catalog of
     #: that region (nodewright_aws.offline); no endpoint, no credentials, no network.
     offline: bool = False
+    #: The VPC reaches only services with a VPC endpoint: the Pricing API (which has none) is
+    #: never called; on-demand prices stay those of the bundled table.
+    isolated_vpc: bool = False
+    #: Whether the cluster is EKS: True, DescribeCluster must answer (its failure is reported);
+    #: False, it is never called (the Kubernetes version, endpoint, CA and CIDR come from the
+    #: options); None (unset), asked and a cluster EKS does not know is tolerated.
+    eks_control_plane: bool | None = None
+    #: No dry-run CreateLaunchTemplate / CreateFleet / RunInstances check of each class.
+    disable_dry_run: bool = False
+    #: Follow the cluster's ARC zonal shifts: no launch into a zone shifted away from.
+    enable_zonal_shift: bool = False
+    #: How long resolved AMIs and subnets are reused before EC2 is asked again.
+    ami_refresh_interval: timedelta = timedelta(minutes=1)
+    subnet_refresh_interval: timedelta = timedelta(minutes=1)
 
 
 #: The instance profile of EC2NodeClasses with neither role nor instanceProfile, offline.
@@ -103,6 +131,7 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
     version = text(KUBERNETES_VERSION)
     if version is not None and not _is_minor_version(version):
         raise ValueError(f"{KUBERNETES_VERSION}: {version!r} must look like 1.33")
+    eks = text(EKS_CONTROL_PLANE)
     return Settings(
         region=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
         endpoint_url=text(ENDPOINT_URL),
@@ -120,7 +149,43 @@ def parse_settings(options: Mapping[str, str]) -> Settings:
         cluster_ca_bundle=text(CLUSTER_CA_BUNDLE),
         cluster_cidr=text(CLUSTER_CIDR),
         offline=offline is not None,
+        isolated_vpc=_flag(ISOLATED_VPC, text(ISOLATED_VPC)) or False,
+        eks_control_plane=_flag(EKS_CONTROL_PLANE, eks),
+        disable_dry_run=_flag(DISABLE_DRY_RUN, text(DISABLE_DRY_RUN)) or False,
+        enable_zonal_shift=_flag(ENABLE_ZONAL_SHIFT, text(ENABLE_ZONAL_SHIFT)) or False,
+        ami_refresh_interval=_interval(AMI_REFRESH_INTERVAL, text(AMI_REFRESH_INTERVAL)),
+        subnet_refresh_interval=_interval(SUBNET_REFRESH_INTERVAL, text(SUBNET_REFRESH_INTERVAL)),
     )
+
+
+_TRUE = frozenset({"1", "t", "true"})
+_FALSE = frozenset({"0", "f", "false"})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _flag(name: str, value: str | None) -> bool | None:
+    """A boolean as Go's flag package reads one (true/false, t/f, 1/0); None when unset."""
+    if value is None:
+        return None
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name}: {value!r} is not true or false")
+
+
+def _interval(name: str, value: str | None) -> timedelta:
+    """A Go duration (``90s``, ``5m``, ``1h30m``) of at least a minute; a minute when unset."""
+    if value is None:
+        return timedelta(minutes=1)
+    parts = _DURATION.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError(f"{name}: {value!r} is not a duration such as 90s, 5m or 1h30m")
+    seconds = sum(float(n) * _UNIT[u] for n, u in parts)
+    if seconds < 60:
+        raise ValueError(f"{name} must be at least 1m (got {value})")
+    return timedelta(seconds=seconds)
 
 
 def _check_offline(region: str, other_region: str | None, endpoint: str | None) -> None:

@@ -3,7 +3,8 @@
 Karpenter's rules: the static table seeds on-demand prices (the region's own, else
 us-east-1); until the first spot refresh, spot costs the on-demand price; after it, a
 (type, zone) with no spot record has no spot price, so that offering is unavailable.
-Refreshes merge over old data, so a failed refresh keeps what was known.
+Refreshes merge over old data, so a failed refresh keeps what was known. With
+``aws.isolated-vpc`` the Pricing API is never called (spot prices still come from EC2).
 
 The static table is ``static_prices.json``; ``scripts/generate_static_prices.py`` rebuilds
 it from the Pricing API with :func:`parse_price_list` (see the package README).
@@ -185,7 +186,9 @@ class PricingProvider:
         now = self.now()
         self.next_refresh = now + PRICING_REFRESH
         try:
-            book.update_on_demand(fetch_on_demand(self.clients.pricing, region))
+            # An isolated VPC cannot reach the Pricing API (it has no VPC endpoint).
+            if not self.clients.settings.isolated_vpc:
+                book.update_on_demand(fetch_on_demand(self.clients.pricing, region))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
             log.warning(
                 "on-demand prices not refreshed, keeping the known ones: %s", error_text(error)

@@ -19,6 +19,13 @@ def client_error(operation: str, code: str, message: str) -> botocore.exceptions
     return botocore.exceptions.ClientError({"Error": {"Code": code, "Message": message}}, operation)
 
 
+def dry_run_passed(operation: str) -> botocore.exceptions.ClientError:
+    """EC2's answer to an allowed dry run."""
+    return client_error(
+        operation, "DryRunOperation", "Request would have succeeded, but DryRun flag is set."
+    )
+
+
 def tags_of(items: Sequence[Mapping[str, str]]) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in items}
 

@@ -17,6 +17,7 @@ account holds (docs/providers/aws.md, "Offline catalog"):
 * an EKS cluster (Kubernetes ``DEFAULT_KUBERNETES_VERSION`` unless the option sets one),
   instance profiles, launch templates, an empty interruption queue, no capacity reservations;
 * a ``cluster`` placement group for every name or ID asked for;
+* dry runs (CreateLaunchTemplate, CreateFleet, RunInstances) always pass;
 * instances: CreateFleet launches the cheapest override of the asked capacity type (spot
   prices derived from on-demand, see ``catalog.spot_price``), running at once; terminating
   one ends it at once. There is never a capacity shortage.
@@ -36,6 +37,7 @@ from nodewright_aws.offline.api import (
     Service,
     by_keys,
     client_error,
+    dry_run_passed,
     filter_values,
     hex_id,
     tag_list,
@@ -49,6 +51,7 @@ from nodewright_aws.offline.services import (
     OfflineIAM,
     OfflineSQS,
     OfflineSSM,
+    OfflineZonalShift,
 )
 from nodewright_aws.offline.subnets import OfflineSubnets
 
@@ -86,6 +89,7 @@ class OfflineAWS:
             "iam": OfflineIAM(self),
             "eks": OfflineEKS(self),
             "sqs": OfflineSQS(),
+            "arc-zonal-shift": OfflineZonalShift(),
         }
 
     def session(self, region: str) -> OfflineSession:
@@ -280,7 +284,10 @@ class OfflineEC2(Service):
         LaunchTemplateName: str,
         LaunchTemplateData: Mapping[str, Any],
         TagSpecifications: Sequence[Mapping[str, Any]] = (),
+        DryRun: bool = False,
     ) -> dict[str, Any]:
+        if DryRun:
+            raise dry_run_passed("CreateLaunchTemplate")
         if LaunchTemplateName in self.cloud.launch_templates:
             raise client_error(
                 "CreateLaunchTemplate",
@@ -311,10 +318,13 @@ class OfflineEC2(Service):
         LaunchTemplateConfigs: Sequence[Mapping[str, Any]],
         TargetCapacitySpecification: Mapping[str, Any],
         TagSpecifications: Sequence[Mapping[str, Any]] = (),
+        DryRun: bool = False,
         **_: Any,
     ) -> dict[str, Any]:
         """Type instant, one instance: the cheapest override of the capacity type asked for
         (what lowest-price and price-capacity-optimized pick when capacity is plentiful)."""
+        if DryRun:
+            raise dry_run_passed("CreateFleet")
         capacity_type = TargetCapacitySpecification.get("DefaultTargetCapacityType", "on-demand")
         catalog = self.cloud.catalog
         candidates: list[tuple[float, str, str, str, Mapping[str, Any]]] = []
@@ -409,6 +419,12 @@ class OfflineEC2(Service):
                 }
             ],
         }
+
+    def run_instances(self, DryRun: bool = False, **_: Any) -> dict[str, Any]:
+        """Only as a dry run (the provider launches through CreateFleet): always allowed."""
+        if DryRun:
+            raise dry_run_passed("RunInstances")
+        raise client_error("RunInstances", "UnsupportedOperation", "offline: use CreateFleet")
 
     def _zone_of(self, subnet_id: str) -> str:
         return str((self.cloud.subnets.get(subnet_id) or {}).get("AvailabilityZone", ""))

@@ -1,6 +1,6 @@
 """The offline account's services besides EC2 and Pricing (:mod:`nodewright_aws.offline.cloud`):
-SSM (the EKS AMI parameters), IAM (instance profiles), EKS (the cluster) and SQS (an empty
-interruption queue)."""
+SSM (the EKS AMI parameters), IAM (instance profiles), EKS (the cluster), SQS (an empty
+interruption queue) and ARC zonal shift (no shift)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ class OfflineEKS(Service):
         return {
             "cluster": {
                 "name": name,
+                "arn": f"arn:aws:eks:{self.cloud.region}:{OFFLINE_ACCOUNT}:cluster/{name}",
                 "version": self.cloud.kubernetes_version,
                 "endpoint": f"https://{name}.offline.invalid",
                 "certificateAuthority": {"data": "b2ZmbGluZQ=="},
@@ -96,3 +97,10 @@ class OfflineSQS(Service):
 
     def delete_message(self, **_: Any) -> None:
         """No message is ever handed out, so none is deleted."""
+
+
+class OfflineZonalShift(Service):
+    """ARC zonal shift: the cluster is registered and no zone is ever shifted away from."""
+
+    def get_managed_resource(self, resourceIdentifier: str) -> dict[str, Any]:
+        return {"arn": resourceIdentifier, "zonalShifts": []}
