@@ -48,14 +48,39 @@ _.vnet_dns_overrides
 _.kube_dns_overrides
 _.local_dns
 _.local_dns_state
-_.linux_os_config  # AKSNodeClass spec.linuxOSConfig and its fields
-_.swap_file_size
-_.sysctls
-_.transparent_huge_page_enabled
-_.transparent_huge_page_defrag
 _.size_gb  # the sample model of tests/plugin/test_crd_generation.py
 _.disk
 _.bytes_per_second
+
+# AKSNodeClass spec.linuxOSConfig.sysctls: the AKS machine request takes them through the
+# model's dump (nodewright_azure.linuxosconfig.machine_linux_os_config), never by attribute.
+_.fs_aio_max_nr
+_.fs_file_max
+_.fs_inotify_max_user_watches
+_.fs_nr_open
+_.kernel_threads_max
+_.net_core_netdev_max_backlog
+_.net_core_optmem_max
+_.net_core_rmem_default
+_.net_core_rmem_max
+_.net_core_somaxconn
+_.net_core_wmem_default
+_.net_core_wmem_max
+_.net_ipv4_neigh_default_gc_thresh1
+_.net_ipv4_neigh_default_gc_thresh2
+_.net_ipv4_neigh_default_gc_thresh3
+_.net_ipv4_tcp_fin_timeout
+_.net_ipv4_tcp_keepalive_probes
+_.net_ipv4_tcp_keepalive_time
+_.net_ipv4_tcp_max_syn_backlog
+_.net_ipv4_tcp_max_tw_buckets
+_.net_ipv4_tcp_tw_reuse
+_.net_ipv4_tcp_keepalive_intvl
+_.net_netfilter_nf_conntrack_buckets
+_.net_netfilter_nf_conntrack_max
+_.vm_max_map_count
+_.vm_swappiness
+_.vm_vfs_cache_pressure
 
 # Read by the standard library or a client library, not by our code.
 _.model_post_init  # pydantic calls it after validation

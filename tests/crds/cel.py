@@ -5,7 +5,7 @@ defaults before it validates); at every schema node with rules each rule is eval
 ``self`` bound to the value there. Transition rules (those using ``oldSelf``) run only when an
 old object is given and has a value at that place. A rule that evaluates to anything but
 ``true``, or fails to evaluate (``int("x")``), is broken. Kubernetes' CEL library functions
-the CRDs use (``find``) are added to cel-python's standard environment.
+the CRDs use (``find``, ``split``) are added to cel-python's standard environment.
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ def _find(text: Any, pattern: Any) -> Any:
     return celtypes.StringType(match.group(0) if match else "")
 
 
-_FUNCTIONS = {"find": _find}
+def _split(text: Any, separator: Any) -> Any:
+    """Kubernetes' ``<string>.split(<string>)`` (the strings extension): the parts."""
+    return celtypes.ListType([celtypes.StringType(p) for p in str(text).split(str(separator))])
+
+
+_FUNCTIONS = {"find": _find, "split": _split}
 _ENVIRONMENT = celpy.Environment()
 _PROGRAMS: dict[str, Any] = {}
 

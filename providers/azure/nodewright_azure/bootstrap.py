@@ -2,7 +2,8 @@
 ``aksscriptless`` style), base64-encoded as ARM wants ``osProfile.customData``.
 
 The script sets the variables AKS's node provisioning script reads (cluster endpoint, CA,
-TLS bootstrap token, Kubernetes version, network plugin) and the kubelet's flags: the
+TLS bootstrap token, Kubernetes version, network plugin and policy, kubelet identity) and the
+kubelet's flags: the
 NodeClass's ``kubelet`` settings, max pods, the same kube-reserved and eviction values the
 scheduling simulation assumes, the NodeClaim's labels (those a kubelet may set) and its taints,
 startup taints and ``karpenter.sh/unregistered``; then it runs the provisioning script the AKS
@@ -54,6 +55,10 @@ class ClusterBootstrap:
     location: str
     tenant_id: str
     subnet_id: str
+    #: The cluster's network policy (``calico``, ``cilium``, ``azure`` or none).
+    network_policy: str = ""
+    #: The kubelet identity's client ID (what AKS calls the user-assigned identity ID).
+    kubelet_identity_client_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,8 @@ def script(cluster: ClusterBootstrap, node: NodeBootstrap) -> str:
         "TLS_BOOTSTRAP_TOKEN": cluster.bootstrap_token,
         "KUBERNETES_VERSION": cluster.kubernetes_version,
         "NETWORK_PLUGIN": cluster.network_plugin,
+        "NETWORK_POLICY": cluster.network_policy,
+        "USER_ASSIGNED_IDENTITY_ID": cluster.kubelet_identity_client_id,
         "SUBSCRIPTION_ID": cluster.subscription_id,
         "RESOURCE_GROUP": cluster.resource_group,
         "LOCATION": cluster.location,

@@ -1,6 +1,7 @@
 """The Azure provider: the hooks of the contract over one-concept parts, as Karpenter Azure's
 ``cloudprovider`` sits over its providers (``instancetype``: SKUs; ``offering``, ``pricing``,
-``images``, ``launchtemplate``: tags and bootstrap; ``instance``: NIC and VM; ``drift``,
+``images``, ``launchtemplate``: tags and bootstrap; ``instance``: NIC and VM; ``aksmachine``:
+AKS machines (the machine API provision modes); ``drift``,
 ``garbagecollection``: orphan NICs).
 
 Nothing talks to Azure before the first hook that needs it; clients and credentials are built
@@ -40,19 +41,26 @@ from nodewright.plugin import (
 )
 from nodewright_azure import auth, images
 from nodewright_azure import labels as L
+from nodewright_azure.aksmachine import AKSMachineProvider, machine_of_vm
 from nodewright_azure.clients import AzureClients, CredentialFactory
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.drift import drift_reason, restamp
 from nodewright_azure.garbagecollection import OrphanNICCollector
 from nodewright_azure.images import ImageProvider
-from nodewright_azure.instance import InstanceProvider
+from nodewright_azure.instance import InstanceProvider, vm_name
 from nodewright_azure.instancetype import InstanceTypeProvider
 from nodewright_azure.launchtemplate import LaunchTemplateProvider
 from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass, AKSNodeClassSpec
 from nodewright_azure.offering import OfferingProvider
 from nodewright_azure.offline.catalog import load_catalog
 from nodewright_azure.offline.cloud import OfflineAzure
-from nodewright_azure.options import Settings, SettingsError, parse_settings
+from nodewright_azure.options import (
+    BOOTSTRAPPING_CLIENT,
+    SCRIPTLESS,
+    Settings,
+    SettingsError,
+    parse_settings,
+)
 from nodewright_azure.pricing import PricingProvider
 from nodewright_azure.unavailable import UnavailableOfferings
 
@@ -139,6 +147,7 @@ class AzureProvider:
             now=now,
         )
         self.nic_gc = OrphanNICCollector(settings, self.clients, self.instances)
+        self.machines = AKSMachineProvider(self.instances, now)
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -219,6 +228,14 @@ class AzureProvider:
                 reason="ProviderNotConfigured",
                 message="set " + ", ".join(f"--provider-option azure.{m}=..." for m in missing),
             )
+        if self.settings.provision_mode == BOOTSTRAPPING_CLIENT:
+            return NodeClassReadiness(
+                ready=False,
+                reason="ProvisionModeNotSupported",
+                message=f"provision-mode {BOOTSTRAPPING_CLIENT} (custom data from the node "
+                f"bootstrapping server {self.settings.node_bootstrapping_server_url}) is not "
+                f"implemented; use {SCRIPTLESS} or an AKS machine API mode",
+            )
         if not (spec.vnet_subnet_id or self.settings.vnet_subnet_id):
             return NodeClassReadiness(
                 ready=False,
@@ -270,16 +287,36 @@ class AzureProvider:
 
     def launch(self, request: LaunchRequest) -> Instance | LaunchResult:
         self.clients.clients()  # not configured: NodeClassNotReadyError before the spec check
-        return self.instances.launch(request, node_class_spec(request.node_class))
+        spec = node_class_spec(request.node_class)
+        if self.settings.machine_api:
+            return self.machines.launch(request, spec)
+        return self.instances.launch(request, spec)
+
+    def _is_machine(self, provider_id: str) -> bool:
+        """Whether the instance is an AKS machine this provider manages (by its VM's name)."""
+        if not self.settings.aks_machines_visible:
+            return False
+        pool = self.settings.aks_machines_pool_name
+        return machine_of_vm(pool, vm_name(provider_id)) is not None
 
     def get(self, provider_id: str) -> Instance:
+        if self._is_machine(provider_id):
+            return self.machines.get(provider_id)
         return self.instances.get(provider_id)
 
     def list_instances(self) -> Sequence[Instance]:
-        return self.instances.list()
+        found = list(self.instances.list())
+        if self.settings.aks_machines_visible:
+            # AKS tags a machine's VM too: list it once, as the machine.
+            found = [i for i in found if not self._is_machine(i.provider_id)]
+            found += self.machines.list()
+        return found
 
     def delete(self, provider_id: str) -> None:
-        self.instances.delete(provider_id)
+        if self._is_machine(provider_id):
+            self.machines.delete(provider_id)
+        else:
+            self.instances.delete(provider_id)
 
     def node_labels(self, node_claim: NodeClaim, instance: Instance) -> Mapping[str, str]:
         if not instance.provider_id.startswith(L.PROVIDER_ID_PREFIX):
@@ -309,6 +346,8 @@ class AzureProvider:
 
     def reconcile(self, now: datetime) -> timedelta | None:
         self.instances.follow_creates()
+        if self.settings.machine_api:
+            self.machines.follow_creates()
         self.nic_gc.reconcile(now)
         self.instances.forget_finished_deletes()
         self.unavailable.expire(now)

@@ -1,7 +1,8 @@
 """Drift (Karpenter Azure's cloudprovider drift): the AKSNodeClass spec changed since launch
 (its hash annotation, same hash version), the node's image is not one the class resolves to
 now (a newer node image was published), or the Node's kubelet runs another Kubernetes version
-than the cluster's (``azure.kubernetes-version``). Also re-stamps NodeClaims hashed under
+than the cluster's (``azure.kubernetes-version``), or the Node's kubelet identity label is not
+``azure.kubelet-identity-client-id`` (VM nodes). Also re-stamps NodeClaims hashed under
 another hash version, so later class changes drift them."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from nodewright.plugin import (
     TemporaryProviderError,
     restamp_hashes,
 )
+from nodewright_azure import labels as L
 from nodewright_azure.images import ImageProvider
 from nodewright_azure.nodeclass import (
     HASH_ANNOTATION,
@@ -29,6 +31,7 @@ from nodewright_azure.options import Settings
 NODECLASS_DRIFT = "NodeClassDrift"
 IMAGE_DRIFT = "ImageDrift"
 K8S_VERSION_DRIFT = "K8sVersionDrift"
+KUBELET_IDENTITY_DRIFT = "KubeletIdentityDrift"
 
 
 def drift_annotations(spec: AKSNodeClassSpec) -> dict[str, str]:
@@ -64,7 +67,19 @@ def drift_reason(
     running = kubelet_version(node_claim, cluster)
     if wanted and running and release(running) != release(wanted):
         return K8S_VERSION_DRIFT
+    if L.AKS_MACHINE_ANNOTATION not in annotations:  # AKS sets an AKS machine's identity
+        identity = node_label(node_claim, cluster, L.AKS_KUBELET_IDENTITY)
+        # A node without the label (launched before it existed) is not drifted.
+        if identity and identity != settings.kubelet_identity_client_id:
+            return KUBELET_IDENTITY_DRIFT
     return None
+
+
+def node_label(node_claim: NodeClaim, cluster: ProviderCluster | None, key: str) -> str:
+    """A label of the claim's Node ("" when the Node or the label is unknown)."""
+    name = node_claim.status.node_name
+    node = cluster.get(Node, name) if cluster is not None and name else None
+    return "" if node is None else node.metadata.labels.get(key, "")
 
 
 def kubelet_version(node_claim: NodeClaim, cluster: ProviderCluster | None) -> str | None:

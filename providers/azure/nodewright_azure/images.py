@@ -19,7 +19,7 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 
 from nodewright.plugin import TemporaryProviderError
-from nodewright_azure import skus
+from nodewright_azure import aksapi, skus
 from nodewright_azure.clients import AzureClients, azure_errors
 from nodewright_azure.instancetype import InstanceTypeProvider
 from nodewright_azure.labels import GROUP
@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 
 UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
+#: The AKS shared image gallery (resource group, gallery) behind each community gallery.
+SHARED_GALLERIES = {
+    UBUNTU_GALLERY: ("AKS-Ubuntu", "AKSUbuntu"),
+    AZURE_LINUX_GALLERY: ("AKS-AzureLinux", "AKSAzureLinux"),
+}
 ARCH_LABEL = "kubernetes.io/arch"
 #: Restricted: Karpenter Azure uses it to match images, users cannot select on it.
 HYPERV_GENERATION = f"{GROUP}/sku-hyperv-generation"
@@ -48,6 +53,18 @@ class ImageDefinition:
 
     def image_id(self, version: str) -> str:
         return f"/CommunityGalleries/{self.gallery}/images/{self.definition}/versions/{version}"
+
+    @property
+    def shared_gallery(self) -> str:
+        """The AKS shared image gallery holding the same definition (``AKSUbuntu``, ...)."""
+        return SHARED_GALLERIES[self.gallery][1]
+
+    def shared_image_id(self, subscription: str, version: str) -> str:
+        group, gallery = SHARED_GALLERIES[self.gallery]
+        return (
+            f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Compute/"
+            f"galleries/{gallery}/images/{self.definition}/versions/{version}"
+        )
 
 
 def _family(gallery: str, gen2: str, gen1: str, arm64: str) -> tuple[ImageDefinition, ...]:
@@ -129,6 +146,14 @@ def hyperv_generations(capability: str) -> frozenset[str]:
     return found or frozenset({"1"})
 
 
+def _version_key(version: str) -> tuple[int, ...]:
+    """``202511.03.1`` as (202511, 3, 1): node image versions compare segment by segment."""
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return ()
+
+
 def _published(version: Any) -> datetime:
     properties = getattr(version, "properties", None)
     published = getattr(properties, "published_date", None)
@@ -153,19 +178,59 @@ class ImageProvider:
         self.instance_types = instance_types
         self.now = now
         self.versions: dict[ImageDefinition, tuple[str | None, datetime]] = {}
+        self.shared: tuple[dict[tuple[str, str], str], datetime] | None = None
 
     def node_images(self, spec: AKSNodeClassSpec) -> list[NodeImage]:
-        """The images the NodeClass may boot, in priority order (``status.images``)."""
+        """The images the NodeClass may boot, in priority order (``status.images``): from the
+        community galleries, or with ``use-sig`` from AKS's shared galleries, at the newest
+        version the NodeImageVersions API lists."""
         if self.settings.image_id:
             return [NodeImage(self.settings.image_id)]
         found: list[NodeImage] = []
+        shared = self._shared_versions() if self.settings.use_sig else {}
         for definition in definitions(spec.image_family, self.settings.kubernetes_version):
-            version = self._latest_version(definition)
-            if version:
-                found.append(
-                    NodeImage(definition.image_id(version), definition.arch, definition.generation)
+            if self.settings.use_sig:
+                version = shared.get((definition.shared_gallery, definition.definition))
+                image = (
+                    definition.shared_image_id(self.settings.sig_subscription_id, version)
+                    if version
+                    else None
                 )
+            else:
+                version = self._latest_version(definition)
+                image = definition.image_id(version) if version else None
+            if image:
+                found.append(NodeImage(image, definition.arch, definition.generation))
         return found
+
+    def _shared_versions(self) -> dict[tuple[str, str], str]:
+        """(gallery, image definition) -> the newest version AKS lists for the location
+        (the AKS node image versions of the Ubuntu and Azure Linux galleries only)."""
+        now = self.now()
+        if self.shared is not None and now - self.shared[1] < IMAGE_REFRESH:
+            return self.shared[0]
+        compute, _ = self.clients.clients()
+        path = (
+            f"/subscriptions/{self.settings.subscription_id}/providers/"
+            f"Microsoft.ContainerService/locations/{self.settings.location}/nodeImageVersions"
+        )
+        try:
+            with azure_errors("listing AKS node image versions"):
+                listed = list(aksapi.pages(compute, path))
+        except TemporaryProviderError:
+            if self.shared is not None:
+                return self.shared[0]
+            raise
+        newest: dict[tuple[str, str], str] = {}
+        for item in listed:
+            key = (str(item.get("os", "")), str(item.get("sku", "")))
+            version = str(item.get("version", ""))
+            if key[0] not in ("AKSUbuntu", "AKSAzureLinux") or not version:
+                continue
+            if key not in newest or _version_key(version) > _version_key(newest[key]):
+                newest[key] = version
+        self.shared = (newest, now)
+        return newest
 
     def _latest_version(self, definition: ImageDefinition) -> str | None:
         """The most recently published version of a gallery image (cached a few minutes)."""

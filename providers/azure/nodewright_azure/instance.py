@@ -152,7 +152,7 @@ class InstanceProvider:
                 f"AKSNodeClass {request.node_class.name}: no image of imageFamily "
                 f"{spec.image_family} resolves"
             )
-        choice, exhausted = self._choose(request, node_images)
+        choice, exhausted = self.choose(request, node_images)
         # Offerings this provider saw fail recently (a create that failed after the launch
         # returned, say) are skipped; the core's catalog must stop offering them too.
         ttl = min(exhausted.values(), default=UNAVAILABLE_OFFERING_TTL)
@@ -232,7 +232,7 @@ class InstanceProvider:
                 if vm is None:
                     raise TemporaryProviderError(f"azure: VM {name} vanished while creating")
         except HttpResponseError as error:
-            failure = self._classify(error, attempt, request)
+            failure = self.classify_failure(error, attempt, request)
             self._cleanup(name)
             raise failure from None
         except (ClientAuthenticationError, ServiceRequestError) as error:
@@ -247,7 +247,7 @@ class InstanceProvider:
         instance = replace(self.to_instance(vm), annotations=drift_annotations(spec))
         return LaunchResult(instance, tuple(exhausted), ttl) if exhausted else instance
 
-    def _choose(
+    def choose(
         self, request: LaunchRequest, node_images: list[NodeImage]
     ) -> tuple[tuple[InstanceType, Offering] | None, dict[OfferingKey, timedelta]]:
         """The cheapest offering to launch, and the compatible offerings skipped because they
@@ -347,13 +347,20 @@ class InstanceProvider:
             body["zones"] = [offering.zone.rsplit("-", 1)[1]]
         return body
 
-    def _classify(
+    def classify_failure(
         self, error: HttpResponseError, attempt: Attempt, request: LaunchRequest
     ) -> ProviderError:
         code = (error.error.code if error.error is not None else "") or ""
         text = (error.error.message if error.error is not None else "") or message(error)
         if not code and error.status_code == 429:
             code = "TooManyRequests"
+        return self.classify_text(code, text, attempt, request)
+
+    def classify_text(
+        self, code: str, text: str, attempt: Attempt, request: LaunchRequest
+    ) -> ProviderError:
+        """The error of a failed create from ARM's code and message; capacity errors make
+        the offerings they name unavailable."""
         by_name = self.instance_types.by_name()
 
         def family_of(name: str) -> tuple[str, int] | None:
@@ -405,7 +412,7 @@ class InstanceProvider:
             try:
                 create.poller.result()
             except HttpResponseError as error:
-                self._classify(error, create.attempt, create.request)
+                self.classify_failure(error, create.attempt, create.request)
                 self._cleanup(name)
 
     def forget_finished_deletes(self) -> None:
@@ -443,7 +450,12 @@ class InstanceProvider:
             L.PLACEMENT_SCOPE: "regional" if zone == L.REGIONAL_ZONE else "zonal",
             L.AKS_SCALESET_PRIORITY: "spot" if capacity_type == CAPACITY_TYPE_SPOT else "regular",
             # The subnet is the NodeClass's, unknown here: network labels come with the bootstrap.
-            **L.aks_node_labels(self.settings.resource_group, self.settings.network_plugin),
+            **L.aks_node_labels(
+                self.settings.resource_group,
+                self.settings.network_plugin,
+                dataplane=self.settings.network_dataplane,
+                kubelet_identity=self.settings.kubelet_identity_client_id,
+            ),
         }
         capacity: dict[str, int] = {}
         allocatable: dict[str, int] = {}

@@ -33,6 +33,8 @@ AKS_CNI_OVERLAY = f"{AKS_GROUP}/azure-cni-overlay"
 AKS_NETWORK_SUBNET = f"{AKS_GROUP}/network-subnet"
 AKS_NETWORK_NAME = f"{AKS_GROUP}/network-name"
 AKS_NETWORK_SUBSCRIPTION = f"{AKS_GROUP}/network-subscription"
+AKS_EBPF_DATAPLANE = f"{AKS_GROUP}/ebpf-dataplane"
+AKS_KUBELET_IDENTITY = f"{AKS_GROUP}/kubelet-identity-client-id"
 
 #: The labels every Azure instance type defines; pods and NodePools may select on them.
 SKU_LABELS = frozenset(
@@ -65,6 +67,9 @@ TAG_NODECLAIM_UID = "karpenter.azure.com_nodeclaim-uid"
 TAG_NODECLAIM = "karpenter.azure.com_nodeclaim"
 TAG_NODECLASS = "karpenter.azure.com_aksnodeclass"
 
+#: NodeClaim annotation naming the AKS machine of a node made through the AKS machine API.
+AKS_MACHINE_ANNOTATION = f"{GROUP}/aks-machine-resource-id"
+
 PROVIDER_ID_PREFIX = "azure://"
 #: VM, NIC and OS disk of a NodeClaim are all named ``aks-<nodeclaim>``.
 RESOURCE_NAME_PREFIX = "aks-"
@@ -81,11 +86,25 @@ def label_value(text: str) -> str:
 
 
 def aks_node_labels(
-    resource_group: str, network_plugin: str, subnet_id: str = ""
+    resource_group: str,
+    network_plugin: str,
+    subnet_id: str = "",
+    *,
+    dataplane: str = "",
+    kubelet_identity: str = "",
 ) -> dict[str, str]:
     """Labels AKS's bootstrap gives every node through the kubelet (not schedulable): the
-    cluster (node resource group), the pod network type, and the node subnet's names."""
-    labels = {AKS_CLUSTER: label_value(resource_group), AKS_MODE: "user", AKS_ROLE: "agent"}
+    cluster (node resource group), the kubelet identity's client ID (empty when none is
+    configured, as Karpenter Azure writes it), the pod network type, the node subnet's names,
+    and ``ebpf-dataplane=cilium`` on a Cilium dataplane (the Cilium agent selects on it)."""
+    labels = {
+        AKS_CLUSTER: label_value(resource_group),
+        AKS_MODE: "user",
+        AKS_ROLE: "agent",
+        AKS_KUBELET_IDENTITY: kubelet_identity,
+    }
+    if dataplane == "cilium":
+        labels[AKS_EBPF_DATAPLANE] = "cilium"
     if network_plugin == "azure-overlay":
         labels[AKS_PODNETWORK_TYPE] = "overlay"
         labels[AKS_CNI_OVERLAY] = "true"

@@ -80,6 +80,8 @@ class LaunchTemplateProvider:
             location=settings.location,
             tenant_id=settings.tenant_id,
             subnet_id=spec.vnet_subnet_id or settings.vnet_subnet_id,
+            network_policy=settings.network_policy,
+            kubelet_identity_client_id=settings.kubelet_identity_client_id,
         )
         claim = request.node_claim
         labels: dict[str, str] = {}
@@ -95,6 +97,8 @@ class LaunchTemplateProvider:
                     settings.resource_group,
                     settings.network_plugin,
                     spec.vnet_subnet_id or settings.vnet_subnet_id,
+                    dataplane=settings.network_dataplane,
+                    kubelet_identity=settings.kubelet_identity_client_id,
                 ),
             }
         )

@@ -1,8 +1,9 @@
 """AKSNodeClass (``karpenter.azure.com/v1beta1``; ``v1alpha2`` is served too, the same schema).
 
-The fields that drive launches are modelled and validated as the CRD validates them; fields
-this provider does not act on (``localDNS``, ``linuxOSConfig``, ...) and fields added by newer
-CRDs are kept as written, so a manifest round-trips.
+The fields that drive launches are modelled and validated as the CRD validates them (and
+``linuxOSConfig`` in :mod:`nodewright_azure.linuxosconfig`); fields this provider does not act
+on (``localDNS``, ...) and fields added by newer CRDs are kept as written, so a manifest
+round-trips.
 
 The CRD (:mod:`nodewright_azure.crd`) is generated from these models: its CEL rules
 (:class:`~nodewright.plugin.Rule`), defaults the API server applies and keywords only it
@@ -32,6 +33,7 @@ from nodewright.plugin import (
     validations,
 )
 from nodewright_azure.labels import GROUP
+from nodewright_azure.linuxosconfig import SIZE_PATTERN, LinuxOSConfig
 
 API_VERSION = f"{GROUP}/v1beta1"
 API_VERSION_V1ALPHA2 = f"{GROUP}/v1alpha2"
@@ -51,7 +53,6 @@ _SUBNET_PATTERN = (
     r"(?i)^\/subscriptions\/[^\/]+\/resourceGroups\/[a-zA-Z0-9_\-().]{0,89}[a-zA-Z0-9_\-()]"
     r"\/providers\/Microsoft\.Network\/virtualNetworks\/[^\/]+\/subnets\/[^\/]+$"
 )
-_SIZE_PATTERN = r"^\d+(E|P|T|G|M|K|Ei|Pi|Ti|Gi|Mi|Ki)$"
 _DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
 _DNS_ZONE_PATTERN = (
     r"^(\.|[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
@@ -93,7 +94,7 @@ class AKSKubeletConfiguration(Model):
         Schema(default="none"),
     ] = None
     allowed_unsafe_sysctls: list[str] | None = None
-    container_log_max_size: Annotated[str | None, Schema(pattern=_SIZE_PATTERN, default="50Mi")] = (
+    container_log_max_size: Annotated[str | None, Schema(pattern=SIZE_PATTERN, default="50Mi")] = (
         None
     )
     container_log_max_files: Annotated[Int32 | None, Schema(default=5)] = Field(default=None, ge=2)
@@ -186,16 +187,6 @@ class LocalDNS(Model):
     )
 
 
-class LinuxOSConfig(Model):
-    swap_file_size: Annotated[str | None, Schema(pattern=_SIZE_PATTERN)] = None
-    #: About 25 bounded sysctls; kept as written (the node applies them).
-    sysctls: dict[str, Any] | None = None
-    transparent_huge_page_enabled: Literal["always", "madvise", "never"] | None = None
-    transparent_huge_page_defrag: (
-        Literal["always", "defer", "defer+madvise", "madvise", "never"] | None
-    ) = None
-
-
 def _spec_rules() -> dict[str, Any]:
     return validations(
         Rule(
@@ -254,9 +245,7 @@ class AKSNodeClassSpec(Model):
     )
     gpu: AKSGPU | None = None
     artifact_streaming: ArtifactStreaming | None = None
-    linux_os_config: Annotated[dict[str, Any] | None, SchemaFrom(LinuxOSConfig)] = Field(
-        default=None, alias="linuxOSConfig"
-    )
+    linux_os_config: LinuxOSConfig | None = Field(default=None, alias="linuxOSConfig")
 
     @field_validator("vnet_subnet_id")
     @classmethod
@@ -277,6 +266,18 @@ class AKSNodeClassSpec(Model):
             if len(tag) > 256:
                 raise ValueError(f"tag {key!r}: the value is longer than 256 characters")
         return value
+
+    @model_validator(mode="after")
+    def _check_swap(self) -> AKSNodeClassSpec:
+        config = self.linux_os_config
+        if config is not None and config.swap_file_size is not None:
+            kubelet = self.kubelet
+            if kubelet is None or kubelet.fail_swap_on is not False:
+                raise ValueError(
+                    "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize "
+                    "is specified"
+                )
+        return self
 
     @model_validator(mode="after")
     def _check_fips(self) -> AKSNodeClassSpec:

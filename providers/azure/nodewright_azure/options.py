@@ -7,8 +7,10 @@ provider first needs them (:meth:`Settings.require`), so the plugin loads anywhe
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 SUBSCRIPTION_ID = "subscription-id"
 RESOURCE_GROUP = "resource-group"
@@ -40,9 +42,35 @@ CLUSTER_CA_FILE = "cluster-ca-file"
 BOOTSTRAP_TOKEN_FILE = "bootstrap-token-file"
 DNS_SERVICE_IP = "dns-service-ip"
 OFFLINE = "offline"
+PROVISION_MODE = "provision-mode"
+MANAGE_EXISTING_AKS_MACHINES = "manage-existing-aks-machines"
+AKS_MACHINES_POOL_NAME = "aks-machines-pool-name"
+CLUSTER_RESOURCE_GROUP = "cluster-resource-group"
+USE_SIG = "use-sig"
+SIG_SUBSCRIPTION_ID = "sig-subscription-id"
+NETWORK_POLICY = "network-policy"
+NETWORK_DATAPLANE = "network-dataplane"
+KUBELET_IDENTITY_CLIENT_ID = "kubelet-identity-client-id"
+NODEBOOTSTRAPPING_SERVER_URL = "nodebootstrapping-server-url"
+BATCH_IDLE = "provider-batch-idle-duration"
+BATCH_MAX = "provider-batch-max-duration"
+BATCH_SIZE = "provider-batch-max-size"
 
 OPTIONS = (
     OFFLINE,
+    PROVISION_MODE,
+    MANAGE_EXISTING_AKS_MACHINES,
+    AKS_MACHINES_POOL_NAME,
+    CLUSTER_RESOURCE_GROUP,
+    USE_SIG,
+    SIG_SUBSCRIPTION_ID,
+    NETWORK_POLICY,
+    NETWORK_DATAPLANE,
+    KUBELET_IDENTITY_CLIENT_ID,
+    NODEBOOTSTRAPPING_SERVER_URL,
+    BATCH_IDLE,
+    BATCH_MAX,
+    BATCH_SIZE,
     SUBSCRIPTION_ID,
     RESOURCE_GROUP,
     LOCATION,
@@ -95,6 +123,17 @@ OFFLINE_SUBNET = (
 )
 
 AUTH_MODES = ("default", "workload-identity", "client-secret", "managed-identity")
+#: How nodes are made (Karpenter Azure's PROVISION_MODE): a NIC and a VM with a scriptless
+#: bootstrap; the same with custom data from the node bootstrapping server; or AKS machines
+#: in an agent pool (one PUT each, or batched per template).
+SCRIPTLESS = "aksscriptless"
+BOOTSTRAPPING_CLIENT = "bootstrappingclient"
+MACHINE_API = "aksmachineapi"
+MACHINE_API_BATCH = "aksmachineapiheaderbatch"
+PROVISION_MODES = (SCRIPTLESS, BOOTSTRAPPING_CLIENT, MACHINE_API, MACHINE_API_BATCH)
+NETWORK_DATAPLANES = ("azure", "cilium", "")
+#: The AKS machine API's limit of machines in one batched PUT.
+MAX_BATCH = 50
 #: Default maxPods by network plugin (Karpenter's ``GetMaxPods``).
 NETWORK_PLUGINS = {"azure-overlay": 250, "azure": 30, "none": 250, "kubenet": 110}
 
@@ -144,6 +183,38 @@ class Settings:
     #: ``azure.offline=LOCATION``: every Azure call is answered in-process from the bundled
     #: catalog of that location (nodewright_azure.offline); no server, no identity.
     offline: bool = False
+    provision_mode: str = SCRIPTLESS
+    #: AKS machines a machine-API mode made stay managed (listed, read, deleted) in VM modes.
+    manage_existing_aks_machines: bool = False
+    #: The agent pool AKS machines are made in, and the AKS cluster's own resource group.
+    aks_machines_pool_name: str = ""
+    cluster_resource_group: str = ""
+    #: Node images from AKS's shared image galleries (NodeImageVersions API), not community
+    #: galleries; the galleries' subscription.
+    use_sig: bool = False
+    sig_subscription_id: str = ""
+    #: The cluster's network policy and dataplane, as the node bootstrap and labels need them.
+    network_policy: str = ""
+    network_dataplane: str = "cilium"
+    #: The kubelet identity's client ID: node label, bootstrap, KubeletIdentityDrift.
+    kubelet_identity_client_id: str = ""
+    node_bootstrapping_server_url: str = ""
+    #: AKS machine creates of one template are batched until idle this long, at most this
+    #: long, and at most this many (``aksmachineapiheaderbatch``).
+    batch_idle: float = 1.0
+    batch_max: float = 5.0
+    batch_size: int = MAX_BATCH
+
+    @property
+    def machine_api(self) -> bool:
+        return self.provision_mode in (MACHINE_API, MACHINE_API_BATCH)
+
+    @property
+    def aks_machines_visible(self) -> bool:
+        """AKS machines are this provider's to list, read and delete."""
+        return (self.machine_api or self.manage_existing_aks_machines) and bool(
+            self.aks_machines_pool_name
+        )
 
     @property
     def default_max_pods(self) -> int:
@@ -187,9 +258,10 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         raise SettingsError(
             f"{NETWORK_PLUGIN}: {plugin!r} is not one of {', '.join(NETWORK_PLUGINS)}"
         )
-    for name in (ARM_ENDPOINT, PRICES_ENDPOINT):
-        if name in values and not values[name].startswith("https://"):
+    for name in (ARM_ENDPOINT, PRICES_ENDPOINT, NODEBOOTSTRAPPING_SERVER_URL):
+        if values.get(name) and not values[name].startswith("https://"):
             raise SettingsError(f"{name}: {values[name]!r} must be an https:// URL")
+    machine = _machine_settings(values)
     return Settings(
         subscription_id=values.get(SUBSCRIPTION_ID, ""),
         resource_group=values.get(RESOURCE_GROUP, ""),
@@ -221,7 +293,83 @@ def parse_settings(options: Mapping[str, str], cluster_name: str = "") -> Settin
         bootstrap_token_file=values.get(BOOTSTRAP_TOKEN_FILE, ""),
         dns_service_ip=values.get(DNS_SERVICE_IP) or "10.0.0.10",
         offline=bool(values.get(OFFLINE)),
+        **machine,
     )
+
+
+def _machine_settings(values: Mapping[str, str]) -> dict[str, Any]:
+    """The provision mode, AKS machine, image gallery, network and identity options, checked
+    as Karpenter Azure checks them."""
+    mode = values.get(PROVISION_MODE) or SCRIPTLESS
+    if mode not in PROVISION_MODES:
+        raise SettingsError(
+            f"{PROVISION_MODE}: {mode!r} is not one of {', '.join(PROVISION_MODES)}"
+        )
+    use_sig = _flag(values, USE_SIG)
+    pool = values.get(AKS_MACHINES_POOL_NAME, "")
+    if mode == BOOTSTRAPPING_CLIENT and not values.get(NODEBOOTSTRAPPING_SERVER_URL):
+        raise SettingsError(
+            f"{NODEBOOTSTRAPPING_SERVER_URL} is required when {PROVISION_MODE} is {mode}"
+        )
+    if mode in (MACHINE_API, MACHINE_API_BATCH):
+        if values.get(OFFLINE):
+            raise SettingsError(
+                f"{OFFLINE} and {PROVISION_MODE}={mode} conflict: the offline cloud has no AKS "
+                "machine API; simulate with the default provision mode"
+            )
+        if not pool:
+            raise SettingsError(
+                f"{AKS_MACHINES_POOL_NAME} is required when {PROVISION_MODE} is {mode}"
+            )
+        if not use_sig:
+            raise SettingsError(f"{USE_SIG} must be true when {PROVISION_MODE} is {mode}")
+    elif use_sig and not values.get(SIG_SUBSCRIPTION_ID):
+        raise SettingsError(f"{SIG_SUBSCRIPTION_ID} is required when {USE_SIG} is true")
+    dataplane = values.get(NETWORK_DATAPLANE, "cilium")
+    if dataplane not in NETWORK_DATAPLANES:
+        raise SettingsError(
+            f"{NETWORK_DATAPLANE}: {dataplane!r} is not a valid network dataplane "
+            "('azure', 'cilium' or empty)"
+        )
+    identity = values.get(KUBELET_IDENTITY_CLIENT_ID, "")
+    if identity:
+        try:
+            uuid.UUID(identity)
+        except ValueError:
+            raise SettingsError(
+                f"{KUBELET_IDENTITY_CLIENT_ID}: {identity!r} is malformed"
+            ) from None
+    size_text = values.get(BATCH_SIZE) or str(MAX_BATCH)
+    if not size_text.isdigit() or not 1 <= int(size_text) <= MAX_BATCH:
+        raise SettingsError(f"{BATCH_SIZE} must be between 1 and {MAX_BATCH}, got {size_text}")
+    idle = _seconds(values, BATCH_IDLE, 1.0)
+    longest = _seconds(values, BATCH_MAX, 5.0)
+    if longest < idle:
+        raise SettingsError(f"{BATCH_MAX} ({longest}s) must be >= {BATCH_IDLE} ({idle}s)")
+    return {
+        "provision_mode": mode,
+        "manage_existing_aks_machines": _flag(values, MANAGE_EXISTING_AKS_MACHINES),
+        "aks_machines_pool_name": pool,
+        "cluster_resource_group": values.get(CLUSTER_RESOURCE_GROUP, ""),
+        "use_sig": use_sig,
+        "sig_subscription_id": values.get(SIG_SUBSCRIPTION_ID, ""),
+        "network_policy": values.get(NETWORK_POLICY, ""),
+        "network_dataplane": dataplane,
+        "kubelet_identity_client_id": identity,
+        "node_bootstrapping_server_url": values.get(NODEBOOTSTRAPPING_SERVER_URL, ""),
+        "batch_idle": idle,
+        "batch_max": longest,
+        "batch_size": int(size_text),
+    }
+
+
+def _flag(values: Mapping[str, str], name: str) -> bool:
+    text = values.get(name, "").lower()
+    if text in ("", "0", "f", "false"):
+        return False
+    if text in ("1", "t", "true"):
+        return True
+    raise SettingsError(f"{name}: {values[name]!r} is not true or false")
 
 
 def _offline_values(values: Mapping[str, str]) -> dict[str, str]:

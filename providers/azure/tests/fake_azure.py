@@ -9,8 +9,9 @@ on throttling, and error bodies shaped ``{"error": {"code", "message"}}``. TLS c
 
 This module holds the fake's state, its HTTPS server, injected faults and the routing of
 requests; the answers are in ``fake_azure_arm`` (errors, paging, long-running operations),
-``fake_azure_entra`` (tokens), ``fake_azure_catalog`` (SKUs, gallery images, prices) and
-``fake_azure_resources`` (VMs and NICs).
+``fake_azure_entra`` (tokens), ``fake_azure_catalog`` (SKUs, gallery images, prices),
+``fake_azure_resources`` (VMs and NICs) and ``fake_azure_aks`` (AKS machines, node image
+versions).
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import trustme
 
-from providers.azure.tests import fake_azure_catalog, fake_azure_entra, fake_azure_resources
+from providers.azure.tests import (
+    fake_azure_aks,
+    fake_azure_catalog,
+    fake_azure_entra,
+    fake_azure_resources,
+)
 from providers.azure.tests.fake_azure_arm import JSON, Operation, error, operation_status
 from providers.azure.tests.sku_data import REGION, price_items, sku_payloads
 
@@ -74,6 +80,14 @@ class FakeAzure:
         #: The last PUT body of each VM, as received (the stored VM drops customData).
         self.vm_bodies: dict[str, JSON] = {}
         self.nics: dict[str, JSON] = {}
+        #: AKS machines by name, the reads each stays in its state, and every machine PUT
+        #: as received: (machine name, body, BatchPutMachine header or None).
+        self.machines: dict[str, JSON] = {}
+        self.machine_polls: dict[str, int] = {}
+        self.machine_requests: list[tuple[str, JSON, str | None]] = []
+        #: Where AKS puts machines' VMs, and the node image versions AKS lists (use-sig).
+        self.node_resource_group = "MC_rg_cluster_japaneast"
+        self.node_image_versions: list[JSON] = fake_azure_catalog.default_node_image_versions()
         #: (public gallery name, image definition) -> its versions, as the Community Gallery
         #: image-versions API lists them (name, publishedDate).
         self.gallery_images: dict[tuple[str, str], list[JSON]] = (
@@ -219,10 +233,15 @@ class FakeAzure:
                     "MissingApiVersionParameter",
                     "The api-version query parameter (?api-version=) is required for all requests.",
                 )
-            return self._arm(method, path, query, body)
+            return self._arm(method, path, query, body, headers)
 
     def _arm(
-        self, method: str, path: str, query: dict[str, list[str]], body: bytes
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        body: bytes,
+        headers: dict[str, str],
     ) -> tuple[int, dict[str, str], JSON | None]:
         sub = f"/subscriptions/{self.subscription}"
         if not path.startswith(sub):
@@ -232,6 +251,8 @@ class FakeAzure:
                 f"The subscription '{path.split('/')[2]}' could not be found.",
             )
         rest = path[len(sub) :]
+        if "/microsoft.containerservice/" in rest.lower():
+            return fake_azure_aks.aks(self, method, rest, headers, body)
         if rest.lower() == "/providers/microsoft.compute/skus" and method == "GET":
             return fake_azure_catalog.skus(self, path, query)
         match = re.fullmatch(

@@ -91,6 +91,31 @@ def default_gallery_images() -> dict[tuple[str, str], list[JSON]]:
     return {key: [dict(v) for v in versions] for key in definitions}
 
 
+def default_node_image_versions() -> list[JSON]:
+    """What AKS's NodeImageVersions API lists: two versions of each image definition of the
+    AKSUbuntu and AKSAzureLinux galleries (listed oldest last) and an image of a gallery
+    Karpenter does not use."""
+    found: list[JSON] = []
+    for os, skus in (
+        ("AKSUbuntu", ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd")),
+        ("AKSAzureLinux", ("V2gen2", "V2", "V3gen2", "V3")),
+    ):
+        for sku in skus:
+            for version in ("202511.03.0", "202509.21.1"):
+                found.append(
+                    {"fullName": f"{os}-{sku}-{version}", "os": os, "sku": sku, "version": version}
+                )
+    found.append(
+        {
+            "fullName": "AKSWindows-2022-202511.03.0",
+            "os": "AKSWindows",
+            "sku": "2022",
+            "version": "202511.03.0",
+        }
+    )
+    return found
+
+
 def prices(fake: FakeAzure, query: dict[str, list[str]]) -> tuple[int, dict[str, str], JSON]:
     """The Retail Prices API: items of ``armRegionName eq '...'``, paged by ``$skip``."""
     text = query.get("$filter", [""])[0]
