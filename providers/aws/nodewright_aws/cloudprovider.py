@@ -257,7 +257,7 @@ class AWSProvider:
         if not result.ready:
             return NodeClassReadiness(False, result.reason, result.problem, result.status())
         problem = self.placement_group_problem(node_class) or self.validation.problem(
-            node_class, result, self._instance_types_or_none(node_class)
+            node_class, result, lambda: self._instance_types_or_none(node_class)
         )
         if problem is not None:
             return NodeClassReadiness(False, problem[0], problem[1], result.status())

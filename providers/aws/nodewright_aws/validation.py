@@ -81,9 +81,10 @@ class DryRunValidation:
         self,
         node_class: EC2NodeClass,
         resolution: Resolution,
-        instance_types: Sequence[InstanceType],
+        instance_types: Callable[[], Sequence[InstanceType]],
     ) -> Verdict:
-        """(reason, message) when EC2 says the controller may not launch for the class."""
+        """(reason, message) when EC2 says the controller may not launch for the class
+        (``instance_types``, the class's, are built only when EC2 is asked)."""
         if self.disabled:
             return None
         key = _key(node_class, resolution)
@@ -93,7 +94,7 @@ class DryRunValidation:
             return known[2]
         try:
             with aws_errors(f"validating EC2NodeClass {node_class.name!r}"):
-                verdict = self._check(node_class, resolution, instance_types)
+                verdict = self._check(node_class, resolution, instance_types())
         except (_NoVerdict, ProviderError, botocore.exceptions.BotoCoreError) as error:
             log.info("EC2NodeClass %s not validated now: %s", node_class.name, error)
             return None
