@@ -424,7 +424,7 @@ def test_every_command_is_listed_and_explains_itself(capsys: pytest.CaptureFixtu
     assert listed.value.code == 0
     overview = capsys.readouterr().out
     names = [command.name for command in COMMANDS]
-    assert names == ["simulate", "plugins", "convert", "crds", "run", "version"]
+    assert names == ["simulate", "tune", "plugins", "convert", "crds", "run", "version"]
     for command in COMMANDS:
         assert command.name in overview
         assert command.help in " ".join(overview.split())

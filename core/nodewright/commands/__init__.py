@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from nodewright.commands import convert, crds, plugins, run, simulate, version
+from nodewright.commands import convert, crds, plugins, run, simulate, tune, version
 from nodewright.commands.command import Command
 
 #: The subcommands, in the order ``nodewright --help`` lists them.
 COMMANDS: tuple[Command, ...] = (
     simulate.COMMAND,
+    tune.COMMAND,
     plugins.COMMAND,
     convert.COMMAND,
     crds.COMMAND,

@@ -22,3 +22,9 @@ def _names(variable: str) -> list[str] | None:
 def load_host() -> PluginHost:
     """Load providers from entry points, honouring the selection environment variables."""
     return PluginHost.load(only=_names(PLUGINS_ENV), blocked=_names(DISABLE_PLUGINS_ENV) or ())
+
+
+def plugin_selection() -> tuple[list[str] | None, list[str]]:
+    """The providers to load (None: every installed one) and those never to load, as the
+    environment variables say: what a worker on another machine is told to load."""
+    return _names(PLUGINS_ENV), _names(DISABLE_PLUGINS_ENV) or []

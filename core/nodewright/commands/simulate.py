@@ -12,141 +12,35 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
-from nodewright.api.core import TopologySpreadConstraint
-from nodewright.api.duration import DurationError, parse_duration
 from nodewright.api.excerpt import cut, printable
-from nodewright.clock import Clock
-from nodewright.cluster import ClusterError
-from nodewright.cluster.kube.snapshot import take_snapshot
 from nodewright.cluster.objects import tune_collector
 from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
 from nodewright.commands.host import load_host
-from nodewright.controllers.options import Options
-from nodewright.plugin.host import PluginHost
-from nodewright.service.logs import TextFormatter
-from nodewright.settings import DEFAULT_FEATURE_GATES, DRA_FALSE_REFUSED, parse_feature_gates
-from nodewright.settings.schedulerconfig import SchedulerConfigError, load_scheduler_config
+from nodewright.commands.inputs import (
+    add_input_arguments,
+    check_output_file,
+    configure_logging,
+    read_inputs,
+)
+from nodewright.simulation import session
 from nodewright.simulation.html import render_html
-from nodewright.simulation.inputs import (
-    InputError,
-    karpenter_rules,
-    kind_registry,
-    load_checked,
-    warn_static_without_gate,
-)
-from nodewright.simulation.preflight import option_problems, unusable_providers
-from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
-from nodewright.simulation.report import build_report
-from nodewright.simulation.runner import Simulation
-from nodewright.simulation.scenario import (
-    Scenario,
-    ScenarioError,
-    load_scenario,
-    run_scenario,
-    scenario_hint,
-)
-from nodewright.simulation.snapshot import (
-    LOAD_ORDER,
-    Snapshot,
-    SnapshotError,
-    describe,
-    load_snapshot,
-    read_dump,
-    read_items,
-)
+from nodewright.simulation.inputs import InputError
+from nodewright.simulation.progress import ProgressLine
+from nodewright.simulation.scenario import ScenarioError
+from nodewright.simulation.snapshot import SnapshotError
 from nodewright.simulation.text import print_report, print_what_if
-from nodewright.simulation.whatif import build_what_if, price_nodes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATH",
-        help="manifest files or directories (with a snapshot: applied over it)",
-    )
-    parser.add_argument(
-        "--from-cluster",
-        action="store_true",
-        help="start from a read-only snapshot of a real cluster and report the what-if",
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="with --from-cluster: the kubeconfig (default $KUBECONFIG or ~/.kube/config)",
-    )
-    parser.add_argument(
-        "--context", metavar="NAME", help="with --from-cluster: the kubeconfig context"
-    )
-    parser.add_argument(
-        "--from-dump",
-        metavar="FILE",
-        help="start from a `kubectl get nodes,pods,... -A -o yaml` dump (a v1 List)",
-    )
-    parser.add_argument("--scenario", metavar="FILE", help="steps to run after applying PATHs")
+    add_input_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="write a JSON report to FILE")
     parser.add_argument(
         "--html",
         metavar="FILE",
         help="write the report as one self-contained web page (timeline charts, nodes, events)",
     )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed for generated names and for faults drawn at random (default 0)",
-    )
-    parser.add_argument(
-        "--provider-option",
-        action="append",
-        default=[],
-        metavar="PROVIDER.NAME=VALUE",
-        help="a provider setting, e.g. kwok.registration-delay=5s (repeatable)",
-    )
-    parser.add_argument("--batch-idle-duration", default="1s", metavar="DURATION")
-    parser.add_argument("--batch-max-duration", default="10s", metavar="DURATION")
-    parser.add_argument(
-        "--node-registration-delay",
-        default="30s",
-        metavar="DURATION",
-        help="how long a cloud instance takes to register its Node (providers other than kwok)",
-    )
-    parser.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="GATE=BOOL,...",
-        help="Karpenter's feature gates, as run takes them, e.g. SpotToSpotConsolidation=true",
-    )
-    parser.add_argument(
-        "--preference-policy",
-        choices=("Respect", "Ignore"),
-        default="Respect",
-        help="preferred affinities and ScheduleAnyway spreads (default Respect)",
-    )
-    parser.add_argument(
-        "--min-values-policy",
-        choices=("Strict", "BestEffort"),
-        default="Strict",
-        help="requirement minValues handling (default Strict)",
-    )
-    parser.add_argument(
-        "--scheduler-config",
-        default="",
-        metavar="DOCUMENT|FILE",
-        help="kube-scheduler settings to mirror (podTopologySpread.defaultConstraints), as run "
-        "takes them: a YAML/JSON document or a file holding one",
-    )
-    parser.add_argument(
-        "--ignore-dra-requests",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="skip pods with Dynamic Resource Allocation claims, as run does (only true)",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -154,58 +48,20 @@ def run(args: argparse.Namespace) -> int:
     host = load_host()
     try:
         if args.json:
-            _check_output_file("--json", Path(args.json))
+            check_output_file("--json", Path(args.json))
         if args.html:
-            _check_output_file("--html", Path(args.html))
-        scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
-        provider_options = _parse_provider_options(args.provider_option)
-        if not args.ignore_dra_requests:
-            raise InputError([f"--no-ignore-dra-requests: {DRA_FALSE_REFUSED}"])
-        options = _options(args)
-        snapshot = _read_snapshot(args, host)
-        existing = snapshot.objects if snapshot is not None else []
-        if not args.paths and snapshot is None:
-            raise InputError(
-                ["give manifests (PATH ...), --from-cluster or --from-dump FILE to simulate"]
-            )
-        objects = (
-            load_checked([Path(p) for p in args.paths], host, existing, file_hint=scenario_hint)
-            if args.paths
-            else []
-        )
-        warn_static_without_gate([*existing, *objects], options)
-        registration = _duration_option("--node-registration-delay", args.node_registration_delay)
+            check_output_file("--html", Path(args.html))
+        inputs = read_inputs(args, host)
         # Configuring providers may log their failures; they are reported below, once each.
         logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]
-        simulation = Simulation(
-            host, options, provider_options, seed=args.seed, node_registration_delay=registration
-        )
-        problems = option_problems(host, provider_options) or unusable_providers(
-            host, [*existing, *objects]
-        )
-        if problems:
-            raise InputError(problems)
+        simulation = session.start(host, inputs)
         # A status line while it runs, on a terminal only.
         progress = ProgressLine(simulation, sys.stderr) if sys.stderr.isatty() else None
-        _configure_logging(simulation.clock, args.verbose, progress)
+        configure_logging(simulation.clock, args.verbose, progress)
         if progress is not None:
             simulation.on_step = progress.update
-        current = None
-        if snapshot is not None:
-            logging.getLogger("nodewright.simulation").info("Loaded %s", describe(snapshot))
-            load_snapshot(simulation, snapshot)
-            current = price_nodes(simulation)
-            # The timeline prices the snapshot's unmanaged nodes as the what-if does.
-            simulation.known_prices = {
-                n.name: n.price_per_hour
-                for n in current
-                if not n.managed and n.price_per_hour is not None
-            }
         try:
-            simulation.apply(objects)
-            simulation.settle()
-            run_scenario(simulation, scenario, host)
-            simulation.finish()
+            outcome = session.run(simulation, inputs)
         finally:
             if progress is not None:
                 progress.finish()
@@ -214,11 +70,7 @@ def run(args: argparse.Namespace) -> int:
         for line in lines:
             print(f"error: {printable(cut(line))}", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    report = build_report(simulation)
-    what_if = None
-    if snapshot is not None and current is not None:
-        what_if = build_what_if(simulation, snapshot.source, current, report)
-        report.notes.extend(snapshot.notes)
+    report, what_if = outcome.report, outcome.what_if
     print_report(report)
     if what_if is not None:
         print_what_if(what_if)
@@ -238,110 +90,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
             return EXIT_INVALID_INPUT
     return EXIT_OK
-
-
-def _parse_provider_options(values: Sequence[str]) -> dict[str, dict[str, str]]:
-    options: dict[str, dict[str, str]] = {}
-    for value in values:
-        key, sep, setting = value.partition("=")
-        provider, dot, name = key.partition(".")
-        if not sep or not dot or not provider or not name:
-            raise InputError(
-                [
-                    f"--provider-option {value!r}: expected PROVIDER.NAME=VALUE, "
-                    "e.g. kwok.registration-delay=5s"
-                ]
-            )
-        options.setdefault(provider, {})[name] = setting
-    return options
-
-
-def _duration_option(name: str, value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except DurationError as error:
-        raise InputError([f"{name}: {error}"]) from None
-
-
-def _options(args: argparse.Namespace) -> Options:
-    """The controllers' options from the flags ``run`` shares (durations, policies, gates)."""
-    gates = _feature_gates(args.feature_gates)
-    return Options(
-        batch_idle_duration=_duration_option("--batch-idle-duration", args.batch_idle_duration),
-        batch_max_duration=_duration_option("--batch-max-duration", args.batch_max_duration),
-        preference_policy=args.preference_policy,
-        min_values_policy=args.min_values_policy,
-        spot_to_spot_consolidation=gates.get("SpotToSpotConsolidation", False),
-        static_capacity=gates.get("StaticCapacity", False),
-        default_spread=_default_spread(args.scheduler_config),
-        node_repair=gates.get("NodeRepair", False),
-        capacity_buffer=gates.get("CapacityBuffer", False),
-        node_overlay=gates.get("NodeOverlay", False),
-    )
-
-
-def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | None:
-    """The cluster snapshot to start from (``--from-cluster``, ``--from-dump``), if any."""
-    if (args.kubeconfig or args.context) and not args.from_cluster:
-        raise InputError(["--kubeconfig and --context go with --from-cluster"])
-    if args.from_cluster and args.from_dump:
-        raise InputError(["--from-cluster and --from-dump: give one snapshot, not both"])
-    if args.from_dump:
-        return read_dump(Path(args.from_dump), kind_registry(host), karpenter_rules(host))
-    if not args.from_cluster:
-        return None
-    kinds = [
-        *LOAD_ORDER,
-        *(kind.model for kind in host.node_class_kinds()),
-    ]
-    try:
-        taken = take_snapshot(kinds, args.kubeconfig, args.context)
-    except ClusterError as error:
-        where = args.kubeconfig or "the default kubeconfig"
-        context = f" (context {args.context})" if args.context else ""
-        raise InputError([f"--from-cluster {where}{context}: {error}"]) from None
-    source = f"cluster {taken.server}"
-    return read_items(taken.items, source, kind_registry(host), karpenter_rules(host))
-
-
-def _default_spread(value: str) -> tuple[TopologySpreadConstraint, ...]:
-    """``--scheduler-config``'s default topology spread constraints."""
-    try:
-        config = load_scheduler_config(value)
-    except SchedulerConfigError as error:
-        raise InputError([f"--scheduler-config: {error}"]) from None
-    return config.default_constraints if config is not None else ()
-
-
-def _feature_gates(text: str) -> dict[str, bool]:
-    """Karpenter's gates at their defaults, overridden by ``--feature-gates``."""
-    try:
-        gates = parse_feature_gates(DEFAULT_FEATURE_GATES)
-        gates.update(parse_feature_gates(text))
-    except ValueError as error:
-        raise InputError([f"--feature-gates {cut(text)}: {error}"]) from None
-    return gates
-
-
-def _check_output_file(option: str, path: Path) -> None:
-    """Refuse an output path that cannot be written before simulating, not after."""
-    if path.is_dir():
-        raise InputError([f"{option} {path}: is a directory; name a file"])
-    if not path.parent.is_dir():
-        raise InputError([f"{option} {path}: the folder {path.parent} does not exist"])
-
-
-def _configure_logging(clock: Clock, verbose: bool, progress: ProgressLine | None = None) -> None:
-    handler = (
-        logging.StreamHandler(sys.stdout)
-        if progress is None
-        else ProgressAwareHandler(sys.stdout, progress)
-    )
-    handler.setFormatter(TextFormatter.simulated(clock, verbose))
-    root = logging.getLogger("nodewright")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    root.propagate = False
 
 
 COMMAND = Command(

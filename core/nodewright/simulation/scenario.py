@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -96,6 +96,9 @@ class Step:
     duration: timedelta | None = None
     #: For ``setNodeCondition``.
     condition: NodeConditionChange | None = None
+    #: For ``apply``: the objects, when read before the run (:func:`preload`); else the
+    #: step reads ``paths`` when it runs.
+    objects: tuple[KubeObject, ...] | None = None
     #: Where the step was written, for messages (``scenario.yaml: steps[2]``).
     where: str = ""
 
@@ -285,6 +288,22 @@ def scenario_hint(file: Path) -> str | None:
     )
 
 
+def preload(scenario: Scenario, host: PluginHost, existing: Sequence[KubeObject]) -> Scenario:
+    """The scenario with its ``apply`` steps' manifests read and checked now (``existing``:
+    the objects the run starts with), so a run needs no files, and a problem in them is found
+    before anything runs. Raises :class:`InputError` as a run would."""
+    known = list(existing)
+    steps = []
+    for step in scenario.steps:
+        if step.action != "apply" or step.objects is not None:
+            steps.append(step)
+            continue
+        objects = load_checked(step.paths, host, known, file_hint=scenario_hint)
+        known.extend(objects)
+        steps.append(replace(step, objects=tuple(objects)))
+    return Scenario(tuple(steps))
+
+
 def run_scenario(simulation: Simulation, scenario: Scenario, host: PluginHost) -> None:
     """Run the steps in order, each followed by its implicit settle."""
     for step in scenario.steps:
@@ -314,16 +333,19 @@ def run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
 
 
 def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
-    applied = [
-        node_class
-        for kind in host.node_class_kinds()
-        for node_class in simulation.cluster.list(kind.model)
-    ]
-    objects = load_checked(step.paths, host, applied, file_hint=scenario_hint)
+    if step.objects is not None:
+        objects = list(step.objects)
+    else:
+        applied = [
+            node_class
+            for kind in host.node_class_kinds()
+            for node_class in simulation.cluster.list(kind.model)
+        ]
+        objects = load_checked(step.paths, host, applied, file_hint=scenario_hint)
+        warn_static_without_gate(objects, simulation.operator.options)
     switched = _static_switches(simulation, objects)
     if switched:
         raise InputError([f"{step.where}.apply: {line}" for line in switched])
-    warn_static_without_gate(objects, simulation.operator.options)
     problems = unusable_providers(host, objects)
     if problems:
         raise InputError([f"{step.where}.apply: {line}" for line in problems])
