@@ -29,7 +29,7 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import CPU, MEMORY
-from nodewright.scheduling.topology import PlacedPod, TopologyTerm
+from nodewright.scheduling.topology import TopologyTerm
 
 #: A repacking must save at least this share of the old price to be used.
 MIN_SAVING = 0.01
@@ -49,15 +49,13 @@ def claim_price(claim: NewNodeClaim) -> float:
     return min(prices, default=0.0)
 
 
-def _terms(pods: Iterable[PodRequest], placed: Iterable[PlacedPod]) -> set[TopologyTerm]:
-    terms: set[TopologyTerm] = set()
+def _terms(pods: Iterable[PodRequest], placed_terms: Iterable[TopologyTerm]) -> set[TopologyTerm]:
+    terms: set[TopologyTerm] = set(placed_terms)
     for pod in pods:
         terms.update(pod.topology)
         terms.update(pod.preferred_affinity)
         terms.update(pod.preferred_anti_affinity)
         terms.update(pod.schedule_anyway)
-    for placed_pod in placed:
-        terms.update(placed_pod.anti_affinity)
     return terms
 
 
@@ -120,14 +118,15 @@ def repack(
     result: SchedulingResult,
     pods: Sequence[PodRequest],
     templates: Sequence[NodePoolTemplate],
-    placed: Sequence[PlacedPod],
+    placed_terms: Iterable[TopologyTerm],
     solve_in_order: Solve,
 ) -> SchedulingResult:
     """``result`` with the NodeClaims of movable pods replaced by a cheaper packing, if any.
 
+    ``placed_terms`` are the required anti-affinity terms of the pods already running;
     ``solve_in_order`` solves pods against one pool, taking them in the order given.
     """
-    terms = _terms(pods, placed)
+    terms = _terms(pods, placed_terms)
     by_pool: dict[str, list[NewNodeClaim]] = {}
     for claim in result.new_node_claims:
         by_pool.setdefault(claim.node_pool, []).append(claim)

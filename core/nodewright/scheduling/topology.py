@@ -163,6 +163,22 @@ class TopologyGroup:
         #: on every count (the floor may rise), for affinity when a domain gets its first pod.
         self.epoch = 0
 
+    @classmethod
+    def counted(
+        cls,
+        term: TopologyTerm,
+        counts: dict[str, int],
+        empty: set[str],
+        fallback: frozenset[str] = frozenset(),
+    ) -> TopologyGroup:
+        """A group that starts from ``counts`` (every domain present, with its pods) and
+        ``empty`` (those of them without a pod), both taken over."""
+        group = cls(term, (), fallback)
+        group.counts = counts
+        group.empty = empty
+        group.nonempty = len(counts) - len(empty)
+        return group
+
     def register(self, domain: str) -> None:
         if domain not in self.counts:
             self.counts[domain] = 0
@@ -339,6 +355,55 @@ class PodTopology:
     volatile: bool = False
 
 
+def term_domains(sources: Sequence[DomainSource], term: TopologyTerm) -> set[str]:
+    """The domains of ``term``'s key the NodePools can put nodes in (those whose taints the
+    term's node filter does not tolerate left out, when it honors taints)."""
+    found: set[str] = set()
+    honor_taints = term.node_filter is not None and term.node_filter.honor_taints
+    for source in sources:
+        values = source.domains.get(term.key)
+        if not values:
+            continue
+        if (
+            honor_taints
+            and term.node_filter is not None
+            and not term.node_filter.tolerated(source.taints)
+        ):
+            continue
+        found |= values
+    return found
+
+
+def fallback_domains(
+    sources: Sequence[DomainSource], term: TopologyTerm, domains: set[str]
+) -> set[str]:
+    """Of ``domains``, those every pool reaches only through fallback offerings."""
+    fallback = set(domains)
+    for source in sources:
+        values = source.domains.get(term.key)
+        if values:
+            fallback -= values - source.fallback.get(term.key, frozenset())
+    return fallback
+
+
+class NodeLabels:
+    """Each node's labels as requirements, built once per node (the running pods bring
+    those the caller keeps from pass to pass)."""
+
+    def __init__(self, placed: Sequence[PlacedPod]) -> None:
+        self._requirements: dict[str, Requirements] = {
+            pod.node_name: pod.node_requirements
+            for pod in placed
+            if pod.node_requirements is not None
+        }
+
+    def of(self, node_name: str, labels: Mapping[str, str]) -> Requirements:
+        found = self._requirements.get(node_name)
+        if found is None:
+            found = self._requirements[node_name] = Requirements.from_labels(labels)
+        return found
+
+
 class Topology:
     """Every topology constraint of one solve, with its counts."""
 
@@ -352,12 +417,8 @@ class Topology:
     ) -> None:
         self._sources = sources
         node_list = list(nodes)
-        #: Node name -> its labels as requirements, built once for every group's node filter.
-        self._node_requirements: dict[str, Requirements] = {
-            pod.node_name: pod.node_requirements
-            for pod in placed
-            if pod.node_requirements is not None
-        }
+        #: Each node's labels as requirements, built once for every group's node filter.
+        self._labels = NodeLabels(placed)
         self.groups: dict[TopologyTerm, TopologyGroup] = {}
         self.inverse: dict[TopologyTerm, TopologyGroup] = {}
         for term in terms:
@@ -376,46 +437,21 @@ class Topology:
         self._selecting: dict[_PodKey, list[TopologyGroup]] = {}
         self._selected_by_inverse: dict[_PodKey, list[TopologyGroup]] = {}
 
-    def _domains(self, term: TopologyTerm) -> set[str]:
-        found: set[str] = set()
-        honor_taints = term.node_filter is not None and term.node_filter.honor_taints
-        for source in self._sources:
-            values = source.domains.get(term.key)
-            if not values:
-                continue
-            if (
-                honor_taints
-                and term.node_filter is not None
-                and not term.node_filter.tolerated(source.taints)
-            ):
-                continue
-            found |= values
-        return found
-
-    def _fallback(self, term: TopologyTerm, domains: set[str]) -> set[str]:
-        """Of ``domains``, those every pool reaches only through fallback offerings."""
-        fallback = set(domains)
-        for source in self._sources:
-            values = source.domains.get(term.key)
-            if values:
-                fallback -= values - source.fallback.get(term.key, frozenset())
-        return fallback
-
     def _new_group(
         self,
         term: TopologyTerm,
         nodes: Sequence[tuple[str, Mapping[str, str], tuple[Taint, ...]]],
         placed: Sequence[PlacedPod],
     ) -> TopologyGroup:
-        domains = self._domains(term)
-        group = TopologyGroup(term, domains, self._fallback(term, domains))
+        domains = term_domains(self._sources, term)
+        group = TopologyGroup(term, domains, fallback_domains(self._sources, term, domains))
         node_filter = term.node_filter
         for name, labels, taints in nodes:
             domain = labels.get(term.key)
             if domain is None:
                 continue
             if node_filter is None or node_filter.matches(
-                taints, self._labels_of(name, labels), allow_undefined=False
+                taints, self._labels.of(name, labels), allow_undefined=False
             ):
                 group.register(domain)
         for pod in placed:
@@ -428,25 +464,32 @@ class Topology:
                 continue
             if node_filter is not None and not node_filter.matches(
                 pod.node_taints,
-                self._labels_of(pod.node_name, pod.node_labels),
+                self._labels.of(pod.node_name, pod.node_labels),
                 allow_undefined=False,
             ):
                 continue
             group.record((domain,), pod.count)
         return group
 
-    def _labels_of(self, node_name: str, labels: Mapping[str, str]) -> Requirements:
-        found = self._node_requirements.get(node_name)
-        if found is None:
-            found = self._node_requirements[node_name] = Requirements.from_labels(labels)
-        return found
-
     def _inverse_group(self, term: TopologyTerm) -> TopologyGroup:
         group = self.inverse.get(term)
         if group is None:
-            group = TopologyGroup(term, self._domains(term))
+            group = TopologyGroup(term, term_domains(self._sources, term))
             self.inverse[term] = group
         return group
+
+    @classmethod
+    def assembled(
+        cls,
+        groups: dict[TopologyTerm, TopologyGroup],
+        inverse: dict[TopologyTerm, TopologyGroup],
+    ) -> Topology:
+        """A topology of groups counted elsewhere (see :mod:`.topologybase`), ``inverse`` in
+        the order ``__init__`` would have created them."""
+        topology = cls((), (), (), (), ())
+        topology.groups = groups
+        topology.inverse = inverse
+        return topology
 
     def register_hostname(self, hostname: str) -> None:
         for group in (*self.groups.values(), *self.inverse.values()):

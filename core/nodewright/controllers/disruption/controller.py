@@ -41,6 +41,7 @@ from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.state import NodeCache
 from nodewright.controllers.virtualpods import VirtualPods
 from nodewright.plugin.host import PluginHost
+from nodewright.scheduling.solver.trial import ClaimTemplates
 
 log = logging.getLogger("nodewright.disruption")
 
@@ -96,6 +97,8 @@ class DisruptionController:
         self._nodes = NodeCache()
         #: Pods as the solver takes them, kept until they change.
         self._requests = PodRequests()
+        #: NodePools as trial solves take them, kept while they stay the same.
+        self._claim_templates = ClaimTemplates()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
@@ -220,7 +223,7 @@ class DisruptionController:
             if budgets.get(candidate.pool.name, 0) <= 0:
                 return "budget"
             budgets[candidate.pool.name] -= 1
-        rescheduling = context.simulate(still)
+        rescheduling = context.simulate_alone(still)
         if not rescheduling.all_scheduled():
             return "scheduling"
         new = rescheduling.result.new_node_claims
@@ -279,6 +282,7 @@ class DisruptionController:
             requests=self._requests,
             virtual=self._virtual_pods.pods() if self._virtual_pods is not None else (),
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
+            claim_templates=self._claim_templates,
         )
 
 

@@ -29,8 +29,10 @@ from nodewright.controllers.disruption.rescheduling import (
     node_pool_templates,
     simulate,
 )
+from nodewright.controllers.disruption.trials import Trials
 from nodewright.controllers.events import EventRecorder
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
+from nodewright.scheduling.solver.trial import ClaimTemplates
 
 WHEN_EMPTY = "WhenEmpty"
 #: Unconsolidatable events repeat at most this often.
@@ -101,6 +103,7 @@ class Context:
         requests: PodRequests | None = None,
         virtual: Sequence[Pod] = (),
         candidates: Callable[[], Sequence[Candidate]] | None = None,
+        claim_templates: ClaimTemplates | None = None,
     ) -> None:
         self.snapshot = snapshot
         #: CapacityBuffer virtual pods: pending pods every simulation must place too.
@@ -111,8 +114,11 @@ class Context:
         self.solver_options = solver_options
         self.spot_to_spot = spot_to_spot
         self._daemonsets = daemonsets
-        self._requests = requests
+        self._requests = requests if requests is not None else PodRequests()
         self._templates: list[NodePoolTemplate] | None = None
+        #: NodePools made into NodeClaimTemplates, kept by the controller across passes.
+        self._claim_templates = claim_templates
+        self._trials: Trials | None = None
 
     @property
     def now(self) -> datetime:
@@ -144,6 +150,21 @@ class Context:
                 self.events.publish(obj, "ConsolidationCandidate", message)
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
+        """What removing ``candidates`` takes: one of this pass's simulations, which share
+        everything that does not depend on the candidates (:mod:`.trials`)."""
+        if self._trials is None:
+            self._trials = Trials(
+                self.snapshot,
+                self.templates(),
+                self.solver_options,
+                self._requests,
+                virtual=self.virtual,
+                built=self._claim_templates,
+            )
+        return self._trials.simulate(candidates)
+
+    def simulate_alone(self, candidates: Sequence[Candidate]) -> Rescheduling:
+        """The same, from scratch: for a pass that simulates once (a command's validation)."""
         return simulate(
             self.snapshot,
             self.templates(),

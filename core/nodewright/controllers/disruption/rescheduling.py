@@ -3,6 +3,9 @@
 The pure solver is asked to place the candidates' pods (and every pod already waiting for a
 node, and the pods of nodes already being deleted) on the rest of the cluster, opening new
 NodeClaims from the NodePools where needed: Karpenter's ``SimulateScheduling``.
+:func:`simulate` does it from scratch, for one simulation (the validation of a command);
+a pass that simulates candidate after candidate shares the rest of the work through
+:mod:`.trials`.
 """
 
 from __future__ import annotations
@@ -211,8 +214,13 @@ def simulate(
             continue
         for request in landed:
             if request.key not in deleting_keys and request.key not in pending_keys:
-                errors[request.key] = f"would schedule against uninitialized {_describe(target)}"
+                errors[request.key] = uninitialized_error(target)
     return Rescheduling(result, errors)
+
+
+def uninitialized_error(node: ExistingNode) -> str:
+    """Why a running pod may not count on a node that is not initialized yet."""
+    return f"would schedule against uninitialized {_describe(node)}"
 
 
 def _describe(node: ExistingNode) -> str:

@@ -75,13 +75,16 @@ class MergeMemo:
 
     def __init__(self, well_known: frozenset[str]) -> None:
         self._table: dict[tuple[Requirements, Requirements], Requirements | str] = {}
-        self._well_known = well_known
+        self.well_known = well_known
+
+    def __len__(self) -> int:
+        return len(self._table)
 
     def merge(self, base: Requirements, incoming: Requirements) -> Requirements | str:
         key = (base, incoming)
         found = self._table.get(key)
         if found is None:
-            problems = base.compatibility_problems(incoming, self._well_known)
+            problems = base.compatibility_problems(incoming, self.well_known)
             if problems:
                 found = "incompatible requirements, " + "; ".join(problems)
             else:

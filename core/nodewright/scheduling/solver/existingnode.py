@@ -58,28 +58,44 @@ class ExistingNodeState:
                 return True
         return False
 
-    def plan(self, state: PodState, topology: Topology) -> Refusal | None:
-        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology)."""
+    def copy(self) -> ExistingNodeState:
+        """A copy a solve may place pods on, leaving this one as it is."""
+        copied = object.__new__(ExistingNodeState)
+        copied.__dict__.update(self.__dict__)
+        copied.remaining = dict(self.remaining)
+        copied.ports = list(self.ports)
+        copied.pods = list(self.pods)
+        copied.volumes = {driver: set(ids) for driver, ids in self.volumes.items()}
+        return copied
+
+    def admits(self, state: PodState) -> bool:
+        """Whether the pod fits here, topology aside. Placing pods only takes room, ports
+        and volume slots away, so a node that does not admit a pod never will in this solve."""
         pod = state.pod
         if untolerated(pod.tolerations, self.taints, state.relaxed_taints):
-            return LASTING
+            return False
         if pod.host_ports and port_conflict(pod.host_ports, self.ports) is not None:
-            return LASTING
+            return False
         remaining = self.remaining
         for name, value in pod.requests.items():
             if value > 0 and value > remaining.get(name, 0):
-                return LASTING
+                return False
         if any(value < 0 for value in remaining.values()):
-            return LASTING
+            return False
         labels = self.node.labels
         if not state.requirements.matches_labels(labels):
-            return LASTING
+            return False
         if pod.volumes and self._volume_problem(pod):
-            return LASTING
-        if pod.volume_requirements and not any(
+            return False
+        return not pod.volume_requirements or any(
             alternative.matches_labels(labels) for alternative in pod.volume_requirements
-        ):
+        )
+
+    def plan(self, state: PodState, topology: Topology) -> Refusal | None:
+        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology)."""
+        if not self.admits(state):
             return LASTING
+        labels = self.node.labels
         if state.topology is not None and state.topology.constraining:
             added, group = topology.requirements(
                 state.topology, state.strict, self.label_requirements, self.hostname

@@ -3,6 +3,7 @@ the limits it has left, its topology domains, and memo tables its claims share."
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 from nodewright.api.labels import ZONE_LABEL
@@ -89,6 +90,14 @@ class NodeClaimTemplate:
         self.overhead_bounds: tuple[ResourceList, ResourceList] | None = (
             (minimum(overheads), maximum(overheads)) if overheads else None
         )
+
+    def fork(self, remaining: ResourceList | None) -> NodeClaimTemplate:
+        """This pool for another solve: the same types and memo tables (what they hold
+        depends on the pool alone), its own limits left (``remaining``)."""
+        forked = copy.copy(self)
+        forked.remaining = dict(remaining) if remaining is not None else None
+        forked._within_limits = None
+        return forked
 
     def port_blocked(self, ports: tuple[HostPort, ...]) -> frozenset[int]:
         """Indices of types whose daemonset pods already hold one of ``ports``."""

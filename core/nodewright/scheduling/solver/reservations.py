@@ -36,6 +36,12 @@ class Reservations:
                     if known is None or reservation.capacity < known:
                         self.capacity[reservation.id] = reservation.capacity
 
+    def copy(self) -> Reservations:
+        """The same capacity, for another solve."""
+        copied = Reservations((), self.strict)
+        copied.capacity = dict(self.capacity)
+        return copied
+
     def choose(self, claim: OpenNodeClaim, plan: Plan) -> Plan | ReservationError:
         """``plan`` with the reservations the claim would hold, or why it must not go on."""
         compatible = False

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from nodewright.scheduling.dra import split_dra_pods
 from nodewright.scheduling.model import (
@@ -45,6 +46,7 @@ from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
 from nodewright.scheduling.solver.existingnode import ExistingNodeState
 from nodewright.scheduling.solver.nodeclaim import OpenNodeClaim, Plan
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
+from nodewright.scheduling.solver.nodeindex import TrialNodes
 from nodewright.scheduling.solver.preferences import PodState
 from nodewright.scheduling.solver.reservations import ReservationError, Reservations
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
@@ -56,6 +58,9 @@ from nodewright.scheduling.topology import (
     TopologyTerm,
 )
 
+if TYPE_CHECKING:
+    from nodewright.scheduling.solver.trial import SolveBase
+
 IGNORE_PREFERENCES = "Ignore"
 MIN_VALUES_BEST_EFFORT = "BestEffort"
 RESERVED_STRICT = "Strict"
@@ -65,6 +70,35 @@ _MEMO_LIMIT = 2_000_000
 
 def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
     return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.order, pod.uid)
+
+
+def node_order(node: ExistingNode) -> tuple[bool, str]:
+    """The order existing nodes are tried in: initialized ones first, then by name."""
+    return (not node.initialized, node.name)
+
+
+def ordered_templates(templates: Sequence[NodePoolTemplate]) -> list[NodePoolTemplate]:
+    """NodePools in the order new NodeClaims try them: heaviest first, equal weights by name
+    descending."""
+    ordered = sorted(templates, key=lambda t: t.name, reverse=True)
+    ordered.sort(key=lambda t: t.weight, reverse=True)
+    return ordered
+
+
+def reservation_labels(templates: Sequence[NodePoolTemplate]) -> frozenset[str]:
+    """Labels that name a capacity reservation in some pool's offerings."""
+    return frozenset(
+        o.reservation.label
+        for t in templates
+        for it in t.instance_types
+        for o in it.offerings
+        if o.reservation is not None
+    )
+
+
+def prefers_no_schedule(templates: Sequence[NodePoolTemplate]) -> bool:
+    """Whether a pool taints its nodes PreferNoSchedule (a pod may relax that preference)."""
+    return any(taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints)
 
 
 class Scheduler:
@@ -78,33 +112,70 @@ class Scheduler:
         options: SolverOptions,
         pods: Sequence[PodRequest],
         placed: Sequence[PlacedPod],
+        *,
+        claim_templates: Sequence[NodeClaimTemplate] | None = None,
     ) -> None:
+        """``claim_templates``: ``templates`` already made into NodeClaimTemplates, in
+        :func:`ordered_templates` order."""
         self.options = options
         self.respect = options.preference_policy != IGNORE_PREFERENCES
-        self.nodes = [
-            ExistingNodeState(n)
-            for n in sorted(existing, key=lambda n: (not n.initialized, n.name))
-        ]
-        ordered = sorted(templates, key=lambda t: t.name, reverse=True)
-        ordered.sort(key=lambda t: t.weight, reverse=True)
-        relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
-        labels = frozenset(
-            o.reservation.label
-            for t in templates
-            for it in t.instance_types
-            for o in it.offerings
-            if o.reservation is not None
-        )
-        self.templates = [NodeClaimTemplate(t, relax, labels) for t in ordered]
+        self.nodes = [ExistingNodeState(n) for n in sorted(existing, key=node_order)]
+        #: A trial solve's nodes (shared with the other trials of a pass); None otherwise.
+        self.trial: TrialNodes | None = None
+        if claim_templates is None:
+            relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
+            labels = reservation_labels(templates)
+            claim_templates = [
+                NodeClaimTemplate(t, relax, labels) for t in ordered_templates(templates)
+            ]
+        self.templates = list(claim_templates)
         self.usable = [t for t in self.templates if t.options]
         reservations = Reservations(self.usable, options.reserved_offering_mode == RESERVED_STRICT)
         self.reservations = reservations if reservations.capacity else None
-        self.prefer_no_schedule_exists = any(
-            taint.effect == PREFER_NO_SCHEDULE for t in templates for taint in t.taints
-        )
-        self.topology = self._topology(pods, existing, placed)
+        self.prefer_no_schedule_exists = prefers_no_schedule(templates)
+        terms, inverse = self._terms(pods)
+        if not terms and not inverse and not any(p.anti_affinity for p in placed):
+            self.topology = Topology((), (), (), (), ())
+        else:
+            nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
+            sources = [t.domain_source() for t in self.templates if t.options]
+            self.topology = Topology(terms, inverse, sources, nodes, placed)
+        self._start(MergeMemo(options.well_known_labels))
+
+    @classmethod
+    def trial_of(
+        cls,
+        base: SolveBase,
+        pods: Sequence[PodRequest],
+        excluded: Collection[str],
+        leaving: Collection[str],
+    ) -> Scheduler:
+        """A solve over ``base`` without the existing nodes whose name or NodeClaim is in
+        ``excluded`` and without the running pods of the nodes named in ``leaving`` (see
+        :mod:`.trial`)."""
+        self = cls.__new__(cls)
+        self.options = base.options
+        self.respect = base.options.preference_policy != IGNORE_PREFERENCES
+        self.nodes = []
+        positions = base.nodes.named(excluded)
+        self.trial = TrialNodes(base.nodes, positions)
+        self.templates = base.claim_templates()
+        self.usable = [t for t in self.templates if t.options]
+        self.reservations = base.reservations()
+        self.prefer_no_schedule_exists = base.prefer_no_schedule_exists
+        terms, inverse = self._terms(pods)
+        if not terms and not inverse and not base.topology.any_anti_affinity(leaving):
+            self.topology = Topology((), (), (), (), ())
+        else:
+            unregistered = base.nodes.registered(positions)
+            self.topology = base.topology.topology(terms, inverse, unregistered, leaving)
+        self._start(base.memo)
+        return self
+
+    def _start(self, memo: MergeMemo) -> None:
+        """The state and memo tables of a solve that has not placed anything yet."""
         self.claims: list[OpenNodeClaim] = []
-        self.memo = MergeMemo(options.well_known_labels)
+        self.memo = memo
         self.hostnames = 0
         self.ranks = 0
         #: Claims in the order they were opened or had their requirements narrowed.
@@ -131,12 +202,9 @@ class Scheduler:
             tuple[PodTopology, tuple[object, ...]],
         ] = {}
 
-    def _topology(
-        self,
-        pods: Sequence[PodRequest],
-        existing: Sequence[ExistingNode],
-        placed: Sequence[PlacedPod],
-    ) -> Topology:
+    def _terms(self, pods: Sequence[PodRequest]) -> tuple[list[TopologyTerm], list[TopologyTerm]]:
+        """The topology terms the pods state (preferred ones while preferences are
+        respected), and their required anti-affinity terms, in the pods' order."""
         terms: list[TopologyTerm] = []
         inverse: list[TopologyTerm] = []
         for pod in pods:
@@ -146,16 +214,7 @@ class Scheduler:
                 terms.extend(pod.preferred_anti_affinity)
                 terms.extend(pod.schedule_anyway)
             inverse.extend(pod.required_anti_affinity)
-        if not terms and not inverse and not any(p.anti_affinity for p in placed):
-            return Topology((), (), (), (), ())
-        nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
-        return Topology(
-            terms,
-            inverse,
-            [t.domain_source() for t in self.templates if t.options],
-            nodes,
-            placed,
-        )
+        return terms, inverse
 
     def _prepare(self, state: PodState) -> None:
         """Work out the pod's topology groups and its shape after a (re)set or relaxation."""
@@ -234,7 +293,11 @@ class Scheduler:
             finished.append(outcome)
         return SchedulingResult(
             new_node_claims=finished,
-            existing_nodes={n.node.name: n.pods for n in self.nodes if n.pods},
+            existing_nodes=(
+                self.trial.placed()
+                if self.trial is not None
+                else {n.node.name: n.pods for n in self.nodes if n.pods}
+            ),
             errors=unplaced,
             awaiting_reservation={
                 key for key, error in unplaced.items() if isinstance(error, ReservationError)
@@ -331,6 +394,8 @@ class Scheduler:
         same shape too (it only fills up), so each shape remembers how many leading nodes it
         can skip.
         """
+        if self.trial is not None:
+            return self.trial.add(state, self.topology, self.node_skip)
         shape = state.shape
         skip = self.node_skip.get(shape, 0)
         topology = self.topology
@@ -421,6 +486,7 @@ def solve(
         def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
             return Scheduler((), [template], plain, batch, ()).solve(batch, keep_order=True)
 
-        result = repack(result, pods, templates, placed, in_order)
+        placed_terms = {term for pod in placed for term in pod.anti_affinity}
+        result = repack(result, pods, templates, placed_terms, in_order)
     result.errors.update(skipped)
     return result

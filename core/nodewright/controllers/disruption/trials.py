@@ -1,0 +1,123 @@
+"""The simulations of one disruption pass, sharing what does not depend on the candidates.
+
+A consolidation pass simulates candidate after candidate (Karpenter's ``SimulateScheduling``
+for each): the candidates' pods, every pod waiting for a node and the pods of nodes being
+deleted are placed on the rest of the cluster. Only the candidates differ from one simulation
+to the next, so :class:`Trials` works out the rest once per pass (the waiting pods and their
+requests, the nodes being deleted and their pods, the solver's view of the cluster in a
+:class:`~nodewright.scheduling.solver.trial.SolveBase`) and each :meth:`Trials.simulate` solves
+only what its candidates change. It answers exactly as
+:func:`~nodewright.controllers.disruption.rescheduling.simulate` does for the same candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from nodewright.api.core import Pod
+from nodewright.controllers.disruption.candidates import Candidate, Snapshot
+from nodewright.controllers.disruption.rescheduling import (
+    PodRequests,
+    Rescheduling,
+    uninitialized_error,
+)
+from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
+from nodewright.controllers.state import is_provisionable
+from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
+from nodewright.scheduling.solver.trial import ClaimTemplates, SolveBase, solve_trial
+
+
+class Trials:
+    """Simulations of candidates over one snapshot (see the module docstring)."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        templates: Sequence[NodePoolTemplate],
+        options: SolverOptions,
+        requests: PodRequests,
+        *,
+        virtual: Sequence[Pod] = (),
+        built: ClaimTemplates | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        view = snapshot.view
+        self._deleting = {n.name for n in snapshot.nodes if n.deleting} | {
+            node.name
+            for claim in snapshot.claims
+            if claim.deleting and (node := view.node_for(claim)) is not None
+        }
+        pending = sorted(
+            (p for p in view.state.unbound_pods().values() if is_provisionable(p)),
+            key=lambda p: (p.metadata.namespace or "", p.metadata.name),
+        )
+        pending += virtual  # CapacityBuffer headroom must still fit once the candidates are gone
+        self._pending = pending
+        self._pending_keys = {p.key for p in pending}
+        self._from_deleting = self._pods_of_deleting(set())
+        self._requests = requests
+        requests.begin(snapshot, options.default_spread)
+        existing = snapshot.existing_nodes()
+        #: Name -> the existing nodes of that name or NodeClaim, in the snapshot's order.
+        self._existing: dict[str, list[ExistingNode]] = {}
+        for entry in existing:
+            self._existing.setdefault(entry.name, []).append(entry)
+        staying = [p for p in snapshot.placed_pods() if p.node_name not in self._deleting]
+        self._base = SolveBase(existing, templates, options, staying, built)
+
+    def _pods_of_deleting(self, names: set[str]) -> list[Pod]:
+        view = self._snapshot.view
+        return [
+            p
+            for name in sorted(self._deleting - names)
+            for p in view.pods_on(name)
+            if is_reschedulable(p)
+        ]
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
+        """Place the candidates' pods elsewhere; report what that takes."""
+        snapshot = self._snapshot
+        names = {c.name for c in candidates} | {c.claim.name for c in candidates}
+        moving: list[Pod] = []
+        for candidate in candidates:
+            moving.extend(
+                p
+                for p in candidate.reschedulable
+                if not blocks_disruption(p, snapshot.now) and not snapshot.pdbs.fully_blocked(p)
+            )
+        from_deleting = (
+            self._pods_of_deleting(names) if names & self._deleting else self._from_deleting
+        )
+        pods = sorted(
+            [*self._pending, *moving, *from_deleting],
+            key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
+        )
+        errors: dict[str, str] = {}
+        requests: list[PodRequest] = []
+        for index, pod in enumerate(pods):
+            request = self._requests.request(snapshot, pod)
+            if isinstance(request, str):
+                errors[pod.key] = request
+                continue
+            requests.append(replace(request, order=index))
+        result = solve_trial(self._base, requests, names, names)
+        pending_keys = self._pending_keys
+        deleting_keys = {p.key for p in from_deleting}
+        errors = {k: e for k, e in errors.items() if k not in pending_keys}
+        errors.update({k: e for k, e in result.errors.items() if k not in pending_keys})
+        for name, landed in result.existing_nodes.items():
+            target = self._staying_node(name, names)
+            if target is None or target.initialized:
+                continue
+            for request in landed:
+                if request.key not in deleting_keys and request.key not in pending_keys:
+                    errors[request.key] = uninitialized_error(target)
+        return Rescheduling(result, errors)
+
+    def _staying_node(self, name: str, names: set[str]) -> ExistingNode | None:
+        """The last existing node called ``name`` that the simulation keeps."""
+        for node in reversed(self._existing.get(name, ())):
+            if node.name not in names and (node.node_claim or "") not in names:
+                return node
+        return None
