@@ -25,10 +25,13 @@ from nodewright.controllers.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodemetrics import NodeMetrics
 from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
+from nodewright.controllers.nodepoolhealth import RegistrationOutcomes
+from nodewright.controllers.nodepoolmetrics import NodePoolMetrics
 from nodewright.controllers.options import Options
 from nodewright.controllers.podmetrics import PodMetrics
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.registrationhealth import NodePoolRegistrationHealth
 from nodewright.controllers.static import StaticDeprovisioning, StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.controllers.virtualpods import VirtualPods
@@ -73,6 +76,9 @@ class Operator:
             options=self.options,
             virtual_pods=self.virtual_pods,
         )
+        #: How each NodePool's recent NodeClaims fared: the lifecycle records outcomes, the
+        #: registration health controller starts pools over when they change.
+        outcomes = RegistrationOutcomes()
         #: NodeOverlays are evaluated before provisioning reads the overlaid catalog.
         overlays: list[Controller] = (
             [NodeOverlayController(cluster, host, self.catalog, clock)]
@@ -85,6 +91,7 @@ class Operator:
             ProviderBackgroundWork(host, clock),
             NodeClassStatusController(cluster, host, clock, self.events),
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
+            NodePoolRegistrationHealth(cluster, host, self.catalog, clock, outcomes),
             *overlays,
             *([self.buffers] if self.options.capacity_buffer else []),
             self.provisioner,
@@ -94,7 +101,7 @@ class Operator:
                 if self.options.static_capacity
                 else []
             ),
-            NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events),
+            NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events, outcomes=outcomes),
             self.disruption.conditions,
             self.disruption,
             *self._gated_controllers(),
@@ -102,6 +109,7 @@ class Operator:
             GarbageCollection(cluster, host, self.catalog, clock),
             PodMetrics(cluster, clock),
             NodeMetrics(cluster, host, clock),
+            NodePoolMetrics(cluster, self.catalog, clock),
         ]
         for controller in self.controllers:
             metrics.register_controller(controller.name)
@@ -135,6 +143,8 @@ class Operator:
         object or plugin must never stop the others.
         """
         self.cluster.sync()
+        # A pass runs on a cluster state whose caches have all listed (``run`` waits for them).
+        metrics.cluster_sync.record(True, self.clock.now())
         for controller in self.controllers:
             now = self.clock.now()
             started = time.perf_counter()

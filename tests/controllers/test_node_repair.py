@@ -16,14 +16,21 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.api.timestamps import format_timestamp
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.health import allowed_unhealthy, snake_case, unhealthy_condition
+from nodewright.controllers.disruptionmetrics import snake_case
+from nodewright.controllers.health import allowed_unhealthy, unhealthy_condition
 from nodewright.controllers.options import Options
 from nodewright.plugin.model import RepairPolicy
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment
 from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 TOLERATION = timedelta(minutes=10)  # the KWOK provider's, for Ready False and Unknown
-REPAIRED = {"reason": "unhealthy", "nodepool": "default", "capacity_type": "on-demand"}
+REPAIRED = {
+    "reason": "unhealthy",
+    "nodepool": "default",
+    "capacity_type": "on-demand",
+    "consolidation_policy": "",
+    "termination_mode": "graceful",
+}
 BLOCKED_MESSAGE = "more than 20% nodes are unhealthy in the nodepool"
 
 

@@ -21,10 +21,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from nodewright.api.coordination import Lease
 from nodewright.api.core import Node, Pod
-from nodewright.api.karpenter import NodeClaim
+from nodewright.api.karpenter import NodeClaim, NodePool
+from nodewright.api.meta import find_condition
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
@@ -75,6 +77,7 @@ class Seed001:
     samples: dict[str, list[Sample]] = dataclasses.field(default_factory=dict)
     running: list[Pod] = dataclasses.field(default_factory=list)
     claims_at_peak: list[NodeClaim] = dataclasses.field(default_factory=list)
+    pool_at_peak: NodePool | None = None
     nodes_at_peak: list[Node] = dataclasses.field(default_factory=list)
     leases_at_peak: dict[str, Lease | None] = dataclasses.field(default_factory=dict)
     held: float = 0.0
@@ -169,6 +172,7 @@ def seed001(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seed001]:
             )
             run.held = _ready_span(run, nodes)
             run.claims_at_peak = admin.list(NodeClaim, labels={POOL_LABEL: pool})
+            run.pool_at_peak = admin.read(NodePool, pool)
             run.nodes_at_peak = admin.list(Node, labels={POOL_LABEL: pool})
             run.leases_at_peak = {
                 n.name: admin.read(Lease, n.name, NODE_LEASE_NAMESPACE) for n in run.nodes_at_peak
@@ -280,6 +284,33 @@ def test_metrics_are_scraped(seed001: Seed001) -> None:
     assert created, "no karpenter_nodeclaims_created_total for the NodePool"
     assert sum(float(v) for v in created) >= len(seed001.claims_at_peak)
     assert "karpenter_pods_state" in seed001.metrics
+
+
+def test_the_pool_reports_its_nodes_register(seed001: Seed001) -> None:
+    pool = seed001.pool_at_peak
+    assert pool is not None
+    healthy = find_condition(pool.status.conditions, "NodeRegistrationHealthy")
+    assert healthy is not None
+    assert (healthy.status, healthy.observed_generation) == ("True", pool.metadata.generation)
+    assert pool.status.node_class_observed_generation == 1
+    ready = find_condition(pool.status.conditions, "Ready")
+    assert ready is not None
+    assert ready.status == "True"
+
+
+def test_the_pool_cost_and_the_cluster_state_are_scraped(seed001: Seed001) -> None:
+    families = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(seed001.metrics)
+        for s in family.samples
+    }
+    cost = families[("karpenter_nodepools_cost_total", (("nodepool", seed001.pool),))]
+    assert cost > 0
+    assert families[("karpenter_cluster_state_synced", ())] == 1
+    assert families[("karpenter_cluster_state_unsynced_time_seconds", ())] == 0
+    assert [name for name, _ in families if name == "karpenter_build_info"] == [
+        "karpenter_build_info"
+    ]
 
 
 def test_the_chart_rbac_is_enough_for_everything_the_controller_did(seed001: Seed001) -> None:

@@ -84,7 +84,13 @@ def test_consolidation_records_disruption_and_termination(simulate: Simulate) ->
     before_disrupted = sum(
         sample(
             "karpenter_nodeclaims_disrupted_total",
-            {"reason": "empty", "nodepool": "default", "capacity_type": ct},
+            {
+                "reason": "empty",
+                "nodepool": "default",
+                "capacity_type": ct,
+                "consolidation_policy": "when_empty_or_underutilized",
+                "termination_mode": "graceful",
+            },
         )
         for ct in ("spot", "on-demand")
     )
@@ -100,7 +106,13 @@ steps:
     disrupted = sum(
         sample(
             "karpenter_nodeclaims_disrupted_total",
-            {"reason": "empty", "nodepool": "default", "capacity_type": ct},
+            {
+                "reason": "empty",
+                "nodepool": "default",
+                "capacity_type": ct,
+                "consolidation_policy": "when_empty_or_underutilized",
+                "termination_mode": "graceful",
+            },
         )
         for ct in ("spot", "on-demand")
     )

@@ -176,6 +176,8 @@ CONDITION_REGISTERED = "Registered"
 CONDITION_INITIALIZED = "Initialized"
 CONDITION_VALIDATION_SUCCEEDED = "ValidationSucceeded"
 CONDITION_NODECLASS_READY = "NodeClassReady"
+#: Not part of a NodePool's readiness: False when its recent NodeClaims fail to launch or register.
+CONDITION_NODE_REGISTRATION_HEALTHY = "NodeRegistrationHealthy"
 CONDITION_CONSOLIDATABLE = "Consolidatable"
 CONDITION_DRIFTED = "Drifted"
 CONDITION_DRAINED = "Drained"

@@ -24,6 +24,7 @@ from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     PluginError,
@@ -121,6 +122,8 @@ class GarbageCollection:
                 provider_id,
             )
             self._cluster.delete(NodeClaim, claim.name)
+            pods = reschedulable_pods(self._cluster.state, claim)
+            record_disrupted(claim, "garbage_collected", pods=pods)
 
     def _collect_instances(
         self,

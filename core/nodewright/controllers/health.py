@@ -19,7 +19,6 @@ but still tolerated is looked at again exactly when its toleration runs out.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -38,6 +37,11 @@ from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.disruptionmetrics import (
+    record_disrupted,
+    reschedulable_pods,
+    snake_case,
+)
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
@@ -93,12 +97,6 @@ def unhealthy_condition(node: Node, policies: tuple[RepairPolicy, ...]) -> Unhea
 def allowed_unhealthy(total: int) -> int:
     """How many of ``total`` Nodes may be unhealthy: 20 %, rounded up (as a PDB's percent)."""
     return -(-total * ALLOWED_UNHEALTHY_PERCENT // 100)
-
-
-def snake_case(condition_type: str) -> str:
-    """``AcceleratedHardwareReady`` -> ``accelerated_hardware_ready`` (the metric's label)."""
-    snake = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", condition_type)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", snake).lower()
 
 
 class NodeHealth:
@@ -238,6 +236,7 @@ class NodeHealth:
             claim.name, REASON_UNHEALTHY, f"Repair/Delete: {condition.type}={condition.status}"
         )
         self._cluster.delete(NodeClaim, claim.name)
+        pods = reschedulable_pods(self._cluster.state, claim)
         log.info(
             "deleting unhealthy node",
             extra=fields(
@@ -251,7 +250,7 @@ class NodeHealth:
         labels = node.metadata.labels
         pool = labels.get(NODEPOOL_LABEL, "")
         capacity_type = labels.get(CAPACITY_TYPE_LABEL, "")
-        metrics.nodeclaims_disrupted.labels(REASON_UNHEALTHY.lower(), pool, capacity_type).inc()
+        record_disrupted(claim, REASON_UNHEALTHY.lower(), pods=pods)
         metrics.nodeclaims_unhealthy_disrupted.labels(
             snake_case(condition.type), pool, capacity_type, claim.status.image_id or ""
         ).inc()

@@ -25,7 +25,7 @@ from nodewright.cluster import Cluster
 from nodewright.cluster.state import Key, is_terminal
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.pods import pod_limits, pod_requests
-from nodewright.scheduling.resources import CPU, ResourceList, parse_resources
+from nodewright.scheduling.resources import ResourceList, parse_resources
 
 #: Usage sums of a node, by gauge.
 GAUGES = ("total_pod_requests", "total_pod_limits", "total_daemon_requests", "total_daemon_limits")
@@ -67,17 +67,6 @@ def label_name(key: str) -> str | None:
     None for a key without exactly one ``/`` (Karpenter leaves those out)."""
     parts = key.split("/")
     return parts[1].lower().replace("-", "_") if len(parts) == 2 else None
-
-
-def resource_type(resource: str) -> str:
-    return resource.lower().replace("-", "_")
-
-
-def _value(resource: str, milli: int) -> float:
-    """CPU in cores; anything else in whole units, rounded up (Go's ``Quantity.Value``)."""
-    if resource == CPU:
-        return milli / 1000
-    return float(-(-milli // 1000))
 
 
 class NodeMetrics:
@@ -189,7 +178,10 @@ class NodeMetrics:
             metrics.NodeSample(
                 tuple(values),
                 {
-                    gauge: {resource_type(r): _value(r, milli) for r, milli in resources.items()}
+                    gauge: {
+                        metrics.resource_type(r): metrics.resource_value(r, milli)
+                        for r, milli in resources.items()
+                    }
                     for gauge, resources in gauges.items()
                 },
                 node.metadata.creation_timestamp,

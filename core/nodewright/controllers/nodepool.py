@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from nodewright import metrics
 from nodewright.api.core import Node
 from nodewright.api.karpenter import (
     CONDITION_NODECLASS_READY,
@@ -189,11 +188,6 @@ class NodePoolStatusController:
         resources = merge(*(parse_resources(n.status.capacity) for n in members))
         resources["nodes"] = len(members) * 1000
         rendered = format_resources(resources)
-        metrics.record_pool_resources(
-            pool.name,
-            {name: milli / 1000 for name, milli in resources.items()},
-            {name: milli / 1000 for name, milli in parse_resources(pool.spec.limits).items()},
-        )
         if rendered != pool.status.resources or pool.status.nodes != len(members):
             pool.status.resources = rendered
             pool.status.nodes = len(members)

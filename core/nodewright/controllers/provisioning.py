@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -114,6 +115,7 @@ class Provisioner:
         if not pending:
             self._batch_start = self._last_arrival = None
             self._batch.clear()
+            metrics.record_pending_zones(self.name, {})
             return None
         uids = {p.metadata.uid or p.key for p in pending}
         if self._batch_start is None or self._last_arrival is None:
@@ -141,7 +143,9 @@ class Provisioner:
     def provision(self, pending: Sequence[Pod]) -> list[NodeClaim]:
         """Solve for ``pending`` pods and create the NodeClaims the solution needs."""
         domains = self._host.restricted_label_domains()
-        settings = solver_options(self._options, self._host)
+        settings = dataclasses.replace(
+            solver_options(self._options, self._host), effective_zones=True
+        )
         well_known = settings.well_known_labels
         ordered = sorted(
             pending, key=lambda p: (p.metadata.creation_timestamp or self._clock.now(), p.key)
@@ -181,6 +185,7 @@ class Provisioner:
             by_key[pod.key] = pod
         metrics.scheduler_queue_depth.labels("provisioner").set(len(requests))
         if not requests:
+            metrics.record_pending_zones(self.name, {})
             return []
 
         solve_started = time.perf_counter()
@@ -202,6 +207,10 @@ class Provisioner:
             time.perf_counter() - solve_started
         )
         metrics.scheduler_queue_depth.labels("provisioner").set(0)
+        metrics.record_pending_zones(
+            self.name,
+            Counter(z for key, z in result.effective_zones.items() if key not in virtual),
+        )
         if self._virtual_pods is not None:
             self._virtual_pods.record(result)
         pools = {t.name: t for t in templates}

@@ -12,13 +12,16 @@ wall-clock time; durations of cluster events (pod start-up) are on the injected 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import datetime
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, generate_latest
 
+from nodewright.metrics.build import build_labels
 from nodewright.metrics.nodes import NodeSample, NodeSeries
 from nodewright.metrics.pods import PodStates
 from nodewright.metrics.summary import QuantileSummary
@@ -52,11 +55,22 @@ nodeclaims_terminated = Counter(
     ["nodepool", "capacity_type"],
     namespace=NAMESPACE,
 )
+#: The labels of every count of disruptions: why, the pool, its capacity type, the pool's
+#: consolidation policy (consolidation only, in snake case) and how the node drains
+#: (``graceful``, ``eventual`` or ``forceful``).
+DISRUPTION_LABELS = (
+    "reason",
+    "nodepool",
+    "capacity_type",
+    "consolidation_policy",
+    "termination_mode",
+)
 nodeclaims_disrupted = Counter(
     "nodeclaims_disrupted_total",
     "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim "
-    "was disrupted and the owning nodepool.",
-    ["reason", "nodepool", "capacity_type"],
+    "was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the "
+    "termination mode.",
+    DISRUPTION_LABELS,
     namespace=NAMESPACE,
 )
 nodeclaims_unhealthy_disrupted = Counter(
@@ -112,6 +126,15 @@ pods_state = PodStates(
     "capacity type, instance type and pod phase.",
     POD_STATE_LABELS,
 )
+pods_disruption_initiated = Counter(
+    "pods_disruption_initiated_total",
+    "Number of pod disruptions initiated in total by Karpenter, incremented by the "
+    "reschedulable pod count whenever the underlying nodeclaim is disrupted. Labeled by reason "
+    "the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation "
+    "policy, and the termination mode. Pods owned by DaemonSets and mirror pods are excluded.",
+    DISRUPTION_LABELS,
+    namespace=NAMESPACE,
+)
 pods_startup_duration = QuantileSummary(
     f"{NAMESPACE}_pods_startup_duration_seconds",
     "The time from pod creation until the pod is running.",
@@ -130,6 +153,16 @@ scheduler_queue_depth = Gauge(
     "scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",
     ["controller"],
+    namespace=NAMESPACE,
+)
+
+pending_pods_by_effective_zone = Gauge(
+    "scheduler_pending_pods_by_effective_zone_count",
+    "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level "
+    "zone signals, volume topology (PVC zones), and topology constraints. Values: specific "
+    "zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid "
+    "intersection).",
+    ["controller", "zone"],
     namespace=NAMESPACE,
 )
 
@@ -165,6 +198,85 @@ nodepools_limit = Gauge(
     ["nodepool", "resource_type"],
     namespace=NAMESPACE,
 )
+
+nodepools_cost = Gauge(
+    "nodepools_cost_total",
+    "Total cost of the nodepool from Karpenter's perspective. Units are determined by the "
+    "cloud provider. Not an authoritative source for billing. Includes modifications due to "
+    "NodeOverlays",
+    ["nodepool"],
+    namespace=NAMESPACE,
+)
+cost_tracker_errors = Counter(
+    "nodepools_cost_tracker_errors_total",
+    "Number of errors encountered during cost tracking operations. Labeled by nodepool and "
+    "nodeclaim.",
+    ["nodepool"],
+    namespace=NAMESPACE,
+)
+nodepools_allowed_disruptions = Gauge(
+    "nodepools_allowed_disruptions",
+    "The number of nodes for a given NodePool that can be concurrently disrupting at a point "
+    "in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as "
+    "new nodes may be created and others may be deleted at any point.",
+    ["nodepool", "reason"],
+    namespace=NAMESPACE,
+)
+nodepools_nodes_consuming_budgets = Gauge(
+    "nodepools_nodes_consuming_budgets",
+    "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by "
+    "NodePool.",
+    ["nodepool", "reason"],
+    namespace=NAMESPACE,
+)
+
+# -- Cluster state ----------------------------------------------------------------------------
+
+cluster_state_synced = Gauge(
+    "cluster_state_synced",
+    "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and "
+    "nodes that are stored in the APIServer have the same representation as Karpenter's "
+    "cluster state",
+    namespace=NAMESPACE,
+)
+cluster_state_unsynced_time = Gauge(
+    "cluster_state_unsynced_time_seconds",
+    "The time for which cluster state is not synced",
+    namespace=NAMESPACE,
+)
+
+
+class ClusterSync:
+    """Sets ``cluster_state_synced`` and ``cluster_state_unsynced_time_seconds`` from whether
+    the cluster state is synced each time someone looks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._since: datetime | None = None
+
+    def record(self, synced: bool, now: datetime) -> None:
+        with self._lock:
+            if synced:
+                self._since = None
+                unsynced = 0.0
+            else:
+                self._since = self._since or now
+                unsynced = max((now - self._since).total_seconds(), 0.0)
+        cluster_state_synced.set(1 if synced else 0)
+        cluster_state_unsynced_time.set(unsynced)
+
+
+cluster_sync = ClusterSync()
+
+# -- Build ------------------------------------------------------------------------------------
+
+build_info = Gauge(
+    "build_info",
+    "A metric with a constant '1' value labeled by version from which karpenter was built.",
+    ["version", "goversion", "goarch", "commit"],
+    namespace=NAMESPACE,
+)
+build_info.labels(*build_labels()).set(1)
 
 # -- Disruption -------------------------------------------------------------------------------
 
@@ -304,14 +416,30 @@ def record_reconcile(name: str, seconds: float, *, failed: bool, requeue_after: 
     reconcile_time.labels(name).observe(seconds)
 
 
-def record_pool_resources(
-    pool: str, usage: Mapping[str, float], limits: Mapping[str, float]
-) -> None:
-    """Set a NodePool's usage and limit gauges, one series per resource."""
-    for resource, value in usage.items():
-        nodepools_usage.labels(pool, resource).set(value)
-    for resource, value in limits.items():
-        nodepools_limit.labels(pool, resource).set(value)
+#: controller -> the zones its ``scheduler_pending_pods_by_effective_zone_count`` series name.
+_pending_zones: dict[str, set[str]] = {}
+
+
+def record_pending_zones(controller: str, counts: Mapping[str, int]) -> None:
+    """Replace a controller's pending pods by effective zone with ``counts``."""
+    for zone in _pending_zones.get(controller, set()) - set(counts):
+        pending_pods_by_effective_zone.remove(controller, zone)
+    for zone, count in counts.items():
+        pending_pods_by_effective_zone.labels(controller, zone).set(count)
+    _pending_zones[controller] = set(counts)
+
+
+def resource_type(resource: str) -> str:
+    """A resource's ``resource_type`` label: ``ephemeral-storage`` -> ``ephemeral_storage``."""
+    return resource.lower().replace("-", "_")
+
+
+def resource_value(resource: str, milli: int) -> float:
+    """A resource's value in a gauge: CPU in cores, anything else in whole units rounded up
+    (Go's ``Quantity.Value``)."""
+    if resource == "cpu":
+        return milli / 1000
+    return float(-(-milli // 1000))
 
 
 def sample(name: str, labels: Mapping[str, str] | None = None) -> float:

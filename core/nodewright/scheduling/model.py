@@ -181,6 +181,9 @@ class SolverOptions:
     #: Default topology spread constraints given to pods without their own; the solver reads
     #: them from the pods, the callers that build pod requests stamp them on.
     default_spread: tuple[api.TopologySpreadConstraint, ...] = ()
+    #: Work out each pod's effective zone as the solve begins (the provisioner's
+    #: pending-pods metric; see :mod:`nodewright.scheduling.solver.effectivezone`).
+    effective_zones: bool = False
 
 
 @dataclass
@@ -212,6 +215,8 @@ class SchedulingResult:
     #: Keys of pods in ``errors`` that only wait for reserved capacity to be counted again:
     #: no FailedScheduling for them, the next pass places them.
     awaiting_reservation: set[str] = field(default_factory=set)
+    #: Pod key → its effective zone as the solve began (with ``effective_zones`` only).
+    effective_zones: dict[str, str] = field(default_factory=dict)
 
     def scheduled_count(self) -> int:
         return sum(len(c.pods) for c in self.new_node_claims) + sum(

@@ -216,6 +216,19 @@ class TopologyGroup:
             return self._affinity(selects_pod, pod_domains, node_domains, hostname)
         return self._anti_affinity(pod_domains, node_domains, hostname)
 
+    def valid_domains(self, selects_pod: bool, pod_domains: Requirement | None) -> list[str]:
+        """Every domain the pod could go to now, whatever the node (Karpenter's valid domains):
+        a spread allows each domain within its skew, not only the emptiest of them."""
+        if self.kind != SPREAD:
+            return self.allowed(selects_pod, pod_domains, None, None)
+        own = 1 if selects_pod else 0
+        minimum = self._min_count(pod_domains)
+        return [
+            domain
+            for domain, count in sorted(self.counts.items())
+            if count + own - minimum <= self.term.max_skew
+        ]
+
     def _candidates(self, node_domains: Requirement | None) -> list[str]:
         if node_domains is not None and not node_domains.complement:
             return sorted(d for d in node_domains.values if d in self.counts)

@@ -43,6 +43,7 @@ from nodewright.cluster.kube import ClientSettings, KubeCluster
 from nodewright.controllers.defaultspread import SELECTOR_SOURCES
 from nodewright.controllers.options import Options
 from nodewright.logfields import fields
+from nodewright.metrics import cluster_sync
 from nodewright.operator import Operator
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
@@ -276,6 +277,7 @@ class RunService:
                 self.elector.wait_for_leadership(0.2)
                 continue
             if not self.cluster.synced():
+                cluster_sync.record(False, self.clock.now())
                 self.cluster.wait_synced(1.0)
                 continue
             operator = self._operator()

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from nodewright import metrics
 from nodewright.api.core import Node, Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
 from nodewright.api.karpenter import (
@@ -52,6 +51,7 @@ from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.candidates import REASON_EXPIRED
 from nodewright.controllers.disruption.podevents import PodEvents, PodState
+from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import requirements_from_api
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
@@ -352,13 +352,9 @@ class NodeClaimDisruptionConditions:
         if expiry is None or now < expiry:
             return False
         self.history.mark_disrupted(claim.name, REASON_EXPIRED, "Expiration/Delete")
-        labels = claim.metadata.labels
-        metrics.nodeclaims_disrupted.labels(
-            REASON_EXPIRED.lower(),
-            labels.get(NODEPOOL_LABEL, ""),
-            labels.get(CAPACITY_TYPE_LABEL, ""),
-        ).inc()
         self._cluster.delete(NodeClaim, claim.name)
+        pods = reschedulable_pods(self._cluster.state, claim)
+        record_disrupted(claim, REASON_EXPIRED.lower(), pods=pods)
         log.info(
             "Deleting expired nodeclaim %s (expireAfter %s)", claim.name, claim.spec.expire_after
         )

@@ -162,6 +162,10 @@ class DisruptionController:
             allowed = allowed_disruptions(pool, total.get(name, 0), reason, snapshot.now)
             result[name] = max(allowed - disrupting.get(name, 0), 0)
             self.allowed_disruptions[(name, reason)] = allowed
+            metrics.nodepools_allowed_disruptions.labels(name, reason).set(allowed)
+            metrics.nodepools_nodes_consuming_budgets.labels(name, reason).set(
+                disrupting.get(name, 0)
+            )
             if total.get(name, 0) and allowed == 0:
                 self._events.publish(
                     pool,

@@ -30,7 +30,9 @@ from nodewright.api.meta import is_true, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
+from nodewright.controllers.disruption.candidates import REASON_EMPTY, REASON_UNDERUTILIZED
 from nodewright.controllers.disruption.methods import Command
+from nodewright.controllers.disruptionmetrics import record_disrupted, snake_case
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import node_claim_for
@@ -182,11 +184,14 @@ class OrchestrationQueue:
             self._history.mark_disrupted(
                 candidate.claim.name, command.reason, label, queued.replacements
             )
-            metrics.nodeclaims_disrupted.labels(
+            consolidating = command.reason in (REASON_EMPTY, REASON_UNDERUTILIZED)
+            policy = candidate.pool.spec.disruption.consolidation_policy
+            record_disrupted(
+                candidate.claim,
                 command.reason.lower(),
-                candidate.pool.name,
-                candidate.claim.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
-            ).inc()
+                pods=len(candidate.reschedulable),
+                consolidation_policy=snake_case(policy) if consolidating else "",
+            )
             self._cluster.delete(NodeClaim, candidate.claim.name)
             self._events.publish(
                 candidate.node, "DisruptionTerminating", f"Disrupting Node: {label}"

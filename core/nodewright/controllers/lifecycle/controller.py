@@ -26,6 +26,7 @@ from nodewright.controllers.lifecycle.launch import Launch
 from nodewright.controllers.lifecycle.liveness import Liveness
 from nodewright.controllers.lifecycle.registration import Registration
 from nodewright.controllers.lifecycle.termination import Termination
+from nodewright.controllers.nodepoolhealth import RegistrationOutcomes
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.host import PluginHost
 
@@ -51,12 +52,14 @@ class NodeClaimLifecycle:
         catalog: Catalog,
         clock: Clock,
         events: EventRecorder,
+        *,
+        outcomes: RegistrationOutcomes,
     ) -> None:
         self._cluster = cluster
         self._clock = clock
-        self._liveness = Liveness(cluster, clock)
+        self._liveness = Liveness(cluster, clock, outcomes)
         self._launch = Launch(cluster, host, catalog, clock, events)
-        self._registration = Registration(cluster, host, catalog, clock, events)
+        self._registration = Registration(cluster, host, catalog, clock, events, outcomes=outcomes)
         self._initialization = Initialization(cluster, clock)
         self._consistency = Consistency(cluster, clock, events)
         self._termination = Termination(cluster, host, catalog, clock, events)

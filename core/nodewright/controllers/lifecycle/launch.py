@@ -18,6 +18,7 @@ from nodewright.api.meta import set_condition
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import NodeClassNotFoundError
+from nodewright.controllers.disruptionmetrics import record_disrupted
 from nodewright.controllers.events import WARNING
 from nodewright.controllers.lifecycle.ready import set_ready
 from nodewright.controllers.lifecycle.step import ProviderStep
@@ -70,11 +71,13 @@ class Launch(ProviderStep):
             )
             log.warning("Deleting nodeclaim %s: insufficient capacity, %s", claim.name, error)
             self._cluster.delete(NodeClaim, claim.name)
+            record_disrupted(claim, "insufficient_capacity")
             return None
         except (NodeClassNotReadyError, NodeClassNotFoundError, UnknownNodeClassError) as error:
             self._events.publish(claim, "NodeClassNotReady", str(error), WARNING)
             log.warning("Deleting nodeclaim %s: %s", claim.name, error)
             self._cluster.delete(NodeClaim, claim.name)
+            record_disrupted(claim, "nodeclass_not_ready")
             return None
         except LaunchError as error:
             return self._failed(claim, error.reason, error.message)

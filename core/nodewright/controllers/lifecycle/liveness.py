@@ -10,6 +10,8 @@ from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, N
 from nodewright.api.meta import find_condition, is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
+from nodewright.controllers.disruptionmetrics import record_disrupted
+from nodewright.controllers.nodepoolhealth import RegistrationOutcomes, record_outcome
 from nodewright.logfields import duration, fields, ref
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
@@ -19,9 +21,10 @@ REGISTRATION_TIMEOUT = timedelta(minutes=15)
 
 
 class Liveness:
-    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+    def __init__(self, cluster: Cluster, clock: Clock, outcomes: RegistrationOutcomes) -> None:
         self._cluster = cluster
         self._clock = clock
+        self._outcomes = outcomes
 
     def reconcile(self, claim: NodeClaim) -> timedelta | None:
         """Delete a NodeClaim that did not launch or register in time.
@@ -43,6 +46,7 @@ class Liveness:
             since = (condition.last_transition_time if condition else None) or created
             left = since + timeout - now
             if left <= timedelta(0):
+                record_outcome(self._cluster, self._clock, self._outcomes, claim, registered=False)
                 log.info(
                     "terminating due to timeout",
                     extra=fields(
@@ -50,6 +54,7 @@ class Liveness:
                     ),
                 )
                 self._cluster.delete(NodeClaim, claim.name)
+                record_disrupted(claim, reason)
                 return None
             remaining = min(remaining, left)
         return remaining

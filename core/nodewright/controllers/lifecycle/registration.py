@@ -17,17 +17,35 @@ from nodewright.api.labels import (
     UNREGISTERED_TAINT_KEY,
 )
 from nodewright.api.meta import OwnerReference, set_condition
+from nodewright.clock import Clock
+from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.events import WARNING
+from nodewright.controllers.catalog import Catalog
+from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.lifecycle.ready import set_ready
 from nodewright.controllers.lifecycle.step import ProviderStep
+from nodewright.controllers.nodepoolhealth import RegistrationOutcomes, record_outcome
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
+from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 
 
 class Registration(ProviderStep):
+    def __init__(
+        self,
+        cluster: Cluster,
+        host: PluginHost,
+        catalog: Catalog,
+        clock: Clock,
+        events: EventRecorder,
+        *,
+        outcomes: RegistrationOutcomes,
+    ) -> None:
+        super().__init__(cluster, host, catalog, clock, events)
+        self._outcomes = outcomes
+
     def reconcile(self, claim: NodeClaim, found: list[Node]) -> timedelta | None:
         now = self._clock.now()
         if len(found) > 1:
@@ -97,6 +115,7 @@ class Registration(ProviderStep):
                     present.add((taint.key, taint.effect))
         node.spec.taints = taints
         self._cluster.update(node)
+        record_outcome(self._cluster, self._clock, self._outcomes, claim, registered=True)
         claim.status.node_name = node.name
         set_condition(claim.status.conditions, CONDITION_REGISTERED, "True", now)
         set_ready(claim, now)

@@ -43,6 +43,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.repack import repack
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
+from nodewright.scheduling.solver.effectivezone import effective_zone
 from nodewright.scheduling.solver.existingnode import ExistingNodeState
 from nodewright.scheduling.solver.nodeclaim import OpenNodeClaim, Plan
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
@@ -264,6 +265,14 @@ class Scheduler:
         states = [PodState(p, i, self.respect) for i, p in enumerate(pods)]
         for state in states:
             self._prepare(state)
+        zones: dict[str, str] = {}
+        if self.options.effective_zones:
+            by_shape: dict[int, str] = {}  # pods of one shape have one effective zone
+            for state in states:
+                zone = by_shape.get(state.shape)
+                if zone is None:
+                    zone = by_shape[state.shape] = effective_zone(state, self.topology)
+                zones[state.pod.key] = zone
         if not keep_order:
             states.sort(key=lambda s: _queue_order(s.pod))
         queue = deque(states)
@@ -302,6 +311,7 @@ class Scheduler:
             awaiting_reservation={
                 key for key, error in unplaced.items() if isinstance(error, ReservationError)
             },
+            effective_zones=zones,
         )
 
     def _try(self, state: PodState) -> str | None:
@@ -480,8 +490,9 @@ def solve(
     """
     pods, skipped = split_dra_pods(pods)
     result = Scheduler(existing, templates, options, pods, placed).solve(pods)
+    zones = result.effective_zones
     if options.repack:
-        plain = replace(options, repack=False)
+        plain = replace(options, repack=False, effective_zones=False)
 
         def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
             return Scheduler((), [template], plain, batch, ()).solve(batch, keep_order=True)
@@ -489,4 +500,5 @@ def solve(
         placed_terms = {term for pod in placed for term in pod.anti_affinity}
         result = repack(result, pods, templates, placed_terms, in_order)
     result.errors.update(skipped)
+    result.effective_zones = zones
     return result
