@@ -14,6 +14,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.testing import make_node_claim
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from nodewright_kwok.nodeclass import KWOKNodeClass
+from tests.conftest import Simulate
 from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
 HEALTHY = "NodeRegistrationHealthy"
@@ -147,3 +148,22 @@ def test_nodeclaims_a_pool_does_not_own_count_for_nothing() -> None:
     world.advance(timedelta(minutes=16))
     assert world.claims() == []
     assert condition(world) == AWAITING
+
+
+def test_simulate_reports_a_pool_whose_nodes_never_register(simulate: Simulate) -> None:
+    result = simulate(
+        node_pool("slow") + KWOK_NODE_CLASS + deployment("web", 1),
+        "steps:\n  - advance: 31m\n",
+        "--provider-option",
+        "kwok.registration-delay=1h",
+    )
+    assert result.exit_code == 0, result.stderr
+    (pool,) = result.report["nodePools"]
+    conditions = {c["type"]: c for c in pool["conditions"]}
+    assert conditions[HEALTHY] == {
+        "type": HEALTHY,
+        "status": "False",
+        "reason": "RegistrationFailed",
+        "message": "Failed to register node",
+    }
+    assert conditions["Ready"]["status"] == "True"

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.api.core import Event, Node, Pod
-from nodewright.api.karpenter import NodeClaim
+from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.labels import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
@@ -93,6 +93,8 @@ class Report:
     timeline: list[TimelinePoint] = field(default_factory=list)
     #: What the nodes cost over the whole run: the hourly price integrated over simulated time.
     dollar_hours: float = 0.0
+    #: Each NodePool's status at the end: its nodes, resources and conditions.
+    node_pools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_price_per_hour(self) -> float:
@@ -173,6 +175,7 @@ class Report:
                 for point in self.timeline
             ],
             "dollarHours": round(self.dollar_hours, 6),
+            "nodePools": self.node_pools,
         }
 
 
@@ -271,7 +274,21 @@ def build_report(simulation: Simulation) -> Report:
         notes,
         list(timeline.points),
         timeline.dollar_hours,
+        [_node_pool(pool) for pool in cluster.list(NodePool)],
     )
+
+
+def _node_pool(pool: NodePool) -> dict[str, Any]:
+    """A NodePool's status, as ``kubectl get nodepool -o yaml`` shows it."""
+    return {
+        "name": pool.name,
+        "nodes": pool.status.nodes,
+        "resources": dict(pool.status.resources),
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in sorted(pool.status.conditions, key=lambda c: c.type)
+        ],
+    }
 
 
 def _provider_notes(simulation: Simulation) -> list[str]:
