@@ -13,6 +13,16 @@ from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
 
 
+def total(name: str, **labels: str) -> float:
+    """The sum of a metric's series whose labels include ``labels`` (every zone, say)."""
+    return sum(
+        s.value
+        for family in REGISTRY.collect()
+        for s in family.samples
+        if s.name == name and labels.items() <= s.labels.items()
+    )
+
+
 def _created(pool: str = "default") -> float:
     return sample(
         "karpenter_nodeclaims_created_total",
@@ -22,7 +32,7 @@ def _created(pool: str = "default") -> float:
 
 def test_provisioning_records_nodeclaims_nodes_pods_and_scheduler(simulate: Simulate) -> None:
     before_claims = _created()
-    before_nodes = sample("karpenter_nodes_created_total", {"nodepool": "default"})
+    before_nodes = total("karpenter_nodes_created_total", nodepool="default")
     before_solves = sample(
         "karpenter_scheduler_scheduling_duration_seconds_count", {"controller": "provisioner"}
     )
@@ -36,11 +46,11 @@ def test_provisioning_records_nodeclaims_nodes_pods_and_scheduler(simulate: Simu
     assert result.exit_code == 0, result.stderr
     launched = len(result.nodes())
     assert launched >= 1
+    for zone in {node["zone"] for node in result.nodes()}:  # labelled with each node's zone
+        assert total("karpenter_nodes_created_total", nodepool="default", zone=zone) >= 1
 
     assert _created() - before_claims == launched
-    assert sample("karpenter_nodes_created_total", {"nodepool": "default"}) - before_nodes == (
-        launched
-    )
+    assert total("karpenter_nodes_created_total", nodepool="default") - before_nodes == (launched)
     assert (
         sample(
             "karpenter_cloudprovider_duration_seconds_count",
@@ -80,7 +90,7 @@ def test_provisioning_records_nodeclaims_nodes_pods_and_scheduler(simulate: Simu
 def test_consolidation_records_disruption_and_termination(simulate: Simulate) -> None:
     labels = {"decision": "delete", "reason": "empty", "consolidation_type": "empty"}
     before_decisions = sample("karpenter_voluntary_disruption_decisions_total", labels)
-    before_terminated = sample("karpenter_nodes_terminated_total", {"nodepool": "default"})
+    before_terminated = total("karpenter_nodes_terminated_total", nodepool="default")
     before_disrupted = sum(
         sample(
             "karpenter_nodeclaims_disrupted_total",
@@ -117,7 +127,7 @@ steps:
         for ct in ("spot", "on-demand")
     )
     assert disrupted - before_disrupted >= 1
-    terminated = sample("karpenter_nodes_terminated_total", {"nodepool": "default"})
+    terminated = total("karpenter_nodes_terminated_total", nodepool="default")
     assert terminated - before_terminated == disrupted - before_disrupted
 
 

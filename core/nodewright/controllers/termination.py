@@ -30,6 +30,7 @@ from nodewright.api.labels import (
     NODEPOOL_LABEL,
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
+    ZONE_LABEL,
 )
 from nodewright.api.meta import KubeObject, find_condition, set_condition
 from nodewright.api.timestamps import parse_timestamp
@@ -172,7 +173,7 @@ class NodeTermination:
         self._cluster.update(node)
         log.info("deleted node", extra=fields(Node=ref(node.name)))
         pool = node.metadata.labels.get(NODEPOOL_LABEL, "")
-        metrics.nodes_terminated.labels(pool).inc()
+        metrics.nodes_terminated.labels(pool, node.metadata.labels.get(ZONE_LABEL, "")).inc()
         if node.metadata.deletion_timestamp is not None:
             taken = self._clock.now() - node.metadata.deletion_timestamp
             metrics.nodes_termination_duration.labels(pool).observe(taken.total_seconds())

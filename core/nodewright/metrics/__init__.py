@@ -51,8 +51,9 @@ nodeclaims_created = Counter(
 )
 nodeclaims_terminated = Counter(
     "nodeclaims_terminated_total",
-    "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
-    ["nodepool", "capacity_type"],
+    "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, "
+    "capacity type, and zone.",
+    ["nodepool", "capacity_type", "zone"],
     namespace=NAMESPACE,
 )
 #: The labels of every count of disruptions: why, the pool, its capacity type, the pool's
@@ -85,14 +86,14 @@ nodeclaims_unhealthy_disrupted = Counter(
 
 nodes_created = Counter(
     "nodes_created_total",
-    "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
-    ["nodepool"],
+    "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone.",
+    ["nodepool", "zone"],
     namespace=NAMESPACE,
 )
 nodes_terminated = Counter(
     "nodes_terminated_total",
-    "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
-    ["nodepool"],
+    "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool and zone.",
+    ["nodepool", "zone"],
     namespace=NAMESPACE,
 )
 

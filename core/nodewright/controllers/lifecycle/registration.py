@@ -15,6 +15,7 @@ from nodewright.api.labels import (
     REGISTERED_LABEL,
     TERMINATION_FINALIZER,
     UNREGISTERED_TAINT_KEY,
+    ZONE_LABEL,
 )
 from nodewright.api.meta import OwnerReference, set_condition
 from nodewright.clock import Clock
@@ -123,7 +124,10 @@ class Registration(ProviderStep):
         log.info(
             "registered nodeclaim", extra=fields(NodeClaim=ref(claim.name), Node=ref(node.name))
         )
-        metrics.nodes_created.labels(claim.metadata.labels.get(NODEPOOL_LABEL, "")).inc()
+        labels = claim.metadata.labels
+        metrics.nodes_created.labels(
+            labels.get(NODEPOOL_LABEL, ""), labels.get(ZONE_LABEL, "")
+        ).inc()
         return timedelta(0)
 
     def _provider_labels(self, claim: NodeClaim) -> dict[str, str]:

@@ -16,6 +16,7 @@ from nodewright.api.labels import (
     NODEPOOL_LABEL,
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
+    ZONE_LABEL,
 )
 from nodewright.api.meta import set_condition
 from nodewright.api.timestamps import format_timestamp
@@ -83,6 +84,7 @@ class Termination(ProviderStep):
         metrics.nodeclaims_terminated.labels(
             claim.metadata.labels.get(NODEPOOL_LABEL, ""),
             claim.metadata.labels.get(CAPACITY_TYPE_LABEL, ""),
+            claim.metadata.labels.get(ZONE_LABEL, ""),
         ).inc()
         return None
 
