@@ -13,6 +13,7 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.api.manifests.kinds import KindRegistry
 from nodewright.api.manifests.loading import load_text
 from nodewright.api.meta import KubeObject
+from nodewright.clock import SimulatedClock
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY
@@ -30,9 +31,14 @@ class OperatorHarness:
         *,
         kinds: Iterable[type[KubeObject]] = (),
         node_registration_delay: timedelta | None = DEFAULT_REGISTRATION_DELAY,
+        clock: SimulatedClock | None = None,
     ) -> None:
         self.sim = Simulation(
-            host, options, provider_options, node_registration_delay=node_registration_delay
+            host,
+            options,
+            provider_options,
+            node_registration_delay=node_registration_delay,
+            clock=clock,
         )
         self.cluster = self.sim.cluster
         self.clock = self.sim.clock

@@ -26,6 +26,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.api.meta import OwnerReference
+from nodewright.clock import SimulatedClock
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.controllers.templates import nodepool_hash
@@ -93,6 +94,7 @@ class Harness(OperatorHarness):
         options: Options | None = None,
         pools: Iterable[dict[str, Any]] = (),
         kwok_options: Mapping[str, str] | None = None,
+        clock: SimulatedClock | None = None,
     ) -> None:
         catalog = tmp_path / "instance-types.json"
         catalog.write_text(json.dumps(types or FAKE_TYPES))
@@ -100,6 +102,7 @@ class Harness(OperatorHarness):
             PluginHost.load(only=["kwok"]),
             options,
             {"kwok": {"instance-types-file": str(catalog), **(kwok_options or {})}},
+            clock=clock,
         )
         self.cluster.create(KWOKNodeClass.model_validate({"metadata": {"name": "default"}}))
         for pool in list(pools) or [pool_manifest()]:

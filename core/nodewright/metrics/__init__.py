@@ -295,6 +295,16 @@ disruption_eligible_nodes = Gauge(
     namespace=NAMESPACE,
 )
 
+consolidation_timeouts = Counter(
+    "voluntary_disruption_consolidation_timeouts_total",
+    "Number of times the Consolidation algorithm has reached a timeout. Labeled by "
+    "consolidation type.",
+    ["consolidation_type"],
+    namespace=NAMESPACE,
+)
+for _type in ("multi", "single"):  # exported at zero, as Karpenter does
+    consolidation_timeouts.labels(_type)
+
 consolidation_score = Histogram(
     "consolidation_score",
     "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",

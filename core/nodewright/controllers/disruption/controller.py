@@ -287,6 +287,7 @@ class DisruptionController:
             virtual=self._virtual_pods.pods() if self._virtual_pods is not None else (),
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
             claim_templates=self._claim_templates,
+            clock=self._clock,
         )
 
 

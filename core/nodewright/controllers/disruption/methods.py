@@ -20,6 +20,7 @@ from typing import Protocol
 from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Pod
 from nodewright.api.duration import DurationError, parse_optional_duration
+from nodewright.clock import Clock, SimulatedClock
 from nodewright.controllers.disruption.balanced import BalancedEvaluator
 from nodewright.controllers.disruption.candidates import Candidate, Snapshot
 from nodewright.controllers.disruption.pricing import compatible_prices
@@ -104,8 +105,12 @@ class Context:
         virtual: Sequence[Pod] = (),
         candidates: Callable[[], Sequence[Candidate]] | None = None,
         claim_templates: ClaimTemplates | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.snapshot = snapshot
+        #: What consolidation's time budgets are measured on (the snapshot's instant, standing
+        #: still, when none is given).
+        self.clock: Clock = clock if clock is not None else SimulatedClock(snapshot.now)
         #: CapacityBuffer virtual pods: pending pods every simulation must place too.
         self.virtual = virtual
         #: Every consolidation candidate of the pass, whichever method may take it.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -12,11 +13,15 @@ from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.consolidation import Consolidation
 from nodewright.controllers.disruption.methods import Command, Context
 from nodewright.controllers.disruption.pricing import cheaper_than
+from nodewright.controllers.disruption.timeout import MULTI_NODE_TIMEOUT, Deadline
+from nodewright.logfields import fields
 from nodewright.scheduling.model import NewNodeClaim
 from nodewright.scheduling.requirements import Requirements
 
 #: Multi-node consolidation looks at no more candidates than this.
 MULTI_NODE_MAX_CANDIDATES = 100
+
+log = logging.getLogger("nodewright.disruption")
 
 
 class MultiNodeConsolidation(Consolidation):
@@ -38,14 +43,19 @@ class MultiNodeConsolidation(Consolidation):
         tried = allowed[:MULTI_NODE_MAX_CANDIDATES]
         if constrained and self.memo.fresh(context, tried):
             return None
-        command = self._first_n(context, tried)
-        if command is None:
+        command, timed_out = self._first_n(context, tried)
+        if command is None and not timed_out:
             self.memo.mark(context, tried if constrained else None)
         return command
 
-    def _first_n(self, context: Context, candidates: list[Candidate]) -> Command | None:
+    def _first_n(
+        self, context: Context, candidates: list[Candidate]
+    ) -> tuple[Command | None, bool]:
+        """The longest prefix one command can take, and whether the search ran out of time."""
         if len(candidates) < 2:
-            return None
+            return None, False
+        deadline = Deadline(context.clock, MULTI_NODE_TIMEOUT, "multi")
+        timed_out = False
         low, high = 1, len(candidates) - 1
         best: Command | None = None
         best_scores: dict[str, Score] = {}
@@ -53,6 +63,10 @@ class MultiNodeConsolidation(Consolidation):
         rejected: tuple[Command, dict[str, Score]] | None = None
         while low <= high:
             middle = (low + high) // 2
+            if deadline.passed():
+                timed_out = True
+                _log_timeout(best, middle)
+                break
             batch = candidates[: middle + 1]
             command = self.consolidation(context, batch)
             if command is not None and command.replacements:
@@ -72,9 +86,22 @@ class MultiNodeConsolidation(Consolidation):
                 high = middle - 1
         if best is not None:
             context.balanced.multi_node_outcome(best.candidates, best_scores, approved=True)
-        elif rejected is not None:
+        elif rejected is not None and not timed_out:
             context.balanced.multi_node_outcome(rejected[0].candidates, rejected[1], approved=False)
-        return best
+        return best, timed_out
+
+
+def _log_timeout(best: Command | None, batch: int) -> None:
+    if best is None:
+        log.info(
+            "failed to find a multi-node consolidation after timeout",
+            extra=fields(last_batch_size=batch),
+        )
+    else:
+        log.info(
+            "stopping multi-node consolidation after timeout, returning last valid command",
+            extra=fields(command=best.describe()),
+        )
 
 
 def _filter_out_same_type(
