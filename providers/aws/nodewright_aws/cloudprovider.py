@@ -151,6 +151,7 @@ class AWSProvider:
             unavailable=self.unavailable,
             now=now,
             placement_groups=self.placement_groups,
+            node_classes=self.node_class_named,
         )
         self.interruption = InterruptionHandler(
             clients, settings.interruption_queue or "", self.context, self.unavailable, now
@@ -206,6 +207,14 @@ class AWSProvider:
                 ", ".join(outside),
                 self.offline.region,
             )
+
+    def node_class_named(self, name: str) -> EC2NodeClass | None:
+        """The cluster's EC2NodeClass ``name`` (None without a cluster, or not there)."""
+        cluster = self.context.cluster if self.context is not None else None
+        if cluster is None or not name:
+            return None
+        found = cluster.get(EC2NodeClass, name)
+        return found if isinstance(found, EC2NodeClass) else None
 
     def now(self) -> datetime:
         return self.clock.now() if self.clock is not None else datetime.now(UTC)

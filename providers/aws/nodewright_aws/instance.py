@@ -98,6 +98,7 @@ class InstanceProvider:
         unavailable: UnavailableOfferings,
         now: Callable[[], datetime],
         placement_groups: PlacementGroupProvider | None = None,
+        node_classes: Callable[[str], EC2NodeClass | None] = lambda _: None,
     ) -> None:
         self.clients = clients
         self.settings = settings
@@ -109,6 +110,8 @@ class InstanceProvider:
         self.unavailable = unavailable
         self.now = now
         self.placement_groups = placement_groups
+        #: The EC2NodeClass of a name, as the cluster has it now (None: not there).
+        self.node_classes = node_classes
 
     # -- reading -------------------------------------------------------------------------
 
@@ -150,7 +153,9 @@ class InstanceProvider:
             else description.get("LaunchTime", self.now())
         )
         if instance_type is None:
-            instance_type = self.instance_types.build(name)
+            # As the launch built it: the class's interfaces and kubelet set max pods.
+            node_class = self.node_classes(tags.get(L.EC2NODECLASS_TAG, ""))
+            instance_type = self.instance_types.build(name, node_class)
         book = self.pricing.prices
         price = (
             (book.spot_price(name, zone) if spot else book.on_demand_price(name))
@@ -220,7 +225,8 @@ class InstanceProvider:
             description = self.describe(instance_id)
         if description is None or description.get("State", {}).get("Name") == "terminated":
             raise InstanceNotFoundError(provider_id)
-        return self.to_instance(description)
+        with aws_errors(f"describing {instance_id}'s instance type"):
+            return self.to_instance(description)
 
     def list(self) -> list[Instance]:
         """This cluster's live instances. With no region configured there is nothing this

@@ -434,7 +434,20 @@ class InstanceTypeProvider:
             )
         return types
 
-    def build(self, name: str) -> InstanceType | None:
-        """A discovered type without a class's settings (for describing a running instance)."""
-        info = self.data.infos.get(name)
-        return build_instance_type(info, self.clients.region) if info is not None else None
+    def build(self, name: str, node_class: EC2NodeClass | None = None) -> InstanceType | None:
+        """A type as the class shapes it (for describing a running instance): the capacity and
+        overhead it had at launch (the class's network interfaces, kubelet and AMI family
+        bear on both). Without the class (deleted, or an instance of another tool), the type's
+        defaults. None for a type this region does not list."""
+        try:
+            data = self.refresh()
+        except MissingConfigurationError:
+            data = self.data
+        info = data.infos.get(name)
+        if info is None:
+            return None
+        settings = CapacitySettings(
+            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
+        )
+        spec = node_class.spec if node_class is not None else None
+        return build_instance_type(info, self.clients.region, spec, settings)

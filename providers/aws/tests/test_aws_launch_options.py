@@ -14,6 +14,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
+from nodewright.clock import SimulatedClock
+from nodewright.cluster.memory import MemoryCluster
 from nodewright.testing import launched_instance
 from nodewright_aws import labels as L
 from nodewright_aws.cloudprovider import AWSProvider
@@ -256,3 +258,27 @@ def test_a_described_instance_in_an_interruptible_reservation_says_so(
     assert (labels[L.PLACEMENT_GROUP_ID], labels[L.PLACEMENT_GROUP_PARTITION]) == ("pg-1", "2")
     plain = {k: v for k, v in described.items() if k != "InstanceLifecycle"}
     assert instances.to_instance(plain).labels[L.CAPACITY_RESERVATION_INTERRUPTIBLE] == "false"
+
+
+def test_a_described_instance_has_the_capacity_its_class_gave_it_at_launch(world: World) -> None:
+    """Describing an instance after its launch (the simulated kubelet registering it, garbage
+    collection, a restarted process) builds its type with its EC2NodeClass, as the launch did:
+    an efa-only interface on card 0 takes an ENI from pods, a kubelet maxPods sets them."""
+    clock = SimulatedClock()
+    cluster = MemoryCluster(clock)
+    nc = cluster.create(node_class(networkInterfaces=[PRIMARY, EFA_ONLY]))
+    provider = configured_provider(world, clock, cluster, {"instance-types": TYPES})
+    request = request_for(
+        provider, nc, "claim-efa", [(INSTANCE_TYPE_LABEL, "In", ["c5n.18xlarge"])]
+    )
+    launched = launched_instance(provider.launch(request))
+    assert launched.capacity["pods"] // 1000 == 14 * 49 + 2
+    assert provider.get(launched.provider_id).capacity == launched.capacity
+    restarted = configured_provider(world, clock, cluster, {"instance-types": TYPES})
+    (listed,) = restarted.list_instances()
+    assert restarted.get(launched.provider_id).capacity == listed.capacity == launched.capacity
+    # The class's kubelet, likewise; with the class gone, the type's own figure.
+    cluster.update(node_class(networkInterfaces=[PRIMARY, EFA_ONLY], kubelet={"maxPods": 60}))
+    assert restarted.get(launched.provider_id).capacity["pods"] // 1000 == 60
+    cluster.delete(EC2NodeClass, "default")
+    assert restarted.get(launched.provider_id).capacity["pods"] // 1000 == 15 * 49 + 2

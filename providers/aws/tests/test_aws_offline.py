@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 import nodewright_aws.plugin as aws_plugin
+from nodewright.api.core import Node
+from nodewright.api.karpenter import NodeClaim
 from nodewright.plugin import catalog_differences, decode_catalog, encode_catalog
 from nodewright.testing.simulate import load_script, simulate_manifests, simulate_report
 from nodewright_aws.offline.catalog import SPOT_SHARE_HIGH, SPOT_SHARE_LOW, load_catalog
@@ -273,3 +275,11 @@ def test_an_efa_workload_in_a_placement_group_launches_offline(tmp_path: Path) -
     assert group.startswith("pg-")
     assert node["labels"]["karpenter.k8s.aws/placement-group-id"] == group
     assert info["Hypervisor"] == "nitro"  # connectionTracking needs nitro
+    # The simulated kubelet registers the capacity the launch promised: the class's efa-only
+    # interface on card 0 leaves one ENI fewer for pods.
+    context = aws_plugin.provider.context
+    assert context is not None
+    assert context.cluster is not None
+    (registered,) = context.cluster.list(Node)
+    (claim,) = context.cluster.list(NodeClaim)
+    assert registered.status.capacity["pods"] == claim.status.capacity["pods"]
