@@ -14,6 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
+from nodewright import metrics
 from nodewright.api.excerpt import cut, printable
 from nodewright.cluster.objects import tune_collector
 from nodewright.commands.command import EXIT_INVALID_INPUT, EXIT_OK, Command
@@ -41,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the report as one self-contained web page (timeline charts, nodes, events)",
     )
+    parser.add_argument(
+        "--metrics",
+        metavar="FILE",
+        help="write the Prometheus metrics at the end of the run (what `run` serves at /metrics)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
             check_output_file("--json", Path(args.json))
         if args.html:
             check_output_file("--html", Path(args.html))
+        if args.metrics:
+            check_output_file("--metrics", Path(args.metrics))
         inputs = read_inputs(args, host)
         # Configuring providers may log their failures; they are reported below, once each.
         logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]
@@ -88,6 +96,14 @@ def run(args: argparse.Namespace) -> int:
             Path(args.html).write_text(render_html(report, what_if=what_if), encoding="utf-8")
         except OSError as error:
             print(f"error: --html {args.html}: cannot write: {error.strerror}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
+    if args.metrics:
+        try:
+            Path(args.metrics).write_bytes(metrics.exposition())
+        except OSError as error:
+            print(
+                f"error: --metrics {args.metrics}: cannot write: {error.strerror}", file=sys.stderr
+            )
             return EXIT_INVALID_INPUT
     return EXIT_OK
 
