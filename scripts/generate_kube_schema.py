@@ -38,6 +38,10 @@ KINDS = (
     ("policy/v1", "PodDisruptionBudget"),
     ("storage.k8s.io/v1", "StorageClass"),
     ("storage.k8s.io/v1", "CSINode"),
+    ("resource.k8s.io/v1", "DeviceClass"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("resource.k8s.io/v1", "ResourceSlice"),
 )
 
 #: Types with a text form of their own, checked as such rather than by their schema.

@@ -63,7 +63,8 @@ def test_registry_serves_the_core_kinds() -> None:
     assert {kind for _, kind in registry.kinds()} == {
         "Namespace", "Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "Deployment",
         "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "StorageClass",
-        "CSINode", "NodePool", "NodeClaim", "NodeOverlay", "Service",
+        "CSINode", "NodePool", "NodeClaim", "NodeOverlay", "Service", "DeviceClass",
+        "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",
         "PodTemplate", "CapacityBuffer",
     }  # fmt: skip
     assert registry.lookup("karpenter.sh/v1beta1", "NodePool") is None

@@ -164,6 +164,21 @@ class Volume(Model):
     ephemeral: EphemeralVolumeSource | None = None
 
 
+class PodResourceClaim(Model):
+    """One of a pod's ``resourceClaims``: a claim by name, or one made from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(Model):
+    """The claim kube-controller-manager made for a template entry (None: none needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(Model):
     node_name: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
@@ -180,8 +195,8 @@ class PodSpec(Model):
     termination_grace_period_seconds: int | None = None
     restart_policy: str | None = None
     host_network: bool | None = None
-    #: Dynamic Resource Allocation claims (``resourceClaims``), kept as the API gives them.
-    resource_claims: list[dict[str, Any]] | None = None
+    #: Dynamic Resource Allocation claims (``resourceClaims``).
+    resource_claims: list[PodResourceClaim] | None = None
 
     _normalise = field_validator("overhead", mode="before")(_quantities)
 
@@ -208,6 +223,7 @@ class PodStatus(Model):
     conditions: list[PodCondition] = Field(default_factory=list)
     nominated_node_name: str | None = None
     start_time: datetime | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(KubeObject):

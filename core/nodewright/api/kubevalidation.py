@@ -48,6 +48,7 @@ from nodewright.api.names import (
     qualified_name_problems,
 )
 from nodewright.api.quantity import QuantityError, parse_quantity
+from nodewright.api.resourcevalidation import check_pod_claims, check_resource_object
 
 #: The API server's limit on all of an object's annotations together (keys and values).
 MAX_ANNOTATIONS_BYTES = 256 * 1024
@@ -83,6 +84,8 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
         _check_disruption_budget(report, obj)
     elif isinstance(obj, Node):
         _check_node(report, obj)
+    else:
+        check_resource_object(report, obj)
     return report.errors
 
 
@@ -214,6 +217,7 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
                 )
             names.setdefault(container.name, where)
     _check_resource_list(report, f"{path}.overhead", spec.overhead)
+    check_pod_claims(report, path, spec)
     check_labels(report, f"{path}.nodeSelector", spec.node_selector)
     if spec.affinity is not None:
         _check_affinity(report, f"{path}.affinity", spec.affinity)

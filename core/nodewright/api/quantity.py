@@ -79,16 +79,29 @@ def _parse_text(value: str) -> int:
             f"{_shown(text)} is out of range for a quantity "
             f"(at most {_MAX_DIGITS} digits and an exponent of at most {_MAX_EXPONENT})"
         )
-    number = Fraction(match["number"])
-    if match["suffix"] in _BINARY:
-        number *= _BINARY[match["suffix"]]
-    elif match["exp"] is not None:
-        number *= Fraction(10) ** int(match["exp"])
-    else:
-        number *= _DECIMAL[match["suffix"] or ""]
-    milli = number * 1000
+    milli = _magnitude(match) * 1000
     result = -((-milli.numerator) // milli.denominator)  # ceiling
     return -result if match["sign"] == "-" else result
+
+
+def _magnitude(match: re.Match[str]) -> Fraction:
+    number = Fraction(match["number"])
+    if match["suffix"] in _BINARY:
+        return number * _BINARY[match["suffix"]]
+    if match["exp"] is not None:
+        return number * Fraction(10) ** int(match["exp"])
+    return number * _DECIMAL[match["suffix"] or ""]
+
+
+def exact_quantity(value: str) -> Fraction:
+    """The exact value of a quantity (``"1n"`` is 1/10**9, not rounded to a milli-unit):
+    what CEL's ``quantity()`` compares."""
+    text = value.strip()
+    _parse_text(text)  # the same syntax and range checks, and their errors
+    match = _PATTERN.match(text)
+    assert match is not None
+    number = _magnitude(match)
+    return -number if match["sign"] == "-" else number
 
 
 def format_quantity(milli: int, resource: str = "") -> str:

@@ -28,6 +28,12 @@ from nodewright.api.excerpt import cut
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.api.resource import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 
 CORE_KINDS: tuple[type[KubeObject], ...] = (
     Namespace,
@@ -49,6 +55,10 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     NodePool,
     NodeClaim,
     NodeOverlay,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
 )
 
 #: Kinds Karpenter retired, and what replaced them.
