@@ -101,7 +101,15 @@ class Operator:
                 if self.options.static_capacity
                 else []
             ),
-            NodeClaimLifecycle(cluster, host, self.catalog, clock, self.events, outcomes=outcomes),
+            NodeClaimLifecycle(
+                cluster,
+                host,
+                self.catalog,
+                clock,
+                self.events,
+                outcomes=outcomes,
+                dra=self.options.dra,
+            ),
             self.disruption.conditions,
             self.disruption,
             *self._gated_controllers(),

@@ -335,3 +335,25 @@ def test_a_provider_the_chart_does_not_know_gets_no_node_class_rules() -> None:
     assert grants(objects) == {
         g for g in grants(render()) if g.group not in ("karpenter.kwok.sh",)
     } - (EXCEPTIONS["kwok"][0] | {Grant(CLUSTER, "", "nodes", "create")})
+
+
+DRA_READS = {
+    Grant(CLUSTER, "resource.k8s.io", r, v)
+    for r in ("resourceslices", "resourceclaims", "deviceclasses")
+    for v in ("get", "list", "watch")
+}
+
+
+@pytest.mark.parametrize("providers", ["kwok", "aws"])
+def test_dra_objects_are_readable_only_when_dra_requests_are_not_ignored(providers: str) -> None:
+    default = grants(render(merge(REQUIRED, {"providers": {"enabled": providers}})))
+    assert not {g for g in default if g.group == "resource.k8s.io"}
+    values = {"providers": {"enabled": providers}, "settings": {"ignoreDRARequests": False}}
+    objects = render(merge(REQUIRED, values))
+    granted = grants(objects)
+    publish = Grant(CLUSTER, "resource.k8s.io", "resourceslices", "create")
+    assert granted >= DRA_READS
+    assert (publish in granted) == (providers == "kwok")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {"name": "IGNORE_DRA_REQUESTS", "value": "false"} in container["env"]

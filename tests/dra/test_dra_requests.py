@@ -1,8 +1,8 @@
 """Pods with Dynamic Resource Allocation claims, the way Karpenter handles them with
 ``IGNORE_DRA_REQUESTS=true`` (its default): provisioning skips them with a FailedScheduling
 event, they launch no node, daemonset pods with claims add no overhead, and a node running
-one is not consolidated (its pod would schedule nowhere). ``false`` is refused: nodewright
-allocates no devices."""
+one is not consolidated (its pod would schedule nowhere). With ``false`` their devices are
+allocated (``test_solver_dra``, ``test_simulate_dra``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.commands import main
+from nodewright.service.runner import options_from
+from nodewright.settings import RunSettings
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
 from tests.disruption.harness import Harness
@@ -96,20 +97,11 @@ def test_daemonset_pods_with_claims_add_no_overhead(simulate: Simulate) -> None:
     assert node["instanceType"] == "c-2x-amd64-linux", node
 
 
-def test_false_is_refused_by_simulate(simulate: Simulate) -> None:
-    result = simulate(node_pool() + KWOK_NODE_CLASS, None, "--no-ignore-dra-requests")
-    assert result.exit_code == 2
-    assert "error: --no-ignore-dra-requests: false is not supported" in result.stderr
-
-
-def test_false_is_refused_by_run(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_false_turns_allocation_on_for_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IGNORE_DRA_REQUESTS", "false")
-    assert main(["run"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: --ignore-dra-requests / IGNORE_DRA_REQUESTS: false is not")
-    assert "Traceback" not in err
+    assert options_from(RunSettings()).dra
+    monkeypatch.delenv("IGNORE_DRA_REQUESTS")
+    assert not options_from(RunSettings()).dra
 
 
 def test_a_node_running_a_pod_with_claims_is_not_consolidated(tmp_path: Path) -> None:

@@ -168,27 +168,33 @@ class Identity:
     def run_settings(self, **changes: Any) -> RunSettings:
         """``nodewright run``'s settings as this identity: its kubeconfig and lease, the KWOK
         provider's options, ports the system picks, text logs; ``changes`` on top."""
-        return RunSettings(
-            kubeconfig=self.kubeconfig,
-            metrics_port=0,
-            health_probe_port=0,
-            bind_address="127.0.0.1",
-            leader_election_namespace=self.namespace,
-            leader_election_name=self.lease_name,
-            provider_options=PROVIDER_OPTIONS,
-            log_format="text",
-            **changes,
-        )
+        fields: dict[str, Any] = {
+            "kubeconfig": self.kubeconfig,
+            "metrics_port": 0,
+            "health_probe_port": 0,
+            "bind_address": "127.0.0.1",
+            "leader_election_namespace": self.namespace,
+            "leader_election_name": self.lease_name,
+            "provider_options": PROVIDER_OPTIONS,
+            "log_format": "text",
+        }
+        return RunSettings(**{**fields, **changes})
 
 
 @contextlib.contextmanager
-def chart_identity(tmp_path: Path, release: str) -> Iterator[Identity]:
+def chart_identity(
+    tmp_path: Path, release: str, settings: Mapping[str, Any] | None = None
+) -> Iterator[Identity]:
     """Render the chart's RBAC and ServiceAccount for ``release`` (in a namespace of the same
-    name), apply them, and hand out a token for the account; delete it all afterwards."""
+    name; ``settings``: more chart settings), apply them, and hand out a token for the account;
+    delete it all afterwards."""
     from tests.charts.helm import render
 
     objects = render(
-        {"settings": {"clusterName": release}, "providers": {"enabled": "kwok"}},
+        {
+            "settings": {"clusterName": release, **(settings or {})},
+            "providers": {"enabled": "kwok"},
+        },
         release=release,
         namespace=release,
     )

@@ -9,14 +9,17 @@ import pytest
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
 from nodewright.plugin import (
+    Device,
+    DynamicResources,
     InstanceType,
     Offering,
     PluginContractError,
     Reservation,
+    ResourceSliceTemplate,
     TemporaryProviderError,
     hookimpl,
 )
-from nodewright.testing import FakeProvider, fake_instance_type, fake_node_class
+from nodewright.testing import FakeProvider, fake_instance_type, fake_node_class, gpu_instance_type
 from tests.plugin.conftest import DistributionMaker
 from tests.plugin.hook_hosts import bad_provider, fake_host
 
@@ -152,3 +155,22 @@ def test_hook_nodewright_instance_types_temporary_errors_pass_through() -> None:
     with pytest.raises(TemporaryProviderError) as caught:
         host.instance_types(fake_node_class())
     assert caught.value is error
+
+
+def test_hook_nodewright_instance_types_with_devices_keeps_them() -> None:
+    host = fake_host(FakeProvider(instance_types=[gpu_instance_type("gpu-type", 2)]))
+    (instance_type,) = host.instance_types(fake_node_class())
+    (template,) = instance_type.dynamic_resources.slices
+    assert [d.name for d in template.devices] == ["gpu-type-gpu-0", "gpu-type-gpu-1"]
+
+
+def test_hook_nodewright_instance_types_with_malformed_devices_names_the_problem() -> None:
+    bad = DynamicResources((ResourceSliceTemplate("gpu.example.com", "p", (Device("GPU_0"),)),))
+    broken = FakeProvider(instance_types=[fake_instance_type("gpu-type", devices=bad)])
+    with pytest.raises(PluginContractError) as caught:
+        fake_host(broken).instance_types(fake_node_class())
+    assert str(caught.value).endswith(
+        "nodewright_instance_types returned instance type 'gpu-type' whose device 'GPU_0' of "
+        "gpu.example.com/p is not a DNS label (must consist of lower case letters, digits and "
+        "'-', and start and end with a letter or digit, got 'GPU_0')"
+    )

@@ -60,6 +60,9 @@ NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
 NODEPOOL_HASH_VERSION = "v3"
 TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp"
 MIN_VALUES_RELAXED_ANNOTATION = "karpenter.sh/nodeclaim-min-values-relaxed"
+#: The DRA drivers whose devices were allocated to a NodeClaim's pods, comma-separated: its
+#: initialization waits for each to publish a complete pool.
+DRA_DRIVERS_ANNOTATION = "karpenter.sh/requested-dra-drivers"
 #: Kubernetes' hint for which pods to remove first; Karpenter weighs evictions with it.
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 #: On a Node in ``nodewright simulate``: the condition types a scenario set

@@ -217,7 +217,7 @@ class ResourceSliceSpec(Model):
     per_device_node_selection: bool | None = None
     devices: list[Device] = Field(default_factory=list)
     #: Counter sets partitionable devices draw on, kept as given.
-    shared_counters: list[dict[str, Any]] = Field(default_factory=list)
+    shared_counters: list[dict[str, Any]] | None = None
 
 
 class ResourceSlice(KubeObject):

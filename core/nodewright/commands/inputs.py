@@ -21,7 +21,7 @@ from nodewright.cluster.kube.snapshot import take_snapshot
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.service.logs import TextFormatter
-from nodewright.settings import DEFAULT_FEATURE_GATES, DRA_FALSE_REFUSED, parse_feature_gates
+from nodewright.settings import DEFAULT_FEATURE_GATES, parse_feature_gates
 from nodewright.settings.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.simulation.inputs import (
     InputError,
@@ -119,7 +119,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "--ignore-dra-requests",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="skip pods with Dynamic Resource Allocation claims, as run does (only true)",
+        help="skip pods with Dynamic Resource Allocation claims, as run does by default; "
+        "--no-ignore-dra-requests allocates their devices",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
@@ -128,8 +129,6 @@ def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
     """The run's inputs from the flags of :func:`add_input_arguments`, read and checked."""
     scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
     provider_options = _parse_provider_options(args.provider_option)
-    if not args.ignore_dra_requests:
-        raise InputError([f"--no-ignore-dra-requests: {DRA_FALSE_REFUSED}"])
     options = _options(args)
     snapshot = _read_snapshot(args, host)
     existing = snapshot.objects if snapshot is not None else []
@@ -192,6 +191,7 @@ def _options(args: argparse.Namespace) -> Options:
         node_repair=gates.get("NodeRepair", False),
         capacity_buffer=gates.get("CapacityBuffer", False),
         node_overlay=gates.get("NodeOverlay", False),
+        dra=not args.ignore_dra_requests,
     )
 
 

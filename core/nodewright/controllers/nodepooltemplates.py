@@ -78,11 +78,12 @@ def _remaining(pool: NodePool, view: ClusterView) -> ResourceList | None:
     return {name: limits[name] - total.get(name, 0) for name in limits}
 
 
-def daemon_pods(daemonsets: Sequence[DaemonSet]) -> list[Pod]:
+def daemon_pods(daemonsets: Sequence[DaemonSet], dra: bool = False) -> list[Pod]:
     """The pod each daemonset would run on a node; one with DRA claims is not counted as node
-    overhead (Karpenter with ``IGNORE_DRA_REQUESTS``, see :mod:`nodewright.scheduling.dra`)."""
+    overhead unless ``dra`` (Karpenter with ``IGNORE_DRA_REQUESTS``, see
+    :mod:`nodewright.scheduling.dra`)."""
     pods = [Pod(metadata=d.spec.template.metadata, spec=d.spec.template.spec) for d in daemonsets]
-    return [p for p in pods if not has_dra_requirements(p)]
+    return pods if dra else [p for p in pods if not has_dra_requirements(p)]
 
 
 def daemon_overhead_groups(

@@ -35,6 +35,9 @@ class Options:
     static_capacity: bool = False
     #: Feature gate ``NodeOverlay``: apply NodeOverlays to instance types.
     node_overlay: bool = False
+    #: ``IGNORE_DRA_REQUESTS=false``: allocate pods' DRA claims from the devices nodes publish
+    #: and instance types offer, instead of leaving such pods out.
+    dra: bool = False
 
 
 def solver_options(
@@ -52,4 +55,5 @@ def solver_options(
         min_values_policy=options.min_values_policy,
         reserved_offering_mode=reserved_offering_mode,
         default_spread=options.default_spread,
+        dra=options.dra,
     )

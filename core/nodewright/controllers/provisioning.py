@@ -31,6 +31,7 @@ from nodewright.controllers.catalog import (
     NodePoolNotEvaluatedError,
 )
 from nodewright.controllers.defaultspread import DefaultSpread
+from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.nodepooltemplates import daemon_pods, node_pool_template
 from nodewright.controllers.options import Options, solver_options
@@ -153,6 +154,7 @@ class Provisioner:
         state = self._cluster.state
         namespaces = {ns.name: ns.metadata.labels for ns in state.sorted(Namespace)}
         facts = VolumeFacts.of(state)
+        claims = read_claims(state) if self._options.dra else None
         requests: list[PodRequest] = []
         by_key: dict[str, Pod] = {}
         #: Keys of CapacityBuffer virtual pods: placed like the others, but never reported.
@@ -175,6 +177,8 @@ class Provisioner:
                         volume_requirements=volumes.requirements,
                         volumes=volumes.usage,
                     )
+                    if claims is not None:
+                        request = with_claims(request, pod, claims)
             if request is None:
                 if pod.key not in virtual:
                     self._events.publish(
@@ -190,18 +194,22 @@ class Provisioner:
 
         solve_started = time.perf_counter()
         view = ClusterView(state, self._nodes)
-        pods_of_daemons = daemon_pods(list(state.sorted(DaemonSet)))
+        pods_of_daemons = daemon_pods(list(state.sorted(DaemonSet)), self._options.dra)
         templates, pool_errors = self._templates(view, pods_of_daemons, well_known)
         existing = [
             _reserve_daemons(node, view, pods_of_daemons, well_known)
             for node in view.existing_nodes(facts)
         ]
+        devices = None
+        if claims is not None:
+            devices = device_facts(state, claims, existing, _leaving_pods(view))
         result = solve(
             requests,
             existing,
             templates,
             settings,
             placed=view.placed_pods(namespaces),
+            devices=devices,
         )
         metrics.scheduling_duration.labels("provisioner").observe(
             time.perf_counter() - solve_started
@@ -356,6 +364,18 @@ class Provisioner:
             ),
         )
         return created
+
+
+def _leaving_pods(view: ClusterView) -> frozenset[str]:
+    """UIDs of the pods on nodes being deleted: the claims only they hold are allocated again
+    (Karpenter's deleting-node pods)."""
+    leaving: set[str] = set()
+    for node in view.nodes:
+        claim = view.claim_for(node)
+        if node.deleting or (claim is not None and claim.deleting):
+            leaving.update(p.metadata.uid or "" for p in view.pods_on(node.name))
+    leaving.discard("")
+    return frozenset(leaving)
 
 
 def _target(view: ClusterView, name: str) -> str:

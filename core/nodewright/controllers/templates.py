@@ -14,6 +14,7 @@ from nodewright.api.karpenter import (
     NodeSelectorRequirementWithMinValues,
 )
 from nodewright.api.labels import (
+    DRA_DRIVERS_ANNOTATION,
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,
     MIN_VALUES_RELAXED_ANNOTATION,
@@ -174,6 +175,7 @@ def node_claim_for(pool: NodePool, new: NewNodeClaim, well_known: frozenset[str]
                 NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
                 MIN_VALUES_RELAXED_ANNOTATION: "true" if new.min_values_relaxed else "false",
                 **overlay_annotations(new.instance_types),
+                **({DRA_DRIVERS_ANNOTATION: ",".join(new.dra_drivers)} if new.dra_drivers else {}),
             },
             owner_references=[
                 OwnerReference(

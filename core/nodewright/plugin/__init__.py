@@ -32,7 +32,12 @@ What hooks take and return
     :class:`ProviderCluster` and :class:`ClockLike`), :class:`LaunchRequest`,
     :class:`LaunchResult`, :class:`Instance`, :class:`NodeClassReadiness`,
     :class:`RepairPolicy`, :class:`InstanceType`, :class:`InstanceTypeOverhead`,
-    :class:`Offering`, :class:`Reservation`; :data:`DEFAULT_RECONCILE_PERIOD`,
+    :class:`Offering`, :class:`Reservation`; the DRA devices an instance type offers,
+    :class:`DynamicResources` (:class:`ResourceSliceTemplate`, :class:`Device`,
+    :class:`AttributeBinding`, :class:`DeviceID`, :class:`Semver`), checked by
+    :func:`dynamic_resources_problem`, and the slices a node's drivers publish for them,
+    :func:`node_slices`;
+    :data:`DEFAULT_RECONCILE_PERIOD`,
     :data:`UNAVAILABLE_OFFERING_TTL`.
 Errors a provider raises
     :class:`ProviderError` and its kinds :class:`InstanceNotFoundError`,
@@ -86,6 +91,7 @@ from __future__ import annotations
 
 import pluggy
 
+from nodewright.api.cel.values import Semver
 from nodewright.api.coordination import Lease, LeaseSpec
 from nodewright.api.core import (
     Node,
@@ -155,6 +161,7 @@ from nodewright.plugin.crd import (
     validations,
 )
 from nodewright.plugin.delegate import Provider, ProviderPlugin
+from nodewright.plugin.devices import dynamic_resources_problem
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     InsufficientCapacityError,
@@ -173,7 +180,11 @@ from nodewright.plugin.kubelet import kubelet_flag, kubelet_flags
 from nodewright.plugin.model import (
     DEFAULT_RECONCILE_PERIOD,
     UNAVAILABLE_OFFERING_TTL,
+    AttributeBinding,
     ClockLike,
+    Device,
+    DeviceID,
+    DynamicResources,
     Instance,
     InstanceType,
     InstanceTypeOverhead,
@@ -187,6 +198,7 @@ from nodewright.plugin.model import (
     ProviderInfo,
     RepairPolicy,
     Reservation,
+    ResourceSliceTemplate,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
 from nodewright.plugin.offlinecatalog import (
@@ -195,6 +207,7 @@ from nodewright.plugin.offlinecatalog import (
     encode_catalog,
     write_or_check_catalog,
 )
+from nodewright.scheduling.dra.publish import node_slices
 from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
 from nodewright.scheduling.resources import (
     CPU,
@@ -237,6 +250,7 @@ __all__ = [
     "UNREGISTERED_TAINT_KEY",
     "WINDOWS_BUILD_LABEL",
     "ZONE_LABEL",
+    "AttributeBinding",
     "Change",
     "ChangeFeed",
     "ClockLike",
@@ -245,7 +259,10 @@ __all__ = [
     "Condition",
     "ConflictError",
     "CrdGenerationError",
+    "Device",
+    "DeviceID",
     "DurationError",
+    "DynamicResources",
     "Instance",
     "InstanceNotFoundError",
     "InstanceType",
@@ -296,9 +313,11 @@ __all__ = [
     "Reservation",
     "ResolvedRequirement",
     "ResourceList",
+    "ResourceSliceTemplate",
     "Rule",
     "Schema",
     "SchemaFrom",
+    "Semver",
     "ServedVersion",
     "StrictModel",
     "Taint",
@@ -307,6 +326,7 @@ __all__ = [
     "catalog_differences",
     "column",
     "decode_catalog",
+    "dynamic_resources_problem",
     "encode_catalog",
     "find_condition",
     "format_quantity",
@@ -319,6 +339,7 @@ __all__ = [
     "mutable",
     "node_class_crd",
     "node_class_label",
+    "node_slices",
     "parse_duration",
     "parse_quantity",
     "parse_resources",

@@ -173,7 +173,12 @@ def nodewright_instance_types(node_class: NodeClass) -> Sequence[InstanceType] |
     and consolidation need to know them). Each type's ``requirements`` must define the
     labels its nodes will carry (instance type, arch, os, the provider's own labels); the
     core adds zone and capacity type from the offerings. Offerings may be left empty here:
-    ``nodewright_offerings`` supplies them.
+    ``nodewright_offerings`` supplies them. A type whose nodes offer Dynamic Resource
+    Allocation devices (GPUs a DRA driver publishes) lists them in ``dynamic_resources``
+    (:class:`~nodewright.plugin.DynamicResources`: the slices its drivers will publish, and
+    devices that will share an attribute known only at run time), as Karpenter's
+    ``InstanceType.DynamicResources``; with ``IGNORE_DRA_REQUESTS=false`` pods' claims are
+    allocated from them before the node exists.
 
     **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when the cloud cannot
     be reached; the core keeps its previous catalog.

@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nodewright.api.labels import CAPACITY_TYPES
 from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.plugin.crd import node_class_crd
+from nodewright.scheduling.dra.devices import (
+    AttributeBinding,
+    Device,
+    DeviceID,
+    DynamicResources,
+    ResourceSliceTemplate,
+)
 from nodewright.scheduling.instancetype import (
     InstanceType,
     InstanceTypeOverhead,
@@ -237,6 +244,10 @@ DEFAULT_RECONCILE_PERIOD = timedelta(seconds=10)
 
 __all__ = [
     "CAPACITY_TYPES",
+    "AttributeBinding",
+    "Device",
+    "DeviceID",
+    "DynamicResources",
     "Instance",
     "InstanceType",
     "InstanceTypeOverhead",
@@ -249,4 +260,5 @@ __all__ = [
     "ProviderInfo",
     "RepairPolicy",
     "Reservation",
+    "ResourceSliceTemplate",
 ]

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from nodewright.api.karpenter import NodeClass
 from nodewright.api.labels import CAPACITY_TYPE_RESERVED, CAPACITY_TYPES
+from nodewright.plugin.devices import dynamic_resources_problem
 from nodewright.plugin.model import (
     Instance,
     InstanceType,
@@ -198,7 +199,7 @@ def _check_offerings(type_name: str, offerings: object) -> tuple[Offering, ...]:
 
 
 def check_instance_types(result: object) -> list[InstanceType]:
-    """``nodewright_instance_types``: distinct names, every offering well formed."""
+    """``nodewright_instance_types``: distinct names, every offering and device well formed."""
     types = check_sequence(result, InstanceType)
     seen: set[str] = set()
     for instance_type in types:
@@ -206,6 +207,9 @@ def check_instance_types(result: object) -> list[InstanceType]:
             raise ResultError(f"returned instance type {instance_type.name!r} twice")
         seen.add(instance_type.name)
         _check_offerings(instance_type.name, instance_type.offerings)
+        problem = dynamic_resources_problem(instance_type.dynamic_resources)
+        if problem is not None:
+            raise ResultError(f"returned instance type {instance_type.name!r} whose {problem}")
     return types
 
 

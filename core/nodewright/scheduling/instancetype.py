@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
+from nodewright.scheduling.dra.devices import DynamicResources
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import ResourceList, merge, subtract
 
@@ -108,6 +109,9 @@ class InstanceType:
     offerings: tuple[Offering, ...] = ()
     #: A NodeOverlay added to this capacity (the core sets it; providers leave it False).
     capacity_overlaid: bool = False
+    #: The Dynamic Resource Allocation devices its nodes offer (the slices their DRA drivers
+    #: will publish), allocated to pods' ResourceClaims before the node exists.
+    dynamic_resources: DynamicResources = field(default_factory=DynamicResources)
 
     def allocatable(self) -> ResourceList:
         """Capacity less overhead (and less hugepages from memory), never negative."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import core as api
 from nodewright.api.labels import HOSTNAME_LABEL, WELL_KNOWN_LABELS
+from nodewright.scheduling.dra.claims import ClaimSpec
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList
@@ -82,6 +83,10 @@ class PodRequest:
     volumes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     #: The pod asks for Dynamic Resource Allocation devices (``resourceClaims``).
     dynamic_resources: bool = False
+    #: Its ResourceClaims, read (with ``IGNORE_DRA_REQUESTS=false``).
+    claims: tuple[ClaimSpec, ...] = ()
+    #: Why its claims cannot be read now (one not made yet): it waits for a later pass.
+    claims_problem: str | None = None
 
     @property
     def key(self) -> str:
@@ -184,6 +189,9 @@ class SolverOptions:
     #: Work out each pod's effective zone as the solve begins (the provisioner's
     #: pending-pods metric; see :mod:`nodewright.scheduling.solver.effectivezone`).
     effective_zones: bool = False
+    #: ``IGNORE_DRA_REQUESTS=false``: the callers read pods' ResourceClaims and the cluster's
+    #: devices and hand them to the solve (its ``devices``).
+    dra: bool = False
 
 
 @dataclass
@@ -203,6 +211,9 @@ class NewNodeClaim:
     hostname: str = ""
     #: BestEffort lowered a minValues of its NodePool's requirements.
     min_values_relaxed: bool = False
+    #: DRA drivers whose devices were allocated to its pods (Karpenter's
+    #: ``karpenter.sh/requested-dra-drivers``), sorted.
+    dra_drivers: tuple[str, ...] = ()
 
 
 @dataclass

@@ -12,7 +12,8 @@ replaces the old one only when it is strictly cheaper, so small batches, where K
 packing is usually already the best, come out exactly as Karpenter's.
 
 Only pods that nothing else can observe move: no node requirements or preferences, no
-topology terms, no topology term of any other pod selects them, no host ports or volumes.
+topology terms, no topology term of any other pod selects them, no host ports, volumes or
+DRA claims.
 Pools with limits or reserved capacity are left alone (a new packing could count against
 them differently).
 """
@@ -69,6 +70,7 @@ def _movable(pod: PodRequest, terms: set[TopologyTerm]) -> bool:
         or pod.volumes
         or pod.volume_requirements
         or pod.preferred_terms
+        or pod.dynamic_resources
     ):
         return False
     if pod.requirement_terms != (Requirements(),):

@@ -37,6 +37,7 @@ from nodewright.api.core import (
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from nodewright.clock import SystemClock
 from nodewright.cluster.fence import Fence
 from nodewright.cluster.kube import ClientSettings, KubeCluster
@@ -94,6 +95,7 @@ def options_from(settings: RunSettings) -> Options:
         capacity_buffer=settings.gates.get("CapacityBuffer", False),
         static_capacity=settings.gates.get("StaticCapacity", False),
         node_overlay=settings.gates.get("NodeOverlay", False),
+        dra=not settings.ignore_dra_requests,
     )
 
 
@@ -243,6 +245,8 @@ class RunService:
             kinds += [k for k in SELECTOR_SOURCES if k not in kinds]
         if self.options.node_overlay:
             kinds.append(NodeOverlay)
+        if self.options.dra:
+            kinds += [DeviceClass, ResourceClaim, ResourceSlice]
         self.cluster.start(kinds)
         if self.elector is not None:
             self.elector.start()

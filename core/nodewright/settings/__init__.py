@@ -38,13 +38,6 @@ KNOWN_FEATURE_GATES = frozenset(
     }
 )
 
-#: Why ``IGNORE_DRA_REQUESTS=false`` is refused: Karpenter then allocates DRA devices from
-#: ResourceSlices, which nodewright does not implement.
-DRA_FALSE_REFUSED = (
-    "false is not supported: nodewright does not allocate Dynamic Resource Allocation devices; "
-    "pods with resourceClaims are skipped (FailedScheduling event), as Karpenter does by default"
-)
-
 
 class SettingsError(ValueError):
     """Bad settings; ``lines`` name each flag / variable and the problem."""
@@ -140,8 +133,8 @@ class RunSettings(BaseSettings):
     )
     ignore_dra_requests: bool = Field(
         default=True,
-        description="skip pods with Dynamic Resource Allocation claims (only true: nodewright "
-        "allocates no DRA devices)",
+        description="skip pods with Dynamic Resource Allocation claims; false allocates their "
+        "devices from published ResourceSlices and the devices instance types offer",
     )
 
     # -- observability ---------------------------------------------------------------------------
@@ -205,13 +198,6 @@ class RunSettings(BaseSettings):
     def default_spread(self) -> tuple[TopologySpreadConstraint, ...]:
         config = load_scheduler_config(self.scheduler_config)
         return config.default_constraints if config is not None else ()
-
-    @field_validator("ignore_dra_requests")
-    @classmethod
-    def _check_dra(cls, value: bool) -> bool:
-        if not value:
-            raise ValueError(DRA_FALSE_REFUSED)
-        return value
 
     @field_validator("log_output_paths")
     @classmethod

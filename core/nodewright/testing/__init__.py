@@ -33,6 +33,7 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.testing.catalog import (
     default_instance_types,
     fake_instance_type,
+    gpu_instance_type,
     karpenter_instance_types,
     price_from_resources,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "default_instance_types",
     "fake_instance_type",
     "fake_node_class",
+    "gpu_instance_type",
     "karpenter_instance_types",
     "launch_request",
     "launched_instance",

@@ -18,7 +18,14 @@ from nodewright.api.labels import (
     INSTANCE_TYPE_LABEL,
     OS_LABEL,
 )
-from nodewright.plugin import InstanceType, InstanceTypeOverhead, Offering
+from nodewright.plugin import (
+    Device,
+    DynamicResources,
+    InstanceType,
+    InstanceTypeOverhead,
+    Offering,
+    ResourceSliceTemplate,
+)
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.resources import CPU, MEMORY, parse_resources, resources
 
@@ -34,6 +41,8 @@ ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
 #: Karpenter's two fake GPU resources; each one a type has adds 1 to its price.
 GPU_A = "fake.com/vendor-a"
 GPU_B = "fake.com/vendor-b"
+#: The DRA driver of Karpenter's DRA test fixtures.
+GPU_DRIVER = "gpu.example.com"
 
 
 def price_from_resources(capacity: Mapping[str, int]) -> float:
@@ -61,11 +70,13 @@ def fake_instance_type(
     operating_systems: Iterable[str] = ("linux", "windows", "darwin"),
     offerings: Sequence[Offering] | None = None,
     extra: Mapping[str, str] | None = None,
+    devices: DynamicResources | None = None,
 ) -> InstanceType:
     """One instance type shaped like Karpenter's ``fake.NewInstanceType``.
 
     Without ``offerings``: :func:`default_offerings` at :func:`price_from_resources`.
-    ``extra`` adds resources (``{"nvidia.com/gpu": "1"}``).
+    ``extra`` adds resources (``{"nvidia.com/gpu": "1"}``); ``devices`` the DRA devices its
+    nodes offer.
     """
     capacity = resources(cpu=cpu, memory=memory, pods=pods)
     if extra:
@@ -86,7 +97,20 @@ def fake_instance_type(
         ]
     )
     overhead = InstanceTypeOverhead(kube_reserved=resources(cpu="100m", memory="10Mi"))
-    return InstanceType(name, requirements, capacity, overhead).with_offerings(offerings)
+    instance_type = InstanceType(
+        name, requirements, capacity, overhead, dynamic_resources=devices or DynamicResources()
+    )
+    return instance_type.with_offerings(offerings)
+
+
+def gpu_instance_type(
+    name: str, count: int, *, cpu: str = "4", memory: str = "4Gi"
+) -> InstanceType:
+    """Karpenter's ``fake.GPUInstanceType``: a type whose nodes offer ``count`` DRA GPUs
+    (``<name>-gpu-0`` ...) of :data:`GPU_DRIVER` in pool ``<name>-pool``."""
+    gpus = tuple(Device(f"{name}-gpu-{i}") for i in range(count))
+    devices = DynamicResources((ResourceSliceTemplate(GPU_DRIVER, f"{name}-pool", gpus),))
+    return fake_instance_type(name, cpu=cpu, memory=memory, devices=devices)
 
 
 def default_instance_types() -> list[InstanceType]:

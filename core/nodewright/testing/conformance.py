@@ -61,6 +61,7 @@ from nodewright.plugin import (
     ProviderContext,
     ProviderError,
 )
+from nodewright.plugin.devices import dynamic_resources_problem
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.registry import LoadedProvider
 from nodewright.scheduling.requirements import Requirement, Requirements
@@ -288,6 +289,13 @@ class ProviderConformance:
                 assert instance_type.capacity.get(resource, 0) > 0, (
                     f"{instance_type.name} has no {resource} capacity"
                 )
+
+    def test_instance_type_devices_are_well_formed(
+        self, host: PluginHost, node_class: NodeClass
+    ) -> None:
+        for instance_type in host.instance_types(node_class):
+            problem = dynamic_resources_problem(instance_type.dynamic_resources)
+            assert problem is None, f"{instance_type.name}: {problem}"
 
     def test_instance_types_have_priced_offerings(
         self, host: PluginHost, node_class: NodeClass

@@ -175,7 +175,13 @@ class FakeProvider:
         self._enter("instance_types", node_class=node_class)
         # Offerings come from nodewright_offerings, as a real provider's prices would.
         return [
-            InstanceType(t.name, t.requirements, t.capacity, t.overhead)
+            InstanceType(
+                t.name,
+                t.requirements,
+                t.capacity,
+                t.overhead,
+                dynamic_resources=t.dynamic_resources,
+            )
             for t in self.instance_types
         ]
 

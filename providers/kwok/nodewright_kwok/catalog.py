@@ -26,6 +26,7 @@ from nodewright.plugin import (
     OS_LABEL,
     PODS,
     ZONE_LABEL,
+    DynamicResources,
     InstanceType,
     InstanceTypeOverhead,
     Offering,
@@ -39,6 +40,7 @@ from nodewright.plugin import (
     parse_quantity,
     resources,
 )
+from nodewright_kwok.devices import parse_dynamic_resources
 from nodewright_kwok.labels import (
     INSTANCE_CPU_LABEL,
     INSTANCE_FAMILY_LABEL,
@@ -120,6 +122,8 @@ def build_instance_type(
     operating_systems: Sequence[str],
     capacity: ResourceList,
     offerings: Sequence[Offering],
+    *,
+    devices: DynamicResources | None = None,
 ) -> InstanceType:
     """An instance type with the labels Karpenter's KWOK provider derives from its shape."""
     capacity = {PODS: DEFAULT_MAX_PODS * 1000, **capacity}
@@ -140,7 +144,10 @@ def build_instance_type(
             Requirement(OS_LABEL, False, frozenset(operating_systems)),
         ]
     )
-    return InstanceType(name, requirements, capacity, OVERHEAD).with_offerings(offerings)
+    instance_type = InstanceType(
+        name, requirements, capacity, OVERHEAD, dynamic_resources=devices or DynamicResources()
+    )
+    return instance_type.with_offerings(offerings)
 
 
 def default_catalog() -> Catalog:
@@ -216,6 +223,7 @@ _TYPE_FIELDS = {
     "operatingsystems": "operatingSystems",
     "resources": "resources",
     "offerings": "offerings",
+    "dynamicresources": "dynamicResources",
 }
 _OFFERING_FIELDS = {
     "price": "price",
@@ -274,7 +282,10 @@ def _parse_instance_type(entry: Any) -> InstanceType:
             offerings.append(_parse_offering(raw))
         except (ValueError, TypeError) as error:
             raise ValueError(f"offering #{position}: {error}") from error
-    return build_instance_type(name, architecture, systems, capacity, offerings)
+    devices = None
+    if fields.get("dynamicResources") is not None:
+        devices = parse_dynamic_resources(fields["dynamicResources"])
+    return build_instance_type(name, architecture, systems, capacity, offerings, devices=devices)
 
 
 def _parse_offering(raw: Any) -> Offering:

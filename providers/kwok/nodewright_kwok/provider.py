@@ -44,6 +44,7 @@ from nodewright.plugin import (
     Requirements,
     find_condition,
     node_class_label,
+    node_slices,
 )
 from nodewright_kwok import heartbeat, kubelet
 from nodewright_kwok.catalog import Catalog, default_catalog, load_catalog
@@ -477,12 +478,29 @@ class KWOKProvider:
         node = kubelet.build_node(entry, extra, now, ready=self.settings.manage_nodes)
         self.faults.crash_point("register.before")
         try:
-            self.cluster.create(node)
+            created = self.cluster.create(node)
         except Exception:  # retried on the next pass, like a kubelet retrying registration
             log.exception("kwok: registering Node %s failed", entry.node_name)
             return
         self.faults.crash_point("register.after")
         entry.set_state(RUNNING)
+        self._publish_devices(created, entry.instance.instance_type)
+
+    def _publish_devices(self, node: Node, instance_type: str) -> None:
+        """Publish the node's DRA devices, as its drivers would once it runs: the slices of
+        its instance type's templates, owned by the Node."""
+        offered = self.catalog.get(instance_type)
+        if offered is None or not offered.dynamic_resources:
+            return
+        for resource_slice in node_slices(
+            node.name, node.metadata.uid or "", offered.dynamic_resources
+        ):
+            try:
+                self.cluster.create(resource_slice)
+            except Exception as error:  # refused: the node stays, its devices unpublished
+                log.warning(
+                    "kwok: publishing ResourceSlice %s failed: %s", resource_slice.name, error
+                )
 
     def _run_kubelets(self, now: datetime) -> None:
         """Keep the running instances' Nodes Ready (and their Leases renewed on a real control

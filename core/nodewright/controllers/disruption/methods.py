@@ -132,7 +132,10 @@ class Context:
     def templates(self) -> list[NodePoolTemplate]:
         if self._templates is None:
             self._templates = node_pool_templates(
-                self.snapshot, self._daemonsets, self.solver_options.well_known_labels
+                self.snapshot,
+                self._daemonsets,
+                self.solver_options.well_known_labels,
+                self.solver_options.dra,
             )
         return self._templates
 

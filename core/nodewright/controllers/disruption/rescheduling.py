@@ -18,6 +18,7 @@ from nodewright.api.core import Pod, TopologySpreadConstraint
 from nodewright.api.karpenter import CONDITION_READY
 from nodewright.api.meta import is_true
 from nodewright.controllers.defaultspread import DefaultSpread
+from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
@@ -58,11 +59,14 @@ class Rescheduling:
 
 
 def node_pool_templates(
-    snapshot: Snapshot, daemonsets: Sequence[DaemonSet], well_known: frozenset[str]
+    snapshot: Snapshot,
+    daemonsets: Sequence[DaemonSet],
+    well_known: frozenset[str],
+    dra: bool = False,
 ) -> list[NodePoolTemplate]:
     """Every NodePool that could launch a replacement, as the provisioner sees it."""
     templates = []
-    pods_of_daemons = daemon_pods(daemonsets)
+    pods_of_daemons = daemon_pods(daemonsets, dra)
     pools = sorted(
         snapshot.pools.values(), key=lambda p: (p.spec.weight or 0, p.name), reverse=True
     )
@@ -189,11 +193,14 @@ def simulate(
     requests = []
     known = cache or PodRequests()
     known.begin(snapshot, options.default_spread)
+    claims = read_claims(view.state) if options.dra else None
     for index, pod in enumerate(pods):
         request = known.request(snapshot, pod)
         if isinstance(request, str):
             errors[pod.key] = request
             continue
+        if claims is not None:
+            request = with_claims(request, pod, claims)
         requests.append(replace(request, order=index))
     existing = [
         node
@@ -202,7 +209,13 @@ def simulate(
     ]
     leaving = names | deleting_names
     staying = [p for p in snapshot.placed_pods() if p.node_name not in leaving]
-    result = solve(requests, existing, list(templates), options, placed=staying)
+    devices = None
+    if claims is not None:
+        # The claims only the leaving nodes' pods hold are allocated again (their devices go
+        # with the nodes), as Karpenter's SimulateScheduling counts them deleting.
+        gone = {p.metadata.uid or "" for name in sorted(leaving) for p in view.pods_on(name)}
+        devices = device_facts(view.state, claims, existing, frozenset(gone - {""}))
+    result = solve(requests, existing, list(templates), options, placed=staying, devices=devices)
     pending_keys = {p.key for p in pending}
     deleting_keys = {p.key for p in from_deleting}
     errors = {k: e for k, e in errors.items() if k not in pending_keys}

@@ -20,6 +20,7 @@ from nodewright.controllers.disruption.candidates import Candidate, Snapshot
 from nodewright.controllers.disruption.rescheduling import (
     PodRequests,
     Rescheduling,
+    simulate,
     uninitialized_error,
 )
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
@@ -42,6 +43,9 @@ class Trials:
         built: ClaimTemplates | None = None,
     ) -> None:
         self._snapshot = snapshot
+        self._templates = templates
+        self._options = options
+        self._virtual = virtual
         view = snapshot.view
         self._deleting = {n.name for n in snapshot.nodes if n.deleting} | {
             node.name
@@ -101,6 +105,17 @@ class Trials:
                 errors[pod.key] = request
                 continue
             requests.append(replace(request, order=index))
+        if self._options.dra and any(r.dynamic_resources for r in requests):
+            # DRA claims: which devices are free depends on the candidates (theirs leave
+            # with them), so this one is solved from scratch, devices and all.
+            return simulate(
+                snapshot,
+                self._templates,
+                candidates,
+                self._options,
+                self._requests,
+                virtual=self._virtual,
+            )
         result = solve_trial(self._base, requests, names, names)
         pending_keys = self._pending_keys
         deleting_keys = {p.key for p in from_deleting}

@@ -54,13 +54,14 @@ class NodeClaimLifecycle:
         events: EventRecorder,
         *,
         outcomes: RegistrationOutcomes,
+        dra: bool = False,
     ) -> None:
         self._cluster = cluster
         self._clock = clock
         self._liveness = Liveness(cluster, clock, outcomes)
         self._launch = Launch(cluster, host, catalog, clock, events)
         self._registration = Registration(cluster, host, catalog, clock, events, outcomes=outcomes)
-        self._initialization = Initialization(cluster, clock)
+        self._initialization = Initialization(cluster, clock, dra)
         self._consistency = Consistency(cluster, clock, events)
         self._termination = Termination(cluster, host, catalog, clock, events)
         #: NodeClaims whose claim or Node changed, or whose next step falls due.

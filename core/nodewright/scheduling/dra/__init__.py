@@ -10,8 +10,10 @@ it refuses that value (see :mod:`nodewright.settings`) instead of pretending to 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from nodewright.scheduling.model import PodRequest
+if TYPE_CHECKING:
+    from nodewright.scheduling.model import PodRequest
 
 #: Karpenter's error for a pod it skips (``DRAError``), after "Failed to schedule pod, ".
 DRA_IGNORED = (

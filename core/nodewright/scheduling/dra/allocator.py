@@ -78,6 +78,9 @@ class ClaimAllocation:
     devices: dict[str, list[tuple[DeviceID, bool]]] = field(default_factory=dict)
     contributed: dict[str, Requirements] = field(default_factory=dict)
     used_templates: bool = False
+    #: Per instance type: (request name, device) in request order, as a claim's
+    #: ``status.allocation`` lists them.
+    results: dict[str, list[tuple[str, DeviceID]]] = field(default_factory=dict)
 
     @property
     def requirements(self) -> Requirements:
@@ -133,7 +136,8 @@ class _Search:
         self.requirements = requirements
         self.pools = pools
         self.templates = templates
-        self.chosen: list[tuple[int, Candidate]] = []
+        #: (claim index, request name, device) in the order chosen.
+        self.chosen: list[tuple[int, str, Candidate]] = []
         self.chosen_ids: set[tuple[DeviceID, bool]] = set()
 
     def slots(self, request: _Request) -> int:
@@ -200,7 +204,7 @@ class _Search:
             self.pools = filter_pools(
                 pools, self.requirements, self.target.node_name, allocator.allow_undefined
             )
-        self.chosen.append((claim, candidate))
+        self.chosen.append((claim, spec.name, candidate))
         self.chosen_ids.add(identity)
         if self.run(claim, request, slot + 1):
             return True
@@ -403,13 +407,14 @@ class Allocator:
             if not search.run():
                 continue
             surviving.append(instance_type)
-            chosen = [(c.id, c.template) for _, c in search.chosen]
+            chosen = [(c.id, c.template) for _, _, c in search.chosen]
             result.devices[instance_type] = chosen
-            for index, candidate in search.chosen:
+            for index, request_name, candidate in search.chosen:
                 meta = metas[index]
                 meta.devices.setdefault(instance_type, []).append(
                     (candidate.id, candidate.template)
                 )
+                meta.results.setdefault(instance_type, []).append((request_name, candidate.id))
                 meta.used_templates = meta.used_templates or candidate.template
                 if candidate.topology is not None:
                     meta.contributed[instance_type] = meta.contributed.get(

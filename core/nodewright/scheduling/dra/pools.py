@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import core as api
 from nodewright.api.cel.values import Semver, VersionError
-from nodewright.api.labels import WELL_KNOWN_LABELS
+from nodewright.api.labels import HOSTNAME_LABEL, WELL_KNOWN_LABELS
 from nodewright.api.resource import DeviceAttribute, ResourceSlice
 from nodewright.scheduling.dra.devices import AttributeValue, Device, DeviceID
 from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
@@ -77,15 +77,27 @@ def _attribute(value: DeviceAttribute) -> AttributeValue | None:
     return None
 
 
+#: The node field a selector can match (``matchFields``).
+NODE_NAME_FIELD = "metadata.name"
+
+
 def selector_terms(selector: api.NodeSelector) -> tuple[Requirements, ...]:
     """A node selector's terms as requirements (a term with an unknown operator is left
-    out: it matches nothing)."""
+    out: it matches nothing). A ``metadata.name`` field, as kube-scheduler pins a claim
+    allocated from one node's devices, becomes that node's hostname."""
     terms: list[Requirements] = []
     for term in selector.node_selector_terms:
+        fields = [e for e in term.match_fields if e.key == NODE_NAME_FIELD]
         try:
             terms.append(
                 Requirements(
-                    Requirement.of(e.key, e.operator, e.values) for e in term.match_expressions
+                    [
+                        *(
+                            Requirement.of(e.key, e.operator, e.values)
+                            for e in term.match_expressions
+                        ),
+                        *(Requirement.of(HOSTNAME_LABEL, e.operator, e.values) for e in fields),
+                    ]
                 )
             )
         except RequirementError:

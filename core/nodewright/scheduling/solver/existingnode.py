@@ -14,6 +14,7 @@ from nodewright.scheduling.solver.constraints import (
     port_conflict,
     untolerated,
 )
+from nodewright.scheduling.solver.devices import DeviceRound
 from nodewright.scheduling.solver.preferences import PodState
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.topology import Topology
@@ -30,8 +31,9 @@ def _is_ephemeral(taint: Taint, startup: Sequence[Taint]) -> bool:
 class ExistingNodeState:
     """An existing node or in-flight NodeClaim, with what this solve has placed on it."""
 
-    def __init__(self, node: ExistingNode) -> None:
+    def __init__(self, node: ExistingNode, devices: DeviceRound | None = None) -> None:
         self.node = node
+        self.devices = devices
         managed = node.node_claim is not None or node.node_pool is not None or node.in_flight
         if managed and not node.initialized:
             self.taints = tuple(t for t in node.taints if not _is_ephemeral(t, node.startup_taints))
@@ -106,6 +108,10 @@ class ExistingNodeState:
                 domain = labels.get(requirement.key)
                 if domain is None or not requirement.has(domain):
                     return PASSING if state.topology.volatile else LASTING
+        if state.pod.claims and self.devices is not None:
+            problem = self.devices.plan_node(self.node, state.pod, self.label_requirements)
+            if problem is not None:
+                return Refusal(problem, lasting=False)
         return None
 
     def commit(self, state: PodState, topology: Topology) -> None:
@@ -117,6 +123,8 @@ class ExistingNodeState:
         for driver, ids in pod.volumes.items():
             self.volumes.setdefault(driver, set()).update(ids)
         self.pods.append(pod)
+        if pod.claims and self.devices is not None:
+            self.devices.commit(pod)
         if state.topology is not None:
             topology.record(
                 state.topology,

@@ -29,6 +29,7 @@ from nodewright.scheduling.solver.constraints import (
     Refusal,
     port_conflict,
 )
+from nodewright.scheduling.solver.devices import NO_COMMON_TYPE, DeviceRound
 from nodewright.scheduling.solver.instancetypes import (
     InstanceTypeOption,
     allocatable_ceiling,
@@ -68,9 +69,11 @@ class OpenNodeClaim:
         options: list[InstanceTypeOption],
         memo: MergeMemo,
         reservations: Reservations | None = None,
+        devices: DeviceRound | None = None,
     ) -> None:
         self.template = template
         self.reservations = reservations
+        self.devices = devices
         #: Reservation IDs this claim counts against.
         self.reserved: frozenset[str] = frozenset()
         self.requirements = template.requirements
@@ -124,6 +127,14 @@ class OpenNodeClaim:
                     refusal = Refusal(f"incompatible volume requirements, {narrowed}", True)
                     continue
                 base = narrowed
+            allowed: frozenset[str] | None = None
+            if pod.claims and self.devices is not None:
+                names = [o.instance_type.name for o in self.options]
+                devices = self.devices.plan_claim(hostname, self.template.name, pod, base, names)
+                if isinstance(devices, str):
+                    refusal = Refusal(devices, lasting=False)
+                    continue
+                base, allowed = devices
             if state.topology is not None and state.topology.constraining:
                 added, group = topology.requirements(state.topology, state.strict, base, hostname)
                 if group is not None:
@@ -139,6 +150,11 @@ class OpenNodeClaim:
                         continue
                     base = narrowed
             outcome = self._fit(pod, base, explain)
+            if isinstance(outcome, Plan) and allowed is not None:
+                outcome.options = [o for o in outcome.options if o.instance_type.name in allowed]
+                if not outcome.options:
+                    refusal = Refusal(NO_COMMON_TYPE, lasting=False)
+                    continue
             if isinstance(outcome, Plan) and self.reservations is not None:
                 outcome = self.reservations.choose(self, outcome)
                 if isinstance(outcome, ReservationError):
@@ -217,6 +233,8 @@ class OpenNodeClaim:
             self.reservations.hold(self, plan.reserved)
         self.pods.append(pod)
         self.ports.extend(pod.host_ports)
+        if pod.claims and self.devices is not None:
+            self.devices.commit(pod, [o.instance_type.name for o in plan.options])
         if state.topology is not None:
             topology.register_hostname(self.hostname)
             topology.record(
@@ -329,6 +347,7 @@ class OpenNodeClaim:
             requests=requests,
             hostname=self.hostname,
             min_values_relaxed=min_values_lowered(self.template.requirements, final),
+            dra_drivers=self.devices.drivers(self.hostname) if self.devices is not None else (),
         )
 
     def _pinned(self, requirements: Requirements) -> Requirements:

@@ -43,6 +43,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.repack import repack
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
+from nodewright.scheduling.solver.devices import DeviceFacts, DeviceRound
 from nodewright.scheduling.solver.effectivezone import effective_zone
 from nodewright.scheduling.solver.existingnode import ExistingNodeState
 from nodewright.scheduling.solver.nodeclaim import OpenNodeClaim, Plan
@@ -115,12 +116,17 @@ class Scheduler:
         placed: Sequence[PlacedPod],
         *,
         claim_templates: Sequence[NodeClaimTemplate] | None = None,
+        devices: DeviceFacts | None = None,
     ) -> None:
         """``claim_templates``: ``templates`` already made into NodeClaimTemplates, in
         :func:`ordered_templates` order."""
         self.options = options
         self.respect = options.preference_policy != IGNORE_PREFERENCES
-        self.nodes = [ExistingNodeState(n) for n in sorted(existing, key=node_order)]
+        #: DRA device allocation; None when pods with claims are skipped.
+        self.devices = (
+            None if devices is None else DeviceRound(devices, templates, options.well_known_labels)
+        )
+        self.nodes = [ExistingNodeState(n, self.devices) for n in sorted(existing, key=node_order)]
         #: A trial solve's nodes (shared with the other trials of a pass); None otherwise.
         self.trial: TrialNodes | None = None
         if claim_templates is None:
@@ -157,6 +163,9 @@ class Scheduler:
         self = cls.__new__(cls)
         self.options = base.options
         self.respect = base.options.preference_policy != IGNORE_PREFERENCES
+        # Trials leave pods with DRA claims out; a simulation with such pods solves from
+        # scratch (see nodewright.controllers.disruption.trials).
+        self.devices = None
         self.nodes = []
         positions = base.nodes.named(excluded)
         self.trial = TrialNodes(base.nodes, positions)
@@ -237,6 +246,8 @@ class Scheduler:
                 self._pod_topology[key] = found
             state.topology, signature = found
         shape = (
+            # A pod with DRA claims shares nothing learnt with other pods: devices run out.
+            pod.uid if pod.dynamic_resources else "",
             tuple(sorted(pod.requests.items())),
             state.requirements,
             state.strict,
@@ -329,6 +340,8 @@ class Scheduler:
             self._prepare(state)
 
     def _add(self, state: PodState) -> str | None:
+        if state.pod.claims_problem is not None:
+            return state.pod.claims_problem
         if self._add_to_existing(state):
             return None
         topology = self.topology
@@ -370,7 +383,7 @@ class Scheduler:
             if isinstance(options, str):
                 problems.append(options)
                 continue
-            claim = OpenNodeClaim(template, options, self.memo, self.reservations)
+            claim = OpenNodeClaim(template, options, self.memo, self.reservations, self.devices)
             opened = claim.plan(state, topology, hostname, explain=True)
             if isinstance(opened, Refusal):
                 if isinstance(opened.reason, ReservationError):
@@ -481,15 +494,20 @@ def solve(
     options: SolverOptions = SolverOptions(),  # noqa: B008 - frozen, safe to share
     *,
     placed: Sequence[PlacedPod] = (),
+    devices: DeviceFacts | None = None,
 ) -> SchedulingResult:
     """Place ``pods`` on ``existing`` nodes or on new NodeClaims from ``templates``.
 
     ``placed`` are the pods already running (not those being placed), for topology counts
     and for the required anti-affinity they impose. Pods that cannot be placed appear in
-    ``errors`` with Karpenter's explanation.
+    ``errors`` with Karpenter's explanation. Without ``devices`` pods with DRA claims are
+    left out with Karpenter's ``IGNORE_DRA_REQUESTS`` error; with them their claims are
+    allocated (:mod:`nodewright.scheduling.solver.devices`).
     """
-    pods, skipped = split_dra_pods(pods)
-    result = Scheduler(existing, templates, options, pods, placed).solve(pods)
+    skipped: dict[str, str] = {}
+    if devices is None:
+        pods, skipped = split_dra_pods(pods)
+    result = Scheduler(existing, templates, options, pods, placed, devices=devices).solve(pods)
     zones = result.effective_zones
     if options.repack:
         plain = replace(options, repack=False, effective_zones=False)

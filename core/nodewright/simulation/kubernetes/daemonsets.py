@@ -156,7 +156,8 @@ def _may_start(spec: PodSpec, node: Node) -> bool:
     if not _matches_node(spec, node):
         return False
     if has_dra_requirements(Pod(spec=spec)):
-        # It would wait for a DRA device; the simulated cluster publishes no ResourceSlices.
+        # Its claims would need devices allocated; the simulated daemonset controller leaves
+        # such pods out.
         return False
     taints = [t for t in taints_from_api(node.spec.taints) if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
     return tolerates_all(_tolerations(spec), taints) is None

@@ -10,6 +10,7 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import collector_paused
 from nodewright.simulation.kubernetes.daemonsets import DaemonSetController
 from nodewright.simulation.kubernetes.deployments import DeploymentController
+from nodewright.simulation.kubernetes.devices import ResourceClaimController
 from nodewright.simulation.kubernetes.jobs import JobController
 from nodewright.simulation.kubernetes.podcounts import OwnedPodCounts
 from nodewright.simulation.kubernetes.podgc import PodGarbageCollector
@@ -27,7 +28,8 @@ class EmbeddedKubernetes:
 
     :meth:`reconcile` runs one pass of every controller in a fixed order: pod garbage
     collection, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, generic ephemeral volume
-    claims, immediate volume binding, the scheduler (which provisions WaitForFirstConsumer
+    claims, immediate volume binding, ResourceClaims for pods' claim templates (and released
+    when their pods go), the scheduler (which provisions WaitForFirstConsumer
     volumes as it binds), the kubelet of static nodes, WaitForFirstConsumer binding for pods
     that reached a node without the scheduler, and last the workloads' status counts. Pods
     created by a controller get their first scheduling attempt in the same pass.
@@ -55,6 +57,7 @@ class EmbeddedKubernetes:
         self.jobs = JobController(cluster, pod_counts)
         self.daemon_sets = DaemonSetController(cluster, clock, self.revisions)
         self.volumes = VolumeControllers(cluster)
+        self.resource_claims = ResourceClaimController(cluster)
         self.scheduler = KubeScheduler(cluster, clock, self.volumes, default_spread)
         self.static_kubelets = StaticKubelets(cluster, clock)
         self.workload_statuses = WorkloadStatuses(cluster, pod_counts)
@@ -71,6 +74,7 @@ class EmbeddedKubernetes:
             self.daemon_sets.reconcile()
             self.volumes.create_ephemeral_claims()
             self.volumes.bind_immediate_volumes()
+            self.resource_claims.reconcile()
             self.scheduler.reconcile()
             self.static_kubelets.reconcile()
             self.volumes.bind_waiting_volumes()

@@ -29,6 +29,7 @@ from nodewright.api.core import (
     Pod,
     TopologySpreadConstraint,
 )
+from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
 from nodewright.cluster.memory import MemoryCluster
@@ -40,6 +41,12 @@ from nodewright.scheduling.requirements import RequirementError
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.scheduling.volumes import VolumeUsage, add_usage, claim_name, pod_volume_usage
+from nodewright.simulation.kubernetes.devices import (
+    CANNOT_ALLOCATE,
+    PodDevices,
+    pod_devices,
+    write_allocations,
+)
 from nodewright.simulation.kubernetes.nodestates import NodeState, NodeStates
 from nodewright.simulation.kubernetes.ownership import controller_uid
 from nodewright.simulation.kubernetes.pods import set_pod_condition
@@ -70,15 +77,10 @@ VOLUME_AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
 VOLUME_TOPOLOGY_MISMATCH = "node(s) didn't find available persistent volumes to bind"
 NO_NODES = "no nodes available to schedule pods"
 
-#: Why a pod with ``resourceClaims`` stays pending: the simulated cluster has no DRA drivers,
-#: so no ResourceSlice offers it a device.
-DRA_NOT_ALLOCATED = (
-    "pod has Dynamic Resource Allocation claims; the simulated cluster publishes no "
-    "ResourceSlices, so no device can be allocated"
-)
-
 #: Kinds whose every change may change a pending pod's verdict or message.
 _WORLD_KINDS = (Node, CSINode, PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace)
+#: Kinds that decide where a pod with DRA claims may go.
+_DEVICE_KINDS = (ResourceSlice, ResourceClaim, DeviceClass)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class KubeScheduler:
         self.nodes = NodeStates(self.state)
         self._shapes = ShapeViews()
         spread_sources = SELECTOR_SOURCES if default_spread else ()
-        self._changes = self.state.feed(Pod, *_WORLD_KINDS, *spread_sources)
+        self._changes = self.state.feed(Pod, *_WORLD_KINDS, *_DEVICE_KINDS, *spread_sources)
         #: Bumped by every change that may change a pending pod's verdict or message.
         self._world = 0
         self._world_at_last_pass = -1
@@ -166,7 +168,7 @@ class KubeScheduler:
             self._world += 1
             if change.kind is Node or change.kind is CSINode:
                 self.nodes.node_changed(change.key[1])
-            elif change.kind is not Namespace:
+            elif change.kind is not Namespace and change.kind not in _DEVICE_KINDS:
                 self.nodes.forget_volume_usage()
 
     def _absorb_pod(self, key: Key, old: Pod | None, new: Pod | None, bound_to: str | None) -> None:
@@ -281,17 +283,28 @@ class KubeScheduler:
         if run.node_count == 0:
             self._mark_unschedulable(key, stored, NO_NODES, 0, plain=True)
             return
+        devices: PodDevices | None = None
+        if has_dra_requirements(pod):
+            found = pod_devices(pod, self.cluster)
+            if isinstance(found, str):
+                self._mark_unschedulable(key, stored, found, 0, plain=True)
+                return
+            devices = found
         constraints = None
         if self._repelling or _has_pod_constraints(pod):
             constraints = run.topology.constraints(pod, request)
-        if constraints is None and volumes.none:
+        refused: list[str] = []
+        if constraints is None and volumes.none and devices is None:
             chosen = run.fitting(request).best()
         else:
-            chosen = _best_by_scan(request, volumes, constraints, run)
-        if chosen is None:
-            self._mark_unschedulable(
-                key, stored, run.explain(pod, request, volumes, constraints), run.node_count
+            chosen = _best_by_scan(
+                request, volumes, constraints, run, devices=devices, refused=refused
             )
+        if chosen is None:
+            reasons = run.explain(pod, request, volumes, constraints)
+            if refused:
+                reasons = f"{len(refused)} {CANNOT_ALLOCATE}" + (f", {reasons}" if reasons else "")
+            self._mark_unschedulable(key, stored, reasons, run.node_count)
             return
         try:
             self.cluster.bind(pod.name, pod.namespace, chosen.node.name)
@@ -309,6 +322,8 @@ class KubeScheduler:
         if has_required_terms(pod, anti=True):
             self._repelling.add(key)  # it repels pods later in this pass already
         self.volumes.bind_pod_volumes(pod, chosen.node)
+        if devices is not None:
+            write_allocations(self.cluster, pod, devices, chosen.name)
 
     def _pod_volumes(self, pod: Pod, run: SchedulingPass) -> PodVolumes | str:
         """What the pod's volumes ask of a node, or why the pod cannot be placed at all."""
@@ -382,8 +397,6 @@ def _prepare(pod: Pod, spread: DefaultSpread) -> _Prepared:
     order = None
     if created is not None:
         order = (-(pod.spec.priority or 0), created, pod.namespace, pod.name)
-    if has_dra_requirements(pod):
-        return _Prepared(order, None, DRA_NOT_ALLOCATED, None)
     scheduled = spread.apply(pod)
     try:
         request = pod_request(scheduled)
@@ -449,9 +462,13 @@ def _best_by_scan(
     volumes: PodVolumes,
     constraints: PodConstraints | None,
     run: SchedulingPass,
+    *,
+    devices: PodDevices | None = None,
+    refused: list[str] | None = None,
 ) -> NodeState | None:
-    """The best node for a pod whose volumes or neighbours decide too: every node still open
-    to its shape is checked."""
+    """The best node for a pod whose volumes, neighbours or DRA claims decide too: every node
+    still open to its shape is checked (those whose devices cannot meet the claims are added
+    to ``refused``)."""
     limits = constraints.limits() if constraints is not None else ()
     wanted_cpu = request.requests.get(CPU, 0)
     wanted_memory = request.requests.get(MEMORY, 0)
@@ -471,6 +488,10 @@ def _best_by_scan(
         ):
             continue
         if constraints is not None and constraints.problem(node_state.labels, limits):
+            continue
+        if devices is not None and not devices.fits(node_state.name, node_state.labels):
+            if refused is not None:
+                refused.append(node_state.name)
             continue
         feasible.append((most_allocated_score(wanted_cpu, wanted_memory, node_state), node_state))
     run.keep_open(request, still_open)
