@@ -10,8 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from nodewright.commands import main
+
+# Property tests check laws, not speed: on a loaded machine (CI shares two cores with the
+# cluster and image suites) an example may take seconds, which is no failure.
+settings.register_profile("nodewright", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("nodewright")
 
 
 @dataclass
