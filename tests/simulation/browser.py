@@ -1,5 +1,6 @@
 """A web page as a person sees it: rendered by Debian's headless Chromium, measured (what
-overflows its box, what wraps, what lies outside a chart) and photographed.
+overflows its box, what wraps, what lies outside a chart) and photographed; and as a program
+reads it (:class:`ParsedPage`: its tags and the text of each element with an id).
 
 Chromium is installed with apt when it is missing and this is a root shell on Debian (CI's
 machine is such a one; the page tests need it). A page is measured by a copy of it with a
@@ -16,6 +17,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +204,33 @@ class Browser:
     def screenshot(self, page: Path, shot: Path, width: int, height: int) -> None:
         """A PNG of ``page`` in a window of that size (the whole page when tall enough)."""
         self._run(f"--window-size={width},{height}", f"--screenshot={shot}", page.as_uri())
+
+
+class ParsedPage(HTMLParser):
+    """Tags, their attributes, and the text of each element with an id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text_by_id: dict[str, str] = {}
+        self._open: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, attributes))
+        if tag not in ("meta", "line", "path"):
+            self._open.append(attributes.get("id"))
+            if attributes.get("id"):
+                self.text_by_id[attributes["id"]] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in ("meta", "line", "path") and self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        for open_id in self._open:
+            if open_id:
+                self.text_by_id[open_id] += data
 
 
 def _unescape(text: str) -> str:

@@ -5,44 +5,16 @@ the window when headless Chromium renders it (installed with apt when missing)."
 from __future__ import annotations
 
 import logging
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from nodewright.commands import main
-from tests.simulation.browser import Browser, ChromiumMissing, chromium
+from tests.simulation.browser import Browser, ChromiumMissing, ParsedPage, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "inflate"
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
-
-
-class _Page(HTMLParser):
-    """Tags, their attributes, and the text of each element with an id."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str]]] = []
-        self.text_by_id: dict[str, str] = {}
-        self._open: list[str | None] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attributes = {k: v or "" for k, v in attrs}
-        self.tags.append((tag, attributes))
-        if tag not in ("meta", "line", "path"):
-            self._open.append(attributes.get("id"))
-            if attributes.get("id"):
-                self.text_by_id[attributes["id"]] = ""
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag not in ("meta", "line", "path") and self._open:
-            self._open.pop()
-
-    def handle_data(self, data: str) -> None:
-        for open_id in self._open:
-            if open_id:
-                self.text_by_id[open_id] += data
 
 
 def _scale_down_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
@@ -68,7 +40,7 @@ def test_the_page_has_the_charts_the_removed_node_and_the_events(
 ) -> None:
     text = _scale_down_page(tmp_path, capsys).read_text()
     assert text.startswith("<!DOCTYPE html>")
-    page = _Page()
+    page = ParsedPage()
     page.feed(text)
     tags = [tag for tag, _ in page.tags]
     assert "script" not in tags

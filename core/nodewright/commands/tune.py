@@ -27,6 +27,7 @@ from nodewright.simulation import session
 from nodewright.simulation.inputs import InputError, warn_static_without_gate
 from nodewright.simulation.scenario import ScenarioError, preload
 from nodewright.simulation.snapshot import SnapshotError
+from nodewright.simulation.tune.html import render_tune_html
 from nodewright.simulation.tune.job import (
     Variant,
     check_variants,
@@ -83,6 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="write every variant's figures as JSON")
     parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a web page: cost against disruptions for every variant, the Pareto front, "
+        "the ranked table and the winner",
+    )
+    parser.add_argument(
         "--winner", metavar="FILE", help="write the winning NodePools (and NodeClasses) as YAML"
     )
 
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     tune_collector()
     host = load_host()
     try:
-        for option in ("json", "winner"):
+        for option in ("json", "html", "winner"):
             if getattr(args, option):
                 check_output_file(f"--{option}", Path(getattr(args, option)))
         space = load_space(Path(args.space))
@@ -173,6 +180,7 @@ def _write(args: argparse.Namespace, report: TuneReport) -> int:
 
     outputs: list[tuple[str, str | None, Callable[[], str]]] = [
         ("--json", args.json, as_json),
+        ("--html", args.html, lambda: render_tune_html(report)),
         ("--winner", args.winner, report.winning_yaml),
     ]
     for option, path, render in outputs:

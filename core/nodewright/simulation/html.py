@@ -6,55 +6,21 @@ and can be attached to a ticket."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from html import escape
 
 from nodewright.clock import SIMULATION_EPOCH
 from nodewright.simulation.charts import Series, duration_label, step_chart
+from nodewright.simulation.page import STYLE, Names, Number, Prose, table
 from nodewright.simulation.report import Report
 from nodewright.simulation.savings import NEGLIGIBLE
 from nodewright.simulation.text import MODELLED_MARK, MODELLED_NOTE, saving_lines
 from nodewright.simulation.timeline import TimelinePoint
 from nodewright.simulation.whatif import WhatIf
 
-#: Rows a table shows at most (a 100,000-pod run has as many events): the page stays light.
-MAX_ROWS = 2000
 #: Hours in an average month, for the headline's monthly figure.
 HOURS_PER_MONTH = 730
-
-_STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
-main { max-width: 1400px; margin: 0 auto; padding: 1.5em 2em 3em; }
-h1 { font-size: 1.5em; margin: 0 0 .6em; } h2 { font-size: 1.15em; margin: 1.8em 0 .4em; }
-.headline { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 1em 1.4em; }
-.headline .big { font-size: 2em; font-weight: 600; }
-.headline .saves { color: #176a2c; } .headline .costs { color: #a3271a; }
-.headline .month { font-size: .5em; font-weight: 400; color: #555; }
-.parts { list-style: none; padding: 0; margin: .6em 0; }
-.parts li { padding: 1px 0; }
-.parts .amount { display: inline-block; min-width: 9em; font-variant-numeric: tabular-nums; }
-.summary span { margin-right: 2em; white-space: nowrap; }
-.note { color: #8a4b00; margin: .3em 0; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: .4em 0; background: #fff; }
-table { font-size: 14px; }
-th, td { text-align: left; padding: 3px 12px 3px 6px; border-bottom: 1px solid #e3e3e3;
-         vertical-align: top; white-space: nowrap; }
-th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.prose { white-space: normal; min-width: 16em; }
-td.name span { display: block; }
-.chart { margin: 1.2em 0; } .chart figcaption { font-weight: 600; }
-.chart .aside { font-weight: 400; color: #555; margin-left: 1em; }
-.chart svg { width: 100%; height: auto; display: block; background: #fff; }
-svg text { font: 12px system-ui, sans-serif; fill: #444; }
-svg .unit { fill: #222; }
-svg .grid { stroke: #e6e6e6; stroke-width: 1; }
-svg .axis { stroke: #888; stroke-width: 1; }
-svg .step { fill: transparent; }
-svg .step:hover { fill: rgba(40, 90, 160, .12); }
-"""
 
 #: The charts: what each shows, in which unit.
 _CHARTS: tuple[tuple[Series, Callable[[TimelinePoint], float]], ...] = (
@@ -75,7 +41,7 @@ def render_html(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body><main>",
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><main>",
         f"<h1>{escape(title)}</h1>",
         *(_what_if(what_if) if what_if is not None else []),
         "<h2>The run</h2>",
@@ -93,37 +59,37 @@ def render_html(
         "<h2>Timeline</h2>",
         *(_chart(report, series, value) for series, value in _CHARTS),
         "<h2>Nodes at the end</h2>",
-        _table(
+        table(
             "nodes",
             ("Node", "NodePool", "Instance type", "Zone", "Capacity", "$/h", "Pods", "Since"),
             [
                 (
-                    _Names([n.name]),
+                    Names([n.name]),
                     n.node_pool or "-",
                     n.instance_type or "-",
                     n.zone or "-",
                     n.capacity_type or "-",
-                    _Number(_price(n.price_per_hour, n.price_modelled)),
-                    _Number(str(len(n.pods))),
+                    Number(_price(n.price_per_hour, n.price_modelled)),
+                    Number(str(len(n.pods))),
                     "existing" if n.existing else _offset(n.launched_at),
                 )
                 for n in report.nodes
             ],
         ),
         "<h2>Nodes removed during the run</h2>",
-        _table(
+        table(
             "removed-nodes",
             ("Node", "NodePool", "Instance type", "Capacity", "$/h", "Launched", "Removed", "Why"),
             [
                 (
-                    _Names([r.name]),
+                    Names([r.name]),
                     r.node_pool or "-",
                     r.instance_type or "-",
                     r.capacity_type or "-",
-                    _Number(_price(r.price_per_hour)),
+                    Number(_price(r.price_per_hour)),
                     "existing" if r.existing else _offset(r.launched_at),
                     _offset(r.removed_at),
-                    _Prose(
+                    Prose(
                         (r.disruption_reason or "deleted")
                         + (f" ({r.disruption})" if r.disruption else "")
                     ),
@@ -132,16 +98,13 @@ def render_html(
             ],
         ),
         "<h2>Pending pods</h2>",
-        _table(
+        table(
             "pending",
             ("Pod", "Reason"),
-            [
-                (_Names([f"{p.namespace}/{p.name}"]), _Prose(p.reason or "-"))
-                for p in report.pending
-            ],
+            [(Names([f"{p.namespace}/{p.name}"]), Prose(p.reason or "-")) for p in report.pending],
         ),
         "<h2>Events</h2>",
-        _table(
+        table(
             "events",
             ("Time", "Type", "Reason", "Object", "Message", "Count"),
             [
@@ -149,9 +112,9 @@ def render_html(
                     (e.get("time") or "-")[11:19] or "-",
                     e["type"],
                     e["reason"],
-                    _Names([e["object"]]),
-                    _Prose(e["message"]),
-                    _Number(e["count"]),
+                    Names([e["object"]]),
+                    Prose(e["message"]),
+                    Number(e["count"]),
                 )
                 for e in report.events
             ],
@@ -159,22 +122,6 @@ def render_html(
         "</main></body></html>",
     ]
     return "\n".join(parts) + "\n"
-
-
-class _Names(list[str]):
-    """A cell of names (nodes, pods): never broken inside a name, one name a line."""
-
-
-class _Number(str):
-    """A cell of a figure: right-aligned."""
-
-    __slots__ = ()
-
-
-class _Prose(str):
-    """A cell of sentences, which may wrap (every other cell keeps to one line)."""
-
-    __slots__ = ()
 
 
 def _what_if(what_if: WhatIf) -> list[str]:
@@ -237,7 +184,7 @@ def _what_if(what_if: WhatIf) -> list[str]:
         ),
         "</section>",
         "<h2>Existing nodes removed or replaced</h2>",
-        _table(
+        table(
             "what-if-changes",
             (
                 "Existing node",
@@ -251,32 +198,32 @@ def _what_if(what_if: WhatIf) -> list[str]:
             ),
             [
                 (
-                    _Names([c.node.name]),
+                    Names([c.node.name]),
                     c.node.node_pool or "-",
                     c.node.instance_type or "-",
                     c.node.capacity_type or "-",
-                    _Number(_price(c.node.price_per_hour, c.node.price_modelled)),
+                    Number(_price(c.node.price_per_hour, c.node.price_modelled)),
                     c.action,
                     # Karpenter's word (Consolidation/Replace) follows from these two.
                     c.reason or "deleted",
-                    _Names(c.replaced_by) if c.replaced_by else "-",
+                    Names(c.replaced_by) if c.replaced_by else "-",
                 )
                 for c in what_if.changes
             ],
         ),
         "<h2>New nodes</h2>",
-        _table(
+        table(
             "what-if-added",
             ("New node", "NodePool", "Instance type", "Zone", "Capacity", "$/h", "Replaces"),
             [
                 (
-                    _Names([n.name]),
+                    Names([n.name]),
                     n.node_pool or "-",
                     n.instance_type or "-",
                     n.zone or "-",
                     n.capacity_type or "-",
-                    _Number(_price(n.price_per_hour, n.price_modelled)),
-                    _Names(n.replaces) if n.replaces else "- (launched for pods)",
+                    Number(_price(n.price_per_hour, n.price_modelled)),
+                    Names(n.replaces) if n.replaces else "- (launched for pods)",
                 )
                 for n in what_if.added
             ],
@@ -294,35 +241,6 @@ def _offset(moment: datetime | None) -> str:
     if moment is None:
         return "-"
     return duration_label((moment - SIMULATION_EPOCH).total_seconds())
-
-
-def _cell(cell: str | Sequence[str]) -> str:
-    if isinstance(cell, _Names):
-        return '<td class="name">' + "".join(f"<span>{escape(n)}</span>" for n in cell) + "</td>"
-    if isinstance(cell, _Number):
-        return f'<td class="num">{escape(cell)}</td>'
-    if isinstance(cell, _Prose):
-        return f'<td class="prose">{escape(cell)}</td>'
-    assert isinstance(cell, str)
-    return f"<td>{escape(cell)}</td>"
-
-
-def _table(name: str, header: Sequence[str], rows: Sequence[Sequence[str | Sequence[str]]]) -> str:
-    if not rows:
-        return f'<p id="{name}">None.</p>'
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(_cell(cell) for cell in row) + "</tr>" for row in rows[:MAX_ROWS]
-    )
-    more = (
-        f"<p>{len(rows) - MAX_ROWS} more row(s) not shown; the JSON report has them all.</p>"
-        if len(rows) > MAX_ROWS
-        else ""
-    )
-    return (
-        f'<div class="scroll"><table id="{name}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>{more}"
-    )
 
 
 def _chart(report: Report, series: Series, value: Callable[[TimelinePoint], float]) -> str:

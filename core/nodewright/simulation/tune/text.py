@@ -78,7 +78,7 @@ class TuneReport:
             "front": [s.index for s in self.ranking.front],
             "winner": winner.index if winner is not None else None,
             "baseline": baseline.index if baseline is not None else None,
-            "savings": _savings(baseline, winner),
+            "savings": savings(baseline, winner),
             "winningManifests": self.winning_manifests,
         }
 
@@ -199,13 +199,13 @@ def _print_verdict(report: TuneReport) -> None:
         return
     settings = ", ".join(f"{label}={value}" for label, value in report.settings(winner.index))
     print(f"\nWinner: variant {winner.index}" + (f" ({settings})" if settings else " (as given)"))
-    savings = _savings(baseline, winner)
-    if baseline is not None and savings is not None and winner.index != baseline.index:
-        share = savings["share"]
+    saved = savings(baseline, winner)
+    if baseline is not None and saved is not None and winner.index != baseline.index:
+        share = saved["share"]
         shown = f" ({share:.1%})" if share is not None else ""
         print(
             f"  against the baseline (variant 0, as given): ${baseline.cost:.4f} -> "
-            f"${winner.cost:.4f} over the run, saves ${savings['dollarHours']:.4f}{shown}; "
+            f"${winner.cost:.4f} over the run, saves ${saved['dollarHours']:.4f}{shown}; "
             f"${baseline.result.price_per_hour:.4f}/h -> ${winner.result.price_per_hour:.4f}/h "
             "at the end"
         )
@@ -216,7 +216,7 @@ def _print_verdict(report: TuneReport) -> None:
         print(report.winning_yaml().rstrip())
 
 
-def _savings(baseline: Scored | None, winner: Scored | None) -> dict[str, Any] | None:
+def savings(baseline: Scored | None, winner: Scored | None) -> dict[str, Any] | None:
     if baseline is None or winner is None or not baseline.finished:
         return None
     saved = baseline.cost - winner.cost

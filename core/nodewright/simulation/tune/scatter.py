@@ -1,0 +1,201 @@
+"""The tune page's chart: every variant that ran as a point of cost (x) against disruptions
+(y), as an inline SVG that fills the page's width. The Pareto front is drawn as the staircase
+joining its points, the winner and the baseline are labelled, a variant breaking a constraint
+is a hollow point, and hovering over a point says which variants it is, what they measured
+and what they set (an SVG ``title``: no script). Variants that measured the same are one
+point, with their count beside it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+from nodewright.simulation.charts import nice_ticks
+from nodewright.simulation.tune.ranking import Scored
+
+#: The drawing's own units; the page scales it to its width, text with it.
+WIDTH = 1000
+HEIGHT = 340
+_LEFT = 64
+_RIGHT = 24
+_TOP = 16
+_BOTTOM = 48
+_RADIUS = 7
+#: Points this close (in the drawing's units) to the right edge get their label on the left.
+_LABEL_ROOM = 160
+
+FRONT_COLOUR = "#c2410c"
+OTHER_COLOUR = "#2563a8"
+
+
+@dataclass
+class _Point:
+    """Variants that measured the same cost and disruptions: one point."""
+
+    cost: float
+    disruptions: int
+    members: list[Scored] = field(default_factory=list)
+
+    @property
+    def front(self) -> bool:
+        return any(s.front for s in self.members)
+
+    @property
+    def feasible(self) -> bool:
+        return any(s.feasible for s in self.members)
+
+
+def cost_ticks(low: float, high: float, count: int = 6) -> list[float]:
+    """Round dollar values from at most ``low`` to at least ``high``, about ``count`` of
+    them: steps of 1, 2, 2.5 or 5 times a power of ten. Costs close together are spread over
+    the axis (it need not start at 0)."""
+    if high - low < 1e-9:
+        spread = max(abs(high) * 0.1, 0.0001)
+        low, high = max(low - spread, 0.0), high + spread
+    raw = (high - low) / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.floor(low / step + 1e-9)
+    last = math.ceil(high / step - 1e-9)
+    return [round(i * step, 10) for i in range(first, last + 1)]
+
+
+def money_label(value: float, step: float) -> str:
+    """``$0.25``, ``$1.5``, ``$12``: as many decimals as the step needs, cents below $1."""
+    exact = next((d for d in range(6) if abs(round(step, d) - step) < 1e-9), 5)
+    decimals = max(exact, 2 if step < 1 else 0)
+    return f"${value:.{decimals}f}"
+
+
+def scatter(
+    scored: Sequence[Scored],
+    describe: Callable[[Scored], str],
+    winner: int | None,
+    axis_note: str,
+) -> str:
+    """The chart of the finished variants in ``scored``, as a ``figure``; ``describe`` gives
+    each variant's hover line, ``winner`` is the winning variant's index, ``axis_note`` is
+    said under the cost axis."""
+    points = _points([s for s in scored if s.finished])
+    if not points:
+        return '<p id="chart-variants">No variant finished its run: nothing to plot.</p>'
+    plot_w, plot_h = WIDTH - _LEFT - _RIGHT, HEIGHT - _TOP - _BOTTOM
+    x_ticks = cost_ticks(min(p.cost for p in points), max(p.cost for p in points))
+    x_low, x_high = x_ticks[0], x_ticks[-1]
+    x_step = x_ticks[1] - x_ticks[0]
+    y_ticks = nice_ticks(max(p.disruptions for p in points), whole=True)
+    y_high = y_ticks[-1]
+
+    def x(cost: float) -> float:
+        return _LEFT + (cost - x_low) / (x_high - x_low) * plot_w
+
+    def y(disruptions: float) -> float:
+        return _TOP + plot_h - disruptions / y_high * plot_h
+
+    parts = [
+        '<figure id="chart-variants" class="chart">',
+        "<figcaption>What each variant cost, against the nodes it disrupted"
+        ' <span class="aside">lower left is better; the line joins the Pareto front</span>'
+        "</figcaption>",
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        'role="img" aria-label="cost against disruptions, one point per variant">',
+    ]
+    for tick in y_ticks:
+        parts.append(
+            f'<line class="grid" x1="{_LEFT}" y1="{y(tick):.1f}" x2="{_LEFT + plot_w}" '
+            f'y2="{y(tick):.1f}"/>'
+            f'<text class="tick" x="{_LEFT - 8}" y="{y(tick) + 4:.1f}" text-anchor="end">'
+            f"{tick:.0f}</text>"
+        )
+    for tick in x_ticks:
+        parts.append(
+            f'<line class="grid" x1="{x(tick):.1f}" y1="{_TOP}" x2="{x(tick):.1f}" '
+            f'y2="{_TOP + plot_h}"/>'
+            f'<text class="tick" x="{x(tick):.1f}" y="{_TOP + plot_h + 16}" '
+            f'text-anchor="middle">{escape(money_label(tick, x_step))}</text>'
+        )
+    parts += [
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" '
+        f'y2="{_TOP + plot_h}"/>',
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>',
+        f'<text class="unit" x="14" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.1f})">disruptions</text>',
+        f'<text class="unit" x="{_LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" '
+        f'text-anchor="middle">{escape(axis_note)}</text>',
+    ]
+    front = sorted((p for p in points if p.front), key=lambda p: p.cost)
+    if len(front) > 1:
+        # The staircase: from each point of the front across to the next one's cost, then
+        # down to its disruptions. Nothing lies below and to the left of it.
+        path = [f"M{x(front[0].cost):.1f},{y(front[0].disruptions):.1f}"]
+        for point in front[1:]:
+            path += [f"H{x(point.cost):.1f}", f"V{y(point.disruptions):.1f}"]
+        parts.append(
+            f'<path class="front-line" d="{" ".join(path)}" fill="none" '
+            f'stroke="{FRONT_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>'
+        )
+    # The front last, so it is drawn over the others.
+    for point in sorted(points, key=lambda p: p.front):
+        parts.append(_marker(point, x(point.cost), y(point.disruptions), describe, winner))
+    parts.append("</svg></figure>")
+    return "".join(parts)
+
+
+def _points(scored: Sequence[Scored]) -> list[_Point]:
+    by_place: dict[tuple[float, int], _Point] = {}
+    for each in scored:
+        place = (round(each.cost, 4), each.result.disruptions)
+        by_place.setdefault(place, _Point(*place)).members.append(each)
+    return list(by_place.values())
+
+
+def _marker(
+    point: _Point,
+    at_x: float,
+    at_y: float,
+    describe: Callable[[Scored], str],
+    winner: int | None,
+) -> str:
+    indexes = [s.index for s in point.members]
+    classes = ["variant"]
+    if point.front:
+        classes.append("front")
+    if not point.feasible:
+        classes.append("infeasible")
+    if winner in indexes:
+        classes.append("winner")
+    if 0 in indexes:
+        classes.append("baseline")
+    colour = FRONT_COLOUR if point.front else OTHER_COLOUR
+    fill = colour if point.feasible else "#fff"
+    title = "\n".join(describe(s) for s in point.members)
+    shape = (
+        f'<circle class="{" ".join(classes)}" cx="{at_x:.1f}" cy="{at_y:.1f}" r="{_RADIUS}" '
+        f'fill="{fill}" stroke="{colour}" stroke-width="2" data-variants="'
+        f'{" ".join(str(i) for i in indexes)}"><title>{escape(title)}</title></circle>'
+    )
+    if winner in indexes:
+        shape = (
+            f'<circle class="winner-ring" cx="{at_x:.1f}" cy="{at_y:.1f}" r="{_RADIUS + 5}" '
+            f'fill="none" stroke="#176a2c" stroke-width="2.5"/>' + shape
+        )
+    words = []
+    if winner in indexes:
+        words.append(f"winner: {winner}")
+    if 0 in indexes:
+        words.append("as given")
+    if len(indexes) > 1:
+        words.append(f"{len(indexes)} variants")
+    if not words:
+        return shape
+    # Beside the point, on the side with room; above it at the bottom edge, below at the top.
+    left = at_x > WIDTH - _RIGHT - _LABEL_ROOM
+    text_x = at_x - _RADIUS - 8 if left else at_x + _RADIUS + 8
+    text_y = min(max(at_y + 4, _TOP + 12), HEIGHT - _BOTTOM - 6)
+    anchor = "end" if left else "start"
+    return shape + (
+        f'<text class="label" x="{text_x:.1f}" y="{text_y:.1f}" text-anchor="{anchor}">'
+        f"{escape(', '.join(words))}</text>"
+    )
