@@ -160,6 +160,7 @@ def _legend() -> str:
             f' stroke="{colour}" stroke-width="2"/></svg>'
         )
         items.append(f"<span>{dot}{escape(words)}</span>")
+    items.append("<span>\u00d7N: N variants that measured the same</span>")
     return '<p class="legend" id="legend">' + "".join(items) + "</p>"
 
 

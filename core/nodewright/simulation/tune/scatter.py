@@ -3,7 +3,8 @@
 joining its points, the winner and the baseline are labelled, a variant breaking a constraint
 is a hollow point, and hovering over a point says which variants it is, what they measured
 and what they set (an SVG ``title``: no script). Variants that measured the same are one
-point, with their count beside it."""
+point, with a multiplication sign and their count beside it. A label goes where it covers no
+point and no other label, when there is such a place beside its point."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ _RIGHT = 24
 _TOP = 16
 _BOTTOM = 48
 _RADIUS = 7
-#: Points this close (in the drawing's units) to the right edge get their label on the left.
-_LABEL_ROOM = 160
+#: About how wide a label's character is, in the drawing's units (bold 12 px text, drawn at
+#: 1000 units across a page about 1200 px wide).
+_CHAR_WIDTH = 7.0
 
 FRONT_COLOUR = "#c2410c"
 OTHER_COLOUR = "#2563a8"
@@ -136,9 +138,16 @@ def scatter(
             f'<path class="front-line" d="{" ".join(path)}" fill="none" '
             f'stroke="{FRONT_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>'
         )
-    # The front last, so it is drawn over the others.
-    for point in sorted(points, key=lambda p: p.front):
-        parts.append(_marker(point, x(point.cost), y(point.disruptions), describe, winner))
+    # The front last, so it is drawn over the others; labels after every point, each where it
+    # covers no point and no other label.
+    placed = [(p, x(p.cost), y(p.disruptions)) for p in sorted(points, key=lambda p: p.front)]
+    for point, at_x, at_y in placed:
+        parts.append(_marker(point, at_x, at_y, describe, winner))
+    taken = [_Box.around(at_x, at_y, _RADIUS + 2) for _, at_x, at_y in placed]
+    for point, at_x, at_y in placed:
+        words = _label(point, winner)
+        if words:
+            parts.append(_place(words, at_x, at_y, taken))
     parts.append("</svg></figure>")
     return "".join(parts)
 
@@ -181,21 +190,73 @@ def _marker(
             f'<circle class="winner-ring" cx="{at_x:.1f}" cy="{at_y:.1f}" r="{_RADIUS + 5}" '
             f'fill="none" stroke="#176a2c" stroke-width="2.5"/>' + shape
         )
+    return shape
+
+
+def _label(point: _Point, winner: int | None) -> str:
+    """``winner: 8``, ``as given``, the multiplication sign and how many variants measured
+    the same (when more than one), or nothing."""
+    indexes = [s.index for s in point.members]
     words = []
     if winner in indexes:
         words.append(f"winner: {winner}")
     if 0 in indexes:
         words.append("as given")
     if len(indexes) > 1:
-        words.append(f"{len(indexes)} variants")
-    if not words:
-        return shape
-    # Beside the point, on the side with room; above it at the bottom edge, below at the top.
-    left = at_x > WIDTH - _RIGHT - _LABEL_ROOM
-    text_x = at_x - _RADIUS - 8 if left else at_x + _RADIUS + 8
-    text_y = min(max(at_y + 4, _TOP + 12), HEIGHT - _BOTTOM - 6)
-    anchor = "end" if left else "start"
-    return shape + (
+        words.append(f"\u00d7{len(indexes)}")
+    return ", ".join(words)
+
+
+@dataclass(frozen=True)
+class _Box:
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    @classmethod
+    def around(cls, at_x: float, at_y: float, half: float) -> _Box:
+        return cls(at_x - half, at_y - half, at_x + half, at_y + half)
+
+    def overlaps(self, other: _Box) -> bool:
+        return not (
+            self.right <= other.left
+            or other.right <= self.left
+            or self.bottom <= other.top
+            or other.bottom <= self.top
+        )
+
+    def inside(self) -> bool:
+        return self.left >= 0 and self.top >= 0 and self.right <= WIDTH and self.bottom <= HEIGHT
+
+
+def _place(words: str, at_x: float, at_y: float, taken: list[_Box]) -> str:
+    """The label beside its point: right, left, above or below, the first place that covers
+    no point or label and stays in the drawing (else the first that stays in it)."""
+    width = len(words) * _CHAR_WIDTH
+    gap = _RADIUS + 9  # clear of the winner's ring
+    places = (
+        ("start", at_x + gap, at_y + 4),
+        ("end", at_x - gap, at_y + 4),
+        ("middle", at_x, at_y - gap),
+        ("middle", at_x, at_y + gap + 10),
+    )
+    chosen = None
+    for anchor, text_x, text_y in places:
+        left = {"start": text_x, "middle": text_x - width / 2, "end": text_x - width}[anchor]
+        box = _Box(left, text_y - 11, left + width, text_y + 3)
+        if not box.inside():
+            continue
+        if chosen is None:
+            chosen = (anchor, text_x, text_y, box)
+        if not any(box.overlaps(other) for other in taken):
+            chosen = (anchor, text_x, text_y, box)
+            break
+    if chosen is None:  # a drawing too small for any place: right of the point
+        chosen = ("start", at_x + gap, at_y + 4, _Box(at_x + gap, at_y - 7, at_x + gap, at_y + 7))
+    anchor, text_x, text_y, box = chosen
+    taken.append(box)
+    return (
         f'<text class="label" x="{text_x:.1f}" y="{text_y:.1f}" text-anchor="{anchor}">'
-        f"{escape(', '.join(words))}</text>"
+        f"{escape(words)}</text>"
     )
