@@ -1,6 +1,7 @@
 """What every variant of a tune shares, in a form that travels: the inputs read and checked
-once, the space, and which providers to load. A worker (a local process, a Ray task on another
-machine) needs nothing else: no files, no environment.
+once, the space, and which providers to load. A worker (this process or a local worker
+process; one on another machine would be the same) needs nothing else: no files, no
+environment.
 
 A variant is the baseline (index 0: the inputs as given) or one combination of the space's
 values. :func:`vary` sets a variant's values in every object a parameter names, each object

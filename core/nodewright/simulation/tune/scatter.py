@@ -144,7 +144,12 @@ def scatter(
     for point, at_x, at_y in placed:
         parts.append(_marker(point, at_x, at_y, describe, winner))
     taken = [_Box.around(at_x, at_y, _RADIUS + 2) for _, at_x, at_y in placed]
-    for point, at_x, at_y in placed:
+    # The winner's label first, then the front's, so they get the best places.
+    by_importance = sorted(
+        placed,
+        key=lambda each: (winner not in [s.index for s in each[0].members], not each[0].front),
+    )
+    for point, at_x, at_y in by_importance:
         words = _label(point, winner)
         if words:
             parts.append(_place(words, at_x, at_y, taken))
@@ -227,19 +232,32 @@ class _Box:
         )
 
     def inside(self) -> bool:
-        return self.left >= 0 and self.top >= 0 and self.right <= WIDTH and self.bottom <= HEIGHT
+        """Within the plot, clear of the axes' ticks (the top margin and the right one may
+        hold a label)."""
+        return (
+            self.left >= _LEFT
+            and self.top >= 0
+            and self.right <= WIDTH
+            and self.bottom <= HEIGHT - _BOTTOM
+        )
 
 
 def _place(words: str, at_x: float, at_y: float, taken: list[_Box]) -> str:
-    """The label beside its point: right, left, above or below, the first place that covers
-    no point or label and stays in the drawing (else the first that stays in it)."""
+    """The label beside its point: right, left, below, above, then the four corners; the
+    first place that covers no point or label and stays in the plot (else the first that
+    stays in it)."""
     width = len(words) * _CHAR_WIDTH
     gap = _RADIUS + 9  # clear of the winner's ring
+    below, above = at_y + gap + 10, at_y - gap
     places = (
         ("start", at_x + gap, at_y + 4),
         ("end", at_x - gap, at_y + 4),
-        ("middle", at_x, at_y - gap),
-        ("middle", at_x, at_y + gap + 10),
+        ("middle", at_x, below),
+        ("middle", at_x, above),
+        ("start", at_x + 4, below),
+        ("end", at_x - 4, below),
+        ("start", at_x + 4, above),
+        ("end", at_x - 4, above),
     )
     chosen = None
     for anchor, text_x, text_y in places:

@@ -36,7 +36,7 @@ class TuneReport:
     #: Variants asked for, and whether Ctrl-C stopped the run before all finished.
     asked: int = 0
     interrupted: bool = False
-    #: Where it ran: ``2 local processes``, ``Ray at ADDRESS``.
+    #: Where it ran: ``in this process``, ``2 local processes``.
     ran: str = ""
     seed: int = 0
     #: CPU seconds of all the runs together, and of this process.

@@ -1,6 +1,6 @@
 """One variant, run: the job unpickled afresh, the variant's values set, one simulation, and
-what it measured. The same in the command's own process, a local worker process or a Ray
-task, so a variant's result does not depend on where it ran."""
+what it measured. The same in the command's own process or a local worker process, so a
+variant's result does not depend on where it ran."""
 
 from __future__ import annotations
 
