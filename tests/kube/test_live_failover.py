@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -247,7 +246,7 @@ class Create:
     status: int  # 0: no answer came (the request timed out)
     name: str  # the name the server gave it, when it answered
     left: float  # seconds the sender's fence still had to run when the answer came
-    deadline: datetime  # when the sender's fence was to close, as it sent the request
+    open_for: float  # seconds the sender's fence still had to run as it sent the request
 
 
 class NodeClaimCreates:
@@ -262,14 +261,14 @@ class NodeClaimCreates:
         def recorded(method: str, path: str, *args: Any, **kwargs: Any) -> Answer:
             if not (method == "POST" and path.endswith("/nodeclaims")):
                 return call(method, path, *args, **kwargs)
-            deadline = datetime.now(UTC) + timedelta(seconds=max(0.0, fence.remaining()))
+            open_for = fence.remaining()
             try:
                 answer = call(method, path, *args, **kwargs)
             except ServerUnavailableError:
-                self.sent.append(Create(0, "", fence.remaining(), deadline))
+                self.sent.append(Create(0, "", fence.remaining(), open_for))
                 raise
             name = str((answer.body.get("metadata") or {}).get("name") or "")
-            self.sent.append(Create(answer.status, name, fence.remaining(), deadline))
+            self.sent.append(Create(answer.status, name, fence.remaining(), open_for))
             return answer
 
         transport.call = recorded  # type: ignore[method-assign]
@@ -355,21 +354,18 @@ def test_a_leader_cut_off_by_a_paused_api_server_stops_acting_and_nothing_launch
         sent = [create for record in creates.values() for create in record.sent]
         # every create the server answered was answered while its sender's fence was open ...
         assert [c for c in sent if c.status and c.left <= 0] == []
-        # ... and one it took without answering (the server froze mid-request) was carried
-        # out before the sender's fence closed, not when the server woke up
+        # ... and every NodeClaim on the server was sent by a replica: answered, or sent while
+        # its fence was open and left unanswered when the server froze. A frozen server may
+        # carry out a request it had already read when it wakes, after the sender's fence
+        # closed (it would for any client: nothing fences a create on the server's side);
+        # what nodewright promises is that it sends nothing once its fence has closed, which
+        # the check above shows, and that such a NodeClaim is launched once (the ledger).
         answered = {c.name for c in sent if c.status == 201}
-        unanswered = [c.deadline for c in sent if c.status == 0]
+        unanswered = [c for c in sent if c.status == 0]
+        assert all(c.open_for > 0 for c in sent), sent
         for claim in claims:
-            if claim.name in answered:
-                continue
-            assert unanswered, f"NodeClaim {claim.name}: nobody sent it"
-            created = claim.metadata.creation_timestamp
-            assert created is not None
-            # creationTimestamp has whole seconds
-            assert created <= max(unanswered) + timedelta(seconds=1), (
-                f"NodeClaim {claim.name} created at {created}, after its sender's fence "
-                f"closed ({max(unanswered)})"
-            )
+            if claim.name not in answered:
+                assert unanswered, f"NodeClaim {claim.name}: nobody sent it"
         assert len({c.status.provider_id for c in claims}) == len(claims)
         assert len(ledger.entries()) == len(claims)  # no instance launched twice
     finally:
