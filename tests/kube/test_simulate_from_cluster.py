@@ -116,7 +116,9 @@ def test_a_bad_kubeconfig_or_context_ends_the_run_with_one_line(
     code, _, err = _simulate(["--from-cluster", "--kubeconfig", str(garbage)], capsys)
     assert code == 2
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"error: --from-cluster {garbage}: cannot load Kubernetes credentials")
+    assert line.startswith(
+        f"error: --from-cluster {garbage}: cannot read the kubeconfig: {garbage}:2:1: malformed"
+    )
 
     code, out, err = _simulate(
         ["--from-cluster", "--kubeconfig", str(apiserver.kubeconfig), "--context", "nope"],

@@ -65,10 +65,7 @@ parameters:
         ),
         (
             "parameters: [\n",
-            [
-                "error: {space}:2:1: malformed YAML: expected the node content, but found "
-                "'<stream end>'"
-            ],
+            ["error: {space}:2:1: malformed YAML: did not find expected node content"],
         ),
     ],
 )

@@ -18,6 +18,7 @@ from nodewright.api.excerpt import cut
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
 from nodewright.cluster.kube.snapshot import take_snapshot
+from nodewright.commands.kubeconfig import kubeconfig_problem
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.service.logs import TextFormatter
@@ -205,6 +206,11 @@ def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | Non
         return read_dump(Path(args.from_dump), kind_registry(host), karpenter_rules(host))
     if not args.from_cluster:
         return None
+    where = args.kubeconfig or "the default kubeconfig"
+    context = f" (context {args.context})" if args.context else ""
+    problem = kubeconfig_problem(args.kubeconfig)
+    if problem is not None:
+        raise InputError([f"--from-cluster {where}{context}: {problem}"])
     kinds = [
         *LOAD_ORDER,
         *(kind.model for kind in host.node_class_kinds()),
@@ -212,8 +218,6 @@ def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | Non
     try:
         taken = take_snapshot(kinds, args.kubeconfig, args.context)
     except ClusterError as error:
-        where = args.kubeconfig or "the default kubeconfig"
-        context = f" (context {args.context})" if args.context else ""
         raise InputError([f"--from-cluster {where}{context}: {error}"]) from None
     source = f"cluster {taken.server}"
     return read_items(taken.items, source, kind_registry(host), karpenter_rules(host))

@@ -8,40 +8,17 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
 
-from nodewright.api.manifests.documents import parse_yaml
-from nodewright.api.manifests.errors import ManifestError
-from nodewright.api.manifests.files import read_manifest
 from nodewright.cluster import ClusterError
 from nodewright.cluster.objects import tune_collector
 from nodewright.commands.command import EXIT_INVALID_INPUT, Command
 from nodewright.commands.host import load_host
+from nodewright.commands.kubeconfig import kubeconfig_problem
 from nodewright.service import logs
 from nodewright.service.runner import RunService, connect
 from nodewright.settings import SettingsError, add_flags, load_settings
 
 log = logging.getLogger("nodewright.run")
-
-
-def _kubeconfig_problem(kubeconfig: str | None) -> str | None:
-    """Why the kubeconfig cannot be read, checked with the manifests' limits (depth, aliases,
-    size) before the Kubernetes client parses it without any."""
-    if kubeconfig:
-        candidates = [kubeconfig]
-    elif os.environ.get("KUBECONFIG"):
-        candidates = [p for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
-    else:
-        candidates = [os.path.expanduser("~/.kube/config")]
-    for candidate in candidates:
-        path = Path(candidate)
-        try:
-            if not path.is_file():
-                continue  # a missing file is the client's to report (or in-cluster is used)
-            parse_yaml(read_manifest(path), str(path))
-        except (ManifestError, ValueError) as error:
-            return f"cannot read the kubeconfig: {error}"
-    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if not host.node_class_kinds():
         print('error: no provider installed; e.g. pip install "nodewright[kwok]"', file=sys.stderr)
         return EXIT_INVALID_INPUT
-    problem = _kubeconfig_problem(settings.kubeconfig)
+    problem = kubeconfig_problem(settings.kubeconfig)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_INVALID_INPUT

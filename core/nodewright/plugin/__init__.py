@@ -85,6 +85,10 @@ Node bootstrap
 Offline catalogs
     :func:`encode_catalog`, :func:`decode_catalog`, :func:`catalog_differences` and
     :func:`write_or_check_catalog` (a bundled catalog file and its generation script's tail).
+Files of user input
+    :func:`read_document` (one YAML or JSON document of a file a user names, a catalog say,
+    read as manifests are: a regular file, within size, depth and alias limits, with libyaml
+    where installed) and the :class:`DocumentError` it raises, naming the file and line.
 """
 
 from __future__ import annotations
@@ -130,6 +134,8 @@ from nodewright.api.labels import (
     ZONE_LABEL,
     node_class_label,
 )
+from nodewright.api.manifests.errors import ManifestError as DocumentError
+from nodewright.api.manifests.files import read_document
 from nodewright.api.meta import (
     Condition,
     Model,
@@ -261,6 +267,7 @@ __all__ = [
     "CrdGenerationError",
     "Device",
     "DeviceID",
+    "DocumentError",
     "DurationError",
     "DynamicResources",
     "Instance",
@@ -343,6 +350,7 @@ __all__ = [
     "parse_duration",
     "parse_quantity",
     "parse_resources",
+    "read_document",
     "resources",
     "restamp_hashes",
     "validations",

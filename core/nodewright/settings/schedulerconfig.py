@@ -12,14 +12,19 @@ nodewright also takes the name of a file holding the document.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pydantic
-import yaml
 from pydantic import Field
 
 from nodewright.api.core import TopologySpreadConstraint
 from nodewright.api.excerpt import excerpt
+from nodewright.api.manifests.documents import line_of, parse_yaml
+from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.files import read_document
+from nodewright.api.manifests.limits import LIMITS
 from nodewright.api.meta import StrictModel
 from nodewright.api.names import qualified_name_problems
 
@@ -44,63 +49,89 @@ class SchedulerConfig(StrictModel):
         return tuple(spread.default_constraints) if spread is not None else ()
 
 
+#: A scheduler configuration file is a few lines; anything near this is not one.
+CONFIG_LIMITS = replace(LIMITS, file_bytes=1024 * 1024, documents=1)
+
+
 def _looks_like_a_document(value: str) -> bool:
     return any(mark in value for mark in (":", "{", "\n"))
 
 
 def load_scheduler_config(value: str) -> SchedulerConfig | None:
     """The configuration in ``value`` (a document, or the name of a file holding one); None
-    when empty. Raises :class:`SchedulerConfigError`."""
+    when empty. Raises :class:`SchedulerConfigError`, naming the file and line when the
+    problem is in a file."""
     text = value.strip()
     if not text:
         return None
-    if not _looks_like_a_document(text):
+    if _looks_like_a_document(text):
         try:
-            text = Path(text).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or str(error)
-            raise SchedulerConfigError(f"cannot read {excerpt(value)}: {reason}") from None
-    return parse_scheduler_config(text)
-
-
-def parse_scheduler_config(text: str) -> SchedulerConfig | None:
-    """The configuration in a YAML or JSON document; None for an empty one."""
+            document = parse_yaml(text, "", CONFIG_LIMITS)
+        except ManifestError as error:
+            raise SchedulerConfigError(f"decoding scheduler config, {error.message}") from None
+        return scheduler_config_of(document)
+    path = Path(text)
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
+        document = read_document(path, CONFIG_LIMITS)
+    except ManifestError as error:
+        if error.message in ("no such file or directory", "not a valid path"):
+            raise SchedulerConfigError(f"cannot read {excerpt(value)}: {error.message}") from None
         raise SchedulerConfigError(f"decoding scheduler config, {error}") from None
+    return scheduler_config_of(document, str(path))
+
+
+def scheduler_config_of(document: object, source: str = "") -> SchedulerConfig | None:
+    """The configuration a parsed document holds; problems name ``source`` (a file) and the
+    line when there is one."""
     if document is None:
         return None
+
+    def at(location: Sequence[object]) -> str:
+        line = line_of(document, location) if isinstance(document, dict) else None
+        return f"{source}:{line}: " if source and line else (f"{source}: " if source else "")
+
     if not isinstance(document, dict):
         raise SchedulerConfigError(
-            f"decoding scheduler config, expected a mapping, got {excerpt(document)}"
+            f"decoding scheduler config, {at(())}expected a mapping, got {excerpt(document)}"
         )
     try:
         config = SchedulerConfig.model_validate(document)
     except pydantic.ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise SchedulerConfigError(f"decoding scheduler config, {where}: {first['msg']}") from None
+        raise SchedulerConfigError(
+            f"decoding scheduler config, {at(_camel(first['loc']))}{where}: {first['msg']}"
+        ) from None
     for index, constraint in enumerate(config.default_constraints):
         path = f"podTopologySpread.defaultConstraints[{index}]"
+        location = ("podTopologySpread", "defaultConstraints", index)
         if constraint.model_extra:
             unknown = sorted(constraint.model_extra)[0]
             raise SchedulerConfigError(
-                f"decoding scheduler config, {path}.{unknown}: unknown field"
+                f"decoding scheduler config, {at((*location, unknown))}{path}.{unknown}: "
+                "unknown field"
             )
         problem = _constraint_problem(constraint)
         if problem is not None:
-            raise SchedulerConfigError(f"validating scheduler config, {path}{problem}")
+            raise SchedulerConfigError(
+                f"validating scheduler config, {at(location)}{path}{problem}"
+            )
         for earlier_index, earlier in enumerate(config.default_constraints[:index]):
             if (earlier.topology_key, earlier.when_unsatisfiable) == (
                 constraint.topology_key,
                 constraint.when_unsatisfiable,
             ):
                 raise SchedulerConfigError(
-                    f"validating scheduler config, {path} is a duplicate of [{earlier_index}], "
-                    f"{{{constraint.topology_key}, {constraint.when_unsatisfiable}}}"
+                    f"validating scheduler config, {at(location)}{path} is a duplicate of "
+                    f"[{earlier_index}], {{{constraint.topology_key}, "
+                    f"{constraint.when_unsatisfiable}}}"
                 )
     return config
+
+
+def _camel(location: Sequence[object]) -> tuple[object, ...]:
+    """pydantic's error location as the document's keys (they are camelCase aliases)."""
+    return tuple(part for part in location if not isinstance(part, str) or part[:1].islower())
 
 
 def _constraint_problem(constraint: TopologySpreadConstraint) -> str | None:

@@ -75,7 +75,11 @@ from nodewright.api.labels import (
     TERMINATION_FINALIZER,
     ZONE_LABEL,
 )
-from nodewright.api.manifests.documents import parse_documents
+from nodewright.api.manifests.documents import (
+    json_limit_problem,
+    json_size_problem,
+    parse_documents,
+)
 from nodewright.api.manifests.errors import ManifestError, UnknownKindError
 from nodewright.api.manifests.files import read_manifest
 from nodewright.api.manifests.kinds import KindRegistry
@@ -112,7 +116,7 @@ STATUS_KEPT = frozenset(
 )
 #: A dump holds a whole cluster in one file (10 MB of JSON for 5,000 pods): the manifests'
 #: limits but the file's size, which allows a cluster of the most pods a simulation runs.
-DUMP_LIMITS = replace(LIMITS, file_bytes=512 * MiB)
+DUMP_LIMITS = replace(LIMITS, file_bytes=512 * MiB, values=8_000_000)
 #: The order objects are created in: owners first, then what they own.
 LOAD_ORDER: tuple[type[KubeObject], ...] = (
     Namespace,
@@ -209,13 +213,20 @@ def _is_json(text: str) -> bool:
 
 def _json_documents(text: str, source: str) -> list[dict[str, object]]:
     """A ``kubectl get -o json`` dump: read by the JSON parser, hundreds of times faster than
-    the YAML loader (which marks every line) on a big cluster; no line numbers."""
+    the YAML loader (which marks every line) on a big cluster; no line numbers, the same
+    limits (the values counted before parsing, the depth and strings after)."""
+    problem = json_size_problem(text, DUMP_LIMITS)
+    if problem:
+        raise ManifestError(source, f"refused: {problem}")
     try:
         document = json.loads(text)
     except RecursionError:
         raise ManifestError(source, "refused: nested too deeply") from None
     except ValueError as error:
         raise ManifestError(source, f"malformed JSON: {cut(str(error), 200)}") from None
+    problem = json_limit_problem(document, DUMP_LIMITS)
+    if problem:
+        raise ManifestError(source, f"refused: {problem}")
     if not isinstance(document, dict):
         raise ManifestError(source, f"expected a JSON object, got {excerpt(document)}")
     return [document]

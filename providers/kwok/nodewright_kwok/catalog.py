@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nodewright.plugin import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
@@ -26,6 +24,7 @@ from nodewright.plugin import (
     OS_LABEL,
     PODS,
     ZONE_LABEL,
+    DocumentError,
     DynamicResources,
     InstanceType,
     InstanceTypeOverhead,
@@ -38,6 +37,7 @@ from nodewright.plugin import (
     ResourceList,
     format_quantity,
     parse_quantity,
+    read_document,
     resources,
 )
 from nodewright_kwok.devices import parse_dynamic_resources
@@ -183,17 +183,13 @@ class CatalogFileError(ValueError):
 
 
 def load_catalog(path: str | Path) -> Catalog:
-    """Read a catalog file (JSON or YAML: a list of instance types in Karpenter's format)."""
-    source = str(path)
+    """Read a catalog file (JSON or YAML: a list of instance types in Karpenter's format),
+    as the core reads every file of user input: a regular file, within its limits."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise CatalogFileError(f"{source}: cannot read: {error.strerror or error}") from error
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise CatalogFileError(f"{source}: not valid JSON or YAML: {error}") from error
-    return parse_catalog(data, source)
+        data = read_document(Path(path))
+    except DocumentError as error:
+        raise CatalogFileError(str(error)) from None
+    return parse_catalog(data, str(path))
 
 
 def parse_catalog(data: Any, source: str = "<catalog>") -> Catalog:
@@ -202,16 +198,18 @@ def parse_catalog(data: Any, source: str = "<catalog>") -> Catalog:
         raise CatalogFileError(f"{source}: expected a non-empty list of instance types")
     types: list[InstanceType] = []
     seen: set[str] = set()
+    lines: list[int] = getattr(data, "item_lines", [])  # read_document's, from YAML
     for index, entry in enumerate(data):
+        where = f"{source}:{lines[index]}" if index < len(lines) else source
         label = f"instance type #{index}"
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             label += f" ({entry['name']!r})"
         try:
             instance_type = _parse_instance_type(entry)
         except (ValueError, TypeError) as error:
-            raise CatalogFileError(f"{source}: {label}: {error}") from error
+            raise CatalogFileError(f"{where}: {label}: {error}") from error
         if instance_type.name in seen:
-            raise CatalogFileError(f"{source}: {label}: duplicate name")
+            raise CatalogFileError(f"{where}: {label}: duplicate name")
         seen.add(instance_type.name)
         types.append(instance_type)
     return Catalog(tuple(types), source)

@@ -187,7 +187,7 @@ def test_a_reserved_offering_names_its_capacity_reservation(tmp_path: Path) -> N
     ("content", "message"),
     [
         ("{}", "expected a non-empty list"),
-        ("[: not yaml", "not valid JSON or YAML"),
+        ("[: not yaml", "malformed JSON: Expecting value"),
         ('[{"name": "x", "resources": {"cpu": "1"}, "offerings": []}]', "resources.memory"),
         ('[{"name": "x", "cpus": 1}]', "unknown field 'cpus'"),
         (
@@ -253,7 +253,7 @@ def test_a_missing_or_bad_file_fails_configure_naming_the_option(
     tmp_path: Path, make_provider: Callable[..., KWOKProvider]
 ) -> None:
     missing = tmp_path / "nope.json"
-    with pytest.raises(ValueError, match=f"instance-types-file: {missing}: cannot read"):
+    with pytest.raises(ValueError, match=f"instance-types-file: {missing}: no such file"):
         make_provider(instance_types_file=str(missing))
 
 

@@ -1,14 +1,18 @@
 """YAML and JSON text as documents (mappings), read within :class:`~.limits.Limits` and
 remembering the line of every mapping, key and list item, so a problem can name its line.
 
-The only module of the API layer that reads YAML.
+The only module of the API layer that reads YAML. Where PyYAML was built with libyaml, the
+text is scanned and parsed by libyaml (about ten times faster than PyYAML's own scanner);
+the nodes are always composed here, one event at a time, so the limits hold before anything
+deep or large is built, whichever parser runs.
 """
 
 from __future__ import annotations
 
-import json
+import json as _json
+import sys
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +27,24 @@ class MarkedDict(dict[str, object]):
     """A mapping that remembers the line of itself and of each key (1-based), and how many
     characters it spans in the file."""
 
-    line: int = 0
-    span: int = 0
-    key_lines: dict[object, int]
+    __slots__ = ("key_lines", "line", "span")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line = 0
+        self.span = 0
+        self.key_lines: dict[object, int] = {}
 
 
 class MarkedList(list[object]):
-    line: int = 0
-    item_lines: list[int]
+    """A list that remembers the line of itself and of each item."""
+
+    __slots__ = ("item_lines", "line")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.line = 0
+        self.item_lines: list[int] = []
 
 
 class _LimitExceeded(yaml.MarkedYAMLError):
@@ -40,27 +54,27 @@ class _LimitExceeded(yaml.MarkedYAMLError):
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that records line numbers, rejects duplicate keys and enforces limits.
+class _LimitedComposer(yaml.composer.Composer):
+    """The composer (events to nodes) of both loaders: records line numbers, rejects
+    duplicate keys and enforces limits.
 
-    The composer (events to nodes) is recursive, so depth is counted there, before Python's
-    stack runs out. Aliases are shared nodes until something walks them; each alias is
-    charged the size of what it stands for, so a document that would expand to millions of
-    values is refused while it is still small.
+    Composing is recursive, so depth is counted here, before Python's stack runs out. Aliases
+    are shared nodes until something walks them; each alias is charged the size of what it
+    stands for, so a document that would expand to millions of values is refused while it is
+    still small.
     """
 
-    def __init__(self, stream: str, limits: Limits) -> None:
-        super().__init__(stream)
+    def _limit(self, limits: Limits) -> None:
         self.limits = limits
         self._depth = 0
         self._documents = 0
+        self._values = 0
         self._alias_values = 0
-        #: Expanded size of each node composed in the current document, by id.
+        #: Expanded size of each anchored node an alias stood for, by id (this document).
         self._sizes: dict[int, int] = {}
-
-    def _peek(self) -> Any:
-        """The next event (PyYAML's stubs leave ``peek_event`` untyped)."""
-        return typing.cast(Any, self).peek_event()
+        #: Anchors whose nodes are being composed: an alias to one is a cycle.
+        self._open: set[str] = set()
+        self._peek = typing.cast(Any, self).peek_event
 
     def _refuse(self, message: str) -> typing.NoReturn:
         raise _LimitExceeded(problem=message, problem_mark=self._peek().start_mark)
@@ -76,37 +90,47 @@ class _Loader(yaml.SafeLoader):
         return node
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self._peek()
+        event = self._peek()
+        if type(event) is yaml.AliasEvent:
             target = self.anchors.get(event.anchor)
             if target is not None:
-                size = self._sizes.get(id(target))
-                if size is None:
+                if event.anchor in self._open:
                     self._refuse(f"alias *{event.anchor} is inside its own anchor (a cycle)")
-                self._alias_values += size
+                self._alias_values += self._size(target)
                 if self._alias_values > self.limits.alias_values:
                     self._refuse(
                         f"aliases expand to more than {self.limits.alias_values} values in "
                         "one document"
                     )
             return super().compose_node(parent, index)
+        if self._depth >= self.limits.depth:
+            self._refuse(f"nested more than {self.limits.depth} levels deep")
+        self._values += 1
+        if self._values > self.limits.values:
+            self._refuse(f"more than {self.limits.values} values in one file")
+        anchor = event.anchor
+        if anchor is not None:
+            self._open.add(anchor)
         self._depth += 1
         try:
-            if self._depth > self.limits.depth:
-                self._refuse(f"nested more than {self.limits.depth} levels deep")
-            node = super().compose_node(parent, index)
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
-        size = 1
-        if isinstance(node, yaml.SequenceNode):
-            size += sum(self._sizes.get(id(item), 1) for item in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            size += sum(
-                self._sizes.get(id(key), 1) + self._sizes.get(id(value), 1)
-                for key, value in node.value
-            )
-        self._sizes[id(node)] = size
-        return node
+            if anchor is not None:
+                self._open.discard(anchor)
+
+    def _size(self, node: yaml.Node) -> int:
+        """How many values ``node`` stands for once every alias in it is expanded (counted
+        once per node, so a "billion laughs" document costs its own size to measure)."""
+        size = self._sizes.get(id(node))
+        if size is None:
+            size = 1
+            if isinstance(node, yaml.SequenceNode):
+                size += sum(self._size(item) for item in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                size += sum(self._size(key) + self._size(value) for key, value in node.value)
+            self._sizes[id(node)] = size
+        return size
 
     def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
         event = self._peek()
@@ -122,7 +146,7 @@ class _Loader(yaml.SafeLoader):
         """Values YAML's grammar allows but Python cannot build (``2024-13-45``, an integer
         of 5,000 digits) are errors at their line, not exceptions from deep inside."""
         try:
-            return super().construct_object(node, deep)
+            return typing.cast(Any, super()).construct_object(node, deep)
         except (ValueError, OverflowError, TypeError) as error:
             if isinstance(error, yaml.YAMLError):
                 raise
@@ -131,7 +155,39 @@ class _Loader(yaml.SafeLoader):
             ) from None
 
 
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Iterator[MarkedDict]:
+class _PythonLoader(_LimitedComposer, yaml.SafeLoader):
+    """PyYAML's own scanner and parser: where libyaml is not installed."""
+
+    def __init__(self, stream: str, limits: Limits) -> None:
+        yaml.SafeLoader.__init__(self, stream)
+        self._limit(limits)
+
+
+_Loader: Any = _PythonLoader
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _LibyamlLoader(
+        _LimitedComposer,
+        CParser,
+        yaml.constructor.SafeConstructor,
+        yaml.resolver.Resolver,
+    ):
+        """libyaml's scanner and parser (``CParser``), composed and constructed in Python as
+        :class:`_PythonLoader` does; the composer comes first so libyaml's own (which would
+        build every node in C, depth unchecked) is never used."""
+
+        def __init__(self, stream: str, limits: Limits) -> None:
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            yaml.composer.Composer.__init__(self)
+            self._limit(limits)
+
+    _Loader = _LibyamlLoader
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> Iterator[MarkedDict]:
     data = MarkedDict()
     data.line = node.start_mark.line + 1
     data.span = node.end_mark.index - node.start_mark.index
@@ -156,7 +212,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Iterator[Mark
     data.update(typing.cast(dict[str, object], loader.construct_mapping(node, deep=True)))
 
 
-def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Iterator[MarkedList]:
+def _construct_sequence(loader: Any, node: yaml.SequenceNode) -> Iterator[MarkedList]:
     data = MarkedList()
     data.line = node.start_mark.line + 1
     data.item_lines = [item.start_mark.line + 1 for item in node.value]
@@ -164,8 +220,9 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Iterator[Ma
     data.extend(loader.construct_sequence(node, deep=True))
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+for _loader_class in {_PythonLoader, _Loader}:
+    _loader_class.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+    _loader_class.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
 
 def line_of(document: Mapping[str, object], location: Sequence[object]) -> int | None:
@@ -228,11 +285,27 @@ def parse_yaml(text: str, source: str, limits: Limits = LIMITS) -> object:
     return documents[0] if documents else None
 
 
+def parse_document(
+    text: str, source: str, limits: Limits = LIMITS, *, json: bool = False
+) -> object:
+    """:func:`parse_yaml`, or for ``json`` text (a ``.json`` file) that YAML cannot read,
+    the JSON parser within the same limits (without line numbers)."""
+    if not json:
+        return parse_yaml(text, source, limits)
+    # A JSON string may not hold a raw tab, so tabs are only indentation, which YAML forbids.
+    try:
+        return parse_yaml(text.replace("\t", " "), source, limits)
+    except ManifestError as yaml_error:
+        if yaml_error.message.startswith("refused"):
+            raise
+        return _parse_json_value(text.removeprefix("\ufeff"), source, limits)
+
+
 def _parse_stream(text: str, source: str, limits: Limits) -> list[object]:
     if len(text) > limits.file_bytes:
         raise ManifestError(source, file_too_big(len(text), limits.file_bytes))
     documents: list[object] = []
-    loader: _Loader | None = None
+    loader: Any = None
     try:
         loader = _Loader(text, limits)
         while typing.cast(Any, loader).check_data():
@@ -245,12 +318,16 @@ def _parse_stream(text: str, source: str, limits: Limits) -> list[object]:
             _mark_at(source, error), f"malformed YAML: {cut(problem, 200)}"
         ) from None
     except yaml.reader.ReaderError as error:
-        where = at_line(source, text.count("\n", 0, error.position) + 1)
         raise ManifestError(
-            where, f"malformed YAML: character {chr(error.character)!r} is not allowed"
+            at_line(source, text.count("\n", 0, max(error.position, 0)) + 1),
+            f"malformed YAML: {_character_problem(error)}",
         ) from None
     except yaml.YAMLError as error:
         raise ManifestError(source, f"malformed YAML: {cut(str(error), 200)}") from None
+    except (ValueError, OverflowError) as error:
+        # PyYAML's scanner builds escapes with chr(): "\U00110000" is beyond Unicode.
+        where = _mark_at(source, loader) if loader is not None else source
+        raise ManifestError(where, f"malformed YAML: {cut(str(error), 200)}") from None
     except RecursionError:  # a limit should always come first; never a traceback regardless
         raise ManifestError(source, "refused: nested too deeply") from None
     finally:
@@ -259,9 +336,21 @@ def _parse_stream(text: str, source: str, limits: Limits) -> list[object]:
     return documents
 
 
-def _mark_at(source: str, error: yaml.MarkedYAMLError) -> str:
-    mark = error.problem_mark or error.context_mark
+def _mark_at(source: str, error: yaml.MarkedYAMLError | Any) -> str:
+    """``source:line:column`` of a YAML error, or of where a loader's scanner stopped."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+    else:
+        mark = getattr(error, "get_mark", lambda: None)()
     return f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+
+
+def _character_problem(error: yaml.reader.ReaderError) -> str:
+    """A reader's refusal of a character, in words (libyaml may not say which one)."""
+    character = error.character
+    if isinstance(character, int) and 0 <= character <= sys.maxunicode:
+        return f"character {chr(character)!r} is not allowed"
+    return f"{cut(str(error.reason), 100)}"
 
 
 def describe_type(value: object) -> str:
@@ -280,9 +369,20 @@ def _parse_json(text: str, source: str, limits: Limits) -> list[dict[str, object
 
     Without line numbers, but with the same limits as YAML.
     """
+    document = _parse_json_value(text, source, limits)
+    if not isinstance(document, dict):
+        raise ManifestError(source, f"document is a {describe_type(document)}, expected a mapping")
+    return [document]
+
+
+def _parse_json_value(text: str, source: str, limits: Limits) -> object:
+    """JSON text of any shape, within ``limits``."""
+    problem = json_size_problem(text, limits)
+    if problem:
+        raise ManifestError(source, f"refused: {problem}")
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
+        document = _json.loads(text)
+    except _json.JSONDecodeError as error:
         raise ManifestError(
             f"{source}:{error.lineno}:{error.colno}", f"malformed JSON: {error.msg}"
         ) from None
@@ -290,28 +390,50 @@ def _parse_json(text: str, source: str, limits: Limits) -> list[dict[str, object
         raise ManifestError(
             source, f"refused: nested more than {limits.depth} levels deep"
         ) from None
-    problem = _json_limit_problem(document, limits)
+    problem = json_limit_problem(document, limits)
     if problem:
         raise ManifestError(source, f"refused: {problem}")
-    if not isinstance(document, dict):
-        raise ManifestError(source, f"document is a {describe_type(document)}, expected a mapping")
-    return [document]
+    return document
 
 
-def _json_limit_problem(document: object, limits: Limits) -> str | None:
+def json_size_problem(text: str, limits: Limits) -> str | None:
+    """Why JSON text would hold more than ``limits.values`` objects, lists and strings once
+    parsed, counted before it is (an upper bound: a bracket or quote inside a string counts)."""
+    values = text.count("{") + text.count("[") + text.count('"') // 2
+    if values > limits.values:
+        return f"more than {limits.values} values in one file"
+    return None
+
+
+def json_limit_problem(document: object, limits: Limits) -> str | None:
+    """Why a parsed JSON value is beyond ``limits`` (depth, string length), or None."""
+    longest = limits.string_length
     pending: list[tuple[object, int]] = [(document, 1)]
     while pending:
         value, depth = pending.pop()
         if depth > limits.depth:
             return f"nested more than {limits.depth} levels deep"
-        if isinstance(value, str) and len(value) > limits.string_length:
-            return f"a string of {len(value)} characters; at most {limits.string_length} are read"
         if isinstance(value, dict):
-            pending.extend((key, depth + 1) for key in value)
-            pending.extend((item, depth + 1) for item in value.values())
+            items: Iterable[object] = value.values()
+            for key in value:
+                if len(key) > longest:
+                    return _long_string(len(key), longest)
         elif isinstance(value, list):
-            pending.extend((item, depth + 1) for item in value)
+            items = value
+        else:
+            if isinstance(value, str) and len(value) > longest:
+                return _long_string(len(value), longest)
+            continue
+        for item in items:
+            if isinstance(item, (dict, list)):
+                pending.append((item, depth + 1))
+            elif isinstance(item, str) and len(item) > longest:
+                return _long_string(len(item), longest)
     return None
+
+
+def _long_string(length: int, longest: int) -> str:
+    return f"a string of {length} characters; at most {longest} are read"
 
 
 def documents_of_file(path: Path, text: str, limits: Limits) -> list[dict[str, object]]:

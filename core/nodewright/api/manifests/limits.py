@@ -23,6 +23,9 @@ class Limits:
     depth: int = 100
     #: Values that aliases (``*name``, ``<<: *name``) may add to one document when expanded.
     alias_values: int = 100_000
+    #: Values (mappings, lists and strings or other scalars) in one file: what they take in
+    #: memory, tens of bytes each, is bounded whatever their shape (``[{}, {}, ...]``).
+    values: int = 1_000_000
     #: Characters of one string (key or value): the API server's limit for all of an
     #: object's annotations together.
     string_length: int = 256 * 1024
