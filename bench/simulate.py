@@ -179,6 +179,17 @@ def _scale_down(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return [NODEPOOL, NODECLASS, deployment("inflate", 10_000)], steps
 
 
+def _advance_720h(replicas: int) -> Callable[[Path], Any]:
+    """``replicas`` pods (none: an empty cluster), then 720 hours of simulated time in which
+    nothing changes: what idle time costs."""
+
+    def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        steps = [{"advance": "720h"}]
+        return [NODEPOOL, NODECLASS, deployment("inflate", replicas)], steps
+
+    return build
+
+
 def _existing_nodes(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(42)
     objects: list[dict[str, Any]] = [NODEPOOL, NODECLASS]
@@ -313,6 +324,8 @@ CASES = [
         1000,
         _existing_nodes,
     ),
+    Case("idle-720h", "an empty cluster advanced 720 hours", 0, 2.0, None, _advance_720h(0)),
+    Case("idle-720h-10", "10 pods advanced 720 hours", 10, 30.0, None, _advance_720h(10)),
     Case("100k", "100,000 pods in one Deployment", 100_000, 300.0, 2000, _one_deployment(100_000)),
     Case(
         "reserved-10k",
@@ -531,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed |= not ok
         print(
             f"{case.name:<15} {wall:>8.1f} {cpu:>8.1f} {_fmt(case.target_cpu, 0):>7}"
-            f" {rss:>8.0f} {_fmt(case.target_rss_mb, 0):>7} {case.pods / cpu:>10.0f}"
+            f" {rss:>8.0f} {_fmt(case.target_rss_mb, 0):>7} {case.pods / cpu if cpu else 0:>10.0f}"
             f" {_fmt(last.bound, 0):>7} {_fmt(last.pending, 0):>7} {_fmt(last.nodes, 0):>6}"
             f"  {'yes' if ok else 'NO'}",
             flush=True,

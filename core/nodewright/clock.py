@@ -22,6 +22,29 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
 
+class Poll(timedelta):
+    """A wait after which a controller only looks again, a periodic poll or resync: until
+    then nothing it would do depends on the time, only on what changes in the cluster, except
+    what falls due after :attr:`deadline` (None: nothing). A simulation in which nothing
+    changes may jump over polls to the next deadline; a real cluster, where changes come from
+    outside, waits out a poll as any other wait."""
+
+    deadline: timedelta | None
+
+    def __new__(cls, period: timedelta, deadline: timedelta | None = None) -> Poll:
+        poll = super().__new__(
+            cls, days=period.days, seconds=period.seconds, microseconds=period.microseconds
+        )
+        poll.deadline = deadline
+        return poll
+
+
+def next_deadline(wait: timedelta | None) -> timedelta | None:
+    """When something falls due by time alone after a controller asked for ``wait``: the
+    wait itself, or a :class:`Poll`'s deadline."""
+    return wait.deadline if isinstance(wait, Poll) else wait
+
+
 class SystemClock:
     """Wall-clock time, for ``nodewright run``."""
 

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timedelta
 
 from nodewright import metrics
-from nodewright.clock import Clock
+from nodewright.clock import Clock, next_deadline
 from nodewright.cluster import Cluster, ReadOnlyViolation
 from nodewright.cluster.fence import NotLeaderError
 from nodewright.controllers import Controller
@@ -88,7 +88,7 @@ class Operator:
         #: In the order one pass runs them: provider work first (nodes register), status
         #: next (NodePools become ready), then provisioning and the lifecycle it feeds.
         self.controllers: list[Controller] = [
-            ProviderBackgroundWork(host, clock),
+            ProviderBackgroundWork(host, clock, cluster),
             NodeClassStatusController(cluster, host, clock, self.events),
             NodePoolStatusController(cluster, host, self.catalog, clock, self.events),
             NodePoolRegistrationHealth(cluster, host, self.catalog, clock, outcomes),
@@ -122,6 +122,9 @@ class Operator:
         for controller in self.controllers:
             metrics.register_controller(controller.name)
         self._due: dict[str, datetime] = {}
+        #: When each controller has something due by time alone (for a :class:`Poll`, its
+        #: deadline rather than the poll).
+        self._deadlines: dict[str, datetime] = {}
 
     def _gated_controllers(self) -> list[Controller]:
         """The controllers of the feature gates that are on."""
@@ -170,6 +173,7 @@ class Operator:
                     extra=fields(controller=controller.name, error=str(error)),
                 )
                 self._due[controller.name] = now + RETRY_AFTER
+                self._deadlines[controller.name] = now + RETRY_AFTER
                 break
             except Exception:
                 log.exception(
@@ -188,4 +192,14 @@ class Operator:
                 self._due.pop(controller.name, None)
             else:
                 self._due[controller.name] = now + after
+            deadline = next_deadline(after)
+            if deadline is None:
+                self._deadlines.pop(controller.name, None)
+            else:
+                self._deadlines[controller.name] = now + deadline
         return min(self._due.values(), default=None)
+
+    def next_deadline(self) -> datetime | None:
+        """The earliest instant any controller has something due by time alone, polls left
+        out: while nothing changes in the cluster, nothing happens before then."""
+        return min(self._deadlines.values(), default=None)

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from nodewright.api.core import Node
 from nodewright.api.karpenter import CONDITION_LAUNCHED, NodeClaim
 from nodewright.api.meta import is_true
-from nodewright.clock import Clock
+from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
@@ -54,6 +54,10 @@ class GarbageCollection:
         self._catalog = catalog
         self._clock = clock
         self._due: datetime | None = None
+        #: Whether the next pass is only the period's (nothing found due sooner).
+        self._periodic = False
+        #: The cluster's version at the end of the last pass.
+        self._seen: int | None = None
 
     def resync(self) -> None:
         self._due = None
@@ -61,7 +65,7 @@ class GarbageCollection:
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
         if self._due is not None and now < self._due:
-            return self._due - now
+            return self._wait(now)
         due = now + PERIOD
         claims = self._cluster.list(NodeClaim)
         for provider in self._provider_names():
@@ -76,7 +80,19 @@ class GarbageCollection:
             if next_orphan is not None:
                 due = min(due, next_orphan)
         self._due = due
-        return due - now
+        self._periodic = due == now + PERIOD
+        self._seen = self._cluster.resource_version()
+        return self._wait(now)
+
+    def _wait(self, now: datetime) -> timedelta:
+        """Until the next pass. Instances come and go only through this process's launches
+        and deletes (which change the cluster) or a provider's background work (which says
+        when), so waiting out the period is a poll while nothing changed since the last pass;
+        an orphan or a failed listing is due."""
+        assert self._due is not None
+        wait = self._due - now
+        unchanged = self._seen == self._cluster.resource_version()
+        return Poll(wait) if self._periodic and unchanged else wait
 
     def _provider_names(self) -> list[str]:
         return [

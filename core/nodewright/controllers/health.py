@@ -44,7 +44,7 @@ from nodewright.controllers.disruptionmetrics import (
 )
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.nodehistory import NodeHistory
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import PluginError, ProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -148,8 +148,7 @@ class NodeHealth:
                 due = now  # changed under us: again on the next pass
             if due is not None:
                 self._queue.add_at(name, due)
-        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
-        return max(due - now, timedelta(0))
+        return wait_until(now, self._queue.next_due(), self._resync_at)
 
     def _note(self, change: Change) -> None:
         """Queue the Node a change may make (un)healthy or repairable."""

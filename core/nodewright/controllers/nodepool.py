@@ -26,13 +26,13 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import find_condition, is_true, set_condition
 from nodewright.api.validation import validate_node_pool
-from nodewright.clock import Clock
+from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.templates import nodepool_hash
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.resources import format_resources, merge, parse_resources
@@ -92,8 +92,7 @@ class NodePoolStatusController:
                 self._reconcile(mutable(pool))
             except (ConflictError, NotFoundError):
                 self._queue.add_at(name, now)
-        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
-        return max(due - now, timedelta(0))
+        return wait_until(now, self._queue.next_due(), self._resync_at)
 
     def resync(self) -> None:
         self._resync_at = None
@@ -243,7 +242,7 @@ class NodeClassStatusController:
                     self._reconcile(mutable(node_class))
                 except (ConflictError, NotFoundError):
                     return timedelta(0)
-        return NODECLASS_RESYNC
+        return Poll(NODECLASS_RESYNC)  # a provider whose answer changes by time says so
 
     def _reconcile(self, node_class: NodeClass) -> None:
         now = self._clock.now()

@@ -6,18 +6,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodewright.clock import Clock
+from nodewright.cluster import Cluster
 from nodewright.plugin.host import PluginHost
 
 
 class ProviderBackgroundWork:
     name = "provider.reconcile"
 
-    def __init__(self, host: PluginHost, clock: Clock) -> None:
+    def __init__(self, host: PluginHost, clock: Clock, cluster: Cluster) -> None:
         self._host = host
         self._clock = clock
+        self._cluster = cluster
 
     def reconcile(self) -> timedelta | None:
-        return self._host.reconcile(self._clock.now())
+        return self._host.reconcile(self._clock.now(), self._cluster.resource_version)
 
     def resync(self) -> None:
         """Nothing to do: providers decide what their background work looks at."""

@@ -42,7 +42,7 @@ from nodewright.controllers.staticpools import (
     static_replacement,
 )
 from nodewright.controllers.templates import node_claim_for
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.host import PluginHost
 
@@ -91,8 +91,7 @@ class _StaticPoolController:
             after = self._reconcile_pool(found)
             if after is not None:
                 self._queue.add_at(name, now + after)
-        due = [d for d in (self._queue.next_due(), self._resync_at) if d is not None]
-        return max(min(due) - now, timedelta(0)) if due else None
+        return wait_until(now, self._queue.next_due(), self._resync_at)
 
     def _reconcile_pool(self, pool: NodePool) -> timedelta | None:
         raise NotImplementedError

@@ -47,7 +47,7 @@ from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.state import is_terminal, owner_kind
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -130,8 +130,7 @@ class NodeTermination:
                 after = timedelta(0)
             if after is not None:
                 self._queue.add_at(name, now + after)
-        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
-        return max(due - now, timedelta(0))
+        return wait_until(now, self._queue.next_due(), self._resync_at)
 
     def resync(self) -> None:
         self._resync_at = None

@@ -14,12 +14,26 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
 from nodewright import metrics
+from nodewright.clock import Poll
 
 K = TypeVar("K", bound=Hashable)
 
 #: Controllers that work off change feeds look at every object this often anyway, as an
 #: informer's resync does; it must find nothing the feeds missed.
 RESYNC_PERIOD = timedelta(minutes=10)
+
+
+def wait_until(now: datetime, due: datetime | None, resync_at: datetime | None) -> timedelta | None:
+    """How long a controller waits for its queue's next key (``due``) or its resync
+    (``resync_at``), whichever comes first. A resync only looks again, so waiting for it is a
+    :class:`~nodewright.clock.Poll` whose deadline is the queue's key."""
+    deadline = None if due is None else max(due - now, timedelta(0))
+    if resync_at is None:
+        return deadline
+    resync = max(resync_at - now, timedelta(0))
+    if deadline is not None and deadline <= resync:
+        return deadline
+    return Poll(resync, deadline)
 
 
 class WorkQueue(Generic[K]):

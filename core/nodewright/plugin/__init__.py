@@ -38,7 +38,7 @@ What hooks take and return
     :func:`dynamic_resources_problem`, and the slices a node's drivers publish for them,
     :func:`node_slices`;
     :data:`DEFAULT_RECONCILE_PERIOD`,
-    :data:`UNAVAILABLE_OFFERING_TTL`.
+    :data:`UNAVAILABLE_OFFERING_TTL`; :class:`Poll` (a background wait that only looks again).
 Errors a provider raises
     :class:`ProviderError` and its kinds :class:`InstanceNotFoundError`,
     :class:`InsufficientCapacityError`, :class:`NodeClassNotReadyError`,
@@ -145,6 +145,7 @@ from nodewright.api.meta import (
     find_condition,
 )
 from nodewright.api.quantity import QuantityError, format_quantity, parse_quantity
+from nodewright.clock import Poll
 from nodewright.cluster import ClusterError, ConflictError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change, ChangeFeed, ClusterState
@@ -306,6 +307,7 @@ __all__ = [
     "Pod",
     "PodCondition",
     "PodSpec",
+    "Poll",
     "Provider",
     "ProviderCluster",
     "ProviderContext",

@@ -388,7 +388,10 @@ def nodewright_reconcile(now: datetime) -> timedelta | None:
     asked for has come.
 
     **Returns** how long until it wants to be called again (``None``: the default period).
-    Must not block for long; must not sleep.
+    A :class:`nodewright.clock.Poll` (``Poll(period, deadline)``) says the call only looks
+    again: nothing it does changes by time alone before ``deadline`` (None: ever) unless the
+    cluster changes or nodewright launches or deletes an instance, so a simulation in which
+    nothing changes may skip it. Must not block for long; must not sleep.
 
     **Raises** nothing; an exception, or a value that is not a ``timedelta`` >= 0, is logged
     with the plugin's name and the plugin is called again after the default period (10

@@ -27,6 +27,7 @@ from typing import Any
 from nodewright import metrics
 from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.validation import domain_within, label_domain
+from nodewright.clock import Poll
 from nodewright.cluster.fence import Fence
 from nodewright.plugin.errors import (
     PluginConflictError,
@@ -87,6 +88,11 @@ class PluginHost:
     def __init__(self, registry: PluginRegistry | None = None) -> None:
         self._registry = registry if registry is not None else PluginRegistry()
         self._reconcile_due: dict[str, datetime] = {}
+        #: When each plugin's background work has something due by time alone (its wait, or
+        #: the deadline of a :class:`~nodewright.clock.Poll` it returned; None: nothing).
+        self._reconcile_deadline: dict[str, datetime | None] = {}
+        #: The cluster's version when each plugin's background work last ran.
+        self._reconcile_seen: dict[str, int | None] = {}
         self._recent_errors: deque[PluginError] = deque(maxlen=RECENT_ERRORS)
         #: Each provider's repair policies, asked once (the hook must not change its answer).
         self._repair_policies: dict[str, tuple[RepairPolicy, ...]] = {}
@@ -409,17 +415,23 @@ class PluginHost:
             r in info.restricted_label_domains for r in claimed
         )
 
-    def reconcile(self, now: datetime) -> timedelta:
+    def reconcile(self, now: datetime, version: Callable[[], int] | None = None) -> timedelta:
         """Run the background work of every plugin that is due; return the time until the
-        next one is. Failures are logged with the plugin's name and never raised."""
+        next one is. Failures are logged with the plugin's name and never raised.
+
+        ``version`` tells the cluster's version: the wait is a :class:`Poll` when every plugin
+        returned one and nothing changed in the cluster since its work last ran (a plugin looks
+        at what changed only when it runs)."""
         hook = "nodewright_reconcile"
         if self.fence is not None:
             self.fence.check("the providers' background work")
         waits: list[timedelta] = []
+        deadlines: list[timedelta] = []
+        polls = True
         for entry, impl in self._registry.contributors(hook):
             due = self._reconcile_due.get(entry.key)
             if due is None or due <= now:
-                period = DEFAULT_RECONCILE_PERIOD
+                period: timedelta = DEFAULT_RECONCILE_PERIOD
                 try:
                     result = call_impl(impl, now=now)
                 except Exception as exc:
@@ -444,8 +456,24 @@ class PluginHost:
                             )
                 due = now + period
                 self._reconcile_due[entry.key] = due
+                self._reconcile_seen[entry.key] = version() if version is not None else None
+                self._reconcile_deadline[entry.key] = (
+                    (None if period.deadline is None else now + period.deadline)
+                    if isinstance(period, Poll)
+                    else due
+                )
             waits.append(due - now)
-        return min(waits, default=DEFAULT_RECONCILE_PERIOD)
+            deadline = self._reconcile_deadline.get(entry.key, due)
+            seen = self._reconcile_seen.get(entry.key)
+            current = version() if version is not None else None
+            polls = polls and deadline != due and seen is not None and seen == current
+            if deadline is not None:
+                deadlines.append(max(deadline - now, timedelta(0)))
+        wait = min(waits, default=DEFAULT_RECONCILE_PERIOD)
+        if not polls:
+            return wait
+        # Every plugin only polls: say so, with the earliest thing one has due.
+        return Poll(wait, min(deadlines, default=None))
 
 
 __all__ = ["PluginHost"]

@@ -8,7 +8,7 @@ report the same problems the same way: one line each, naming the file, object an
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
@@ -37,6 +37,29 @@ from nodewright.plugin.host import PluginHost
 MAX_SIMULATED_PODS = 100_000
 #: The most nodes static NodePools (``spec.replicas``) may ask for together.
 MAX_STATIC_NODES = 10_000
+
+#: The kinds whose objects ask for pods (:func:`asked_pods`).
+WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, Pod)
+
+
+def asked_pods(objects: Iterable[KubeObject]) -> int:
+    """The pods the workloads among ``objects`` ask for together: the replicas of
+    Deployments, StatefulSets and ReplicaSets no Deployment owns, Jobs' parallelism, and Pods
+    nothing owns (a workload's own ReplicaSets and pods are counted by the workload)."""
+    pods = 0
+    for obj in objects:
+        if isinstance(obj, ReplicaSet) and any(
+            owner.kind == "Deployment" for owner in obj.metadata.owner_references
+        ):
+            continue
+        if isinstance(obj, Deployment | ReplicaSet | StatefulSet):
+            pods += obj.spec.replicas
+        elif isinstance(obj, Job):
+            pods += obj.spec.parallelism
+        elif isinstance(obj, Pod) and not obj.metadata.owner_references:
+            pods += 1
+    return pods
+
 
 #: Says what a file that did not load as manifests is instead (a scenario, say), or None.
 FileHint = Callable[[Path], str | None]

@@ -1,8 +1,9 @@
 """Runs the real operator against the in-memory cluster on a simulated clock.
 
 Time jumps straight to the next moment anything is due, so a simulated hour costs only the
-work done in it. Each instant is run to a fixed point (controllers and the embedded
-Kubernetes until nothing writes), then the clock moves.
+work done in it; while nothing changes, it jumps over the controllers' periodic polls to the
+next thing due by time alone, so idle time costs nothing. Each instant is run to a fixed
+point (controllers and the embedded Kubernetes until nothing writes), then the clock moves.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class Simulation:
         self.timeline = Timeline(self.cluster.state, self._node_price, self.clock.now())
         self._last_seen = self._object_changes()
         self._last_change = self.clock.now()
+        #: When the simulated kubelets next have something to do.
+        self._kubelets_wake: datetime | None = None
         #: Called after every simulated step (the command line's progress line).
         self.on_step: Callable[[], None] | None = None
 
@@ -198,7 +201,12 @@ class Simulation:
     def _run(self, deadline: datetime, stop_when_quiet: bool) -> None:
         self._last_change = self.clock.now()
         while True:
+            before = self.cluster.resource_version()
             wake = self._converge()
+            if self.cluster.resource_version() == before:
+                # Nothing changed at this instant, so the controllers' polls would find
+                # nothing new: time jumps to the next thing due by time alone.
+                wake = self._next_deadline()
             self.timeline.observe(self.clock.now())
             if self.on_step is not None:
                 self.on_step()
@@ -210,10 +218,14 @@ class Simulation:
                 return
             if now >= deadline:
                 return
-            target = wake if wake is not None else now + QUIET_PERIOD
+            target = wake if wake is not None else deadline
             if stop_when_quiet and not waiting_for_launches:
                 target = min(target, self._last_change + QUIET_PERIOD)
             self.clock.advance_to(max(min(target, deadline), now + MIN_STEP))
+
+    def _next_deadline(self) -> datetime | None:
+        """The next instant anything is due by time alone (the controllers' polls left out)."""
+        return _earlier_wake(self.operator.next_deadline(), self._kubelets_wake)
 
     def _converge(self) -> datetime | None:
         """Run controllers and the embedded Kubernetes at this instant until they stop writing."""
@@ -223,7 +235,8 @@ class Simulation:
             self.kube.reconcile()
             wake = self.operator.run_once()
             if self.kubelets is not None:
-                wake = _earlier_wake(wake, self.kubelets.reconcile())
+                self._kubelets_wake = self.kubelets.reconcile()
+                wake = _earlier_wake(wake, self._kubelets_wake)
             self._log_bindings()
             if self.cluster.resource_version() == before:
                 break

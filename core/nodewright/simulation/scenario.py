@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from nodewright.api.apps import Deployment, ReplicaSet, StatefulSet
-from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.duration import DurationError, format_duration, parse_duration
 from nodewright.api.excerpt import excerpt
 from nodewright.api.karpenter import NodePool
 from nodewright.api.manifests.documents import parse_yaml
@@ -48,13 +48,15 @@ from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import (
     MAX_SIMULATED_PODS,
     MAX_STATIC_NODES,
+    WORKLOAD_KINDS,
     InputError,
+    asked_pods,
     kind_registry,
     load_checked,
     warn_static_without_gate,
 )
 from nodewright.simulation.preflight import unusable_providers
-from nodewright.simulation.runner import Simulation
+from nodewright.simulation.runner import MAX_SETTLE, Simulation
 
 STEP_KINDS = ("apply", "scale", "delete", "advance", "settle", "setNodeCondition")
 #: The statuses a Node condition can have.
@@ -62,6 +64,10 @@ CONDITION_STATUSES = ("True", "False", "Unknown")
 #: The longest one ``advance`` or ``settle`` step may run: 30 days (Karpenter's default
 #: ``expireAfter``), a bound on a run's time however large the number written.
 MAX_STEP_DURATION = timedelta(hours=720)
+#: The most steps one scenario may have, and the most simulated time its ``advance`` and
+#: ``settle`` steps may ask for together: bounds on a run's cost whatever the file says.
+MAX_STEPS = 1_000
+MAX_SCENARIO_TIME = timedelta(hours=1_440)
 
 
 class ScenarioError(ValueError):
@@ -128,12 +134,26 @@ def parse_scenario(document: object, path: Path) -> Scenario:
         document = document.get("steps") or []
     if not isinstance(document, Sequence) or isinstance(document, str):
         raise ScenarioError(f"{path}: a scenario is a list of steps")
+    if len(document) > MAX_STEPS:
+        raise ScenarioError(
+            f"{path}: refused: {len(document)} steps; a scenario has at most {MAX_STEPS}"
+        )
     # Steps read by parse_yaml know their lines (a plain list, in tests, does not).
     lines: list[int] = getattr(document, "item_lines", None) or [0] * len(document)
     steps = [
         _parse_step(raw, path, index, line)
         for index, (raw, line) in enumerate(zip(document, lines, strict=True))
     ]
+    total = timedelta(0)
+    for step in steps:
+        total += step.duration or (MAX_SETTLE if step.action == "settle" else timedelta(0))
+        if total > MAX_SCENARIO_TIME:
+            raise ScenarioError(
+                f"{step.where}.{step.action}: refused: the steps so far ask for "
+                f"{format_duration(total)} of simulated time; a scenario runs at most "
+                f"{format_duration(MAX_SCENARIO_TIME)} (each settle without a time counts "
+                f"{format_duration(MAX_SETTLE)})"
+            )
     return Scenario(tuple(steps))
 
 
@@ -349,6 +369,10 @@ def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
     problems = unusable_providers(host, objects)
     if problems:
         raise InputError([f"{step.where}.apply: {line}" for line in problems])
+    replaced = {(type(obj), obj.namespace, obj.name) for obj in objects}
+    total = asked_pods(objects) + _pods_in_cluster(simulation, replaced)
+    if total > MAX_SIMULATED_PODS:
+        raise InputError([f"{step.where}.apply: {_too_many_pods(total)}"])
     simulation.apply(objects)
     simulation.settle()
 
@@ -407,21 +431,37 @@ def _scale_workload(simulation: Simulation, step: Step) -> None:
                 f"expected one of {', '.join([*SCALABLE_KINDS, 'NodePool'])}"
             ]
         )
-    if step.replicas > MAX_SIMULATED_PODS:
-        raise InputError(
-            [
-                f"{step.where}.scale.replicas: {step.replicas} pods; a simulation runs at "
-                f"most {MAX_SIMULATED_PODS}"
-            ]
-        )
     workload = simulation.cluster.get(kind, step.name, step.namespace or "default")
     if workload is None:
         raise InputError([f"{step.where}.scale: {step.kind} {step.name!r} does not exist"])
+    others = _pods_in_cluster(simulation, {(kind, workload.namespace, workload.name)})
+    if others + step.replicas > MAX_SIMULATED_PODS:
+        raise InputError([f"{step.where}.scale.replicas: {_too_many_pods(others + step.replicas)}"])
     workload = mutable(workload)
     workload.spec.replicas = step.replicas
     simulation.cluster.update(workload)
     log.info("Scaled %s %s to %d replica(s)", step.kind.lower(), step.name, step.replicas)
     simulation.settle()
+
+
+def _pods_in_cluster(
+    simulation: Simulation, leaving_out: set[tuple[type[KubeObject], str, str]]
+) -> int:
+    """The pods the cluster's workloads ask for together, but for those ``leaving_out``."""
+    state = simulation.cluster.state
+    return asked_pods(
+        obj
+        for kind in WORKLOAD_KINDS
+        for obj in state.objects(kind).values()
+        if (kind, obj.namespace, obj.name) not in leaving_out
+    )
+
+
+def _too_many_pods(total: int) -> str:
+    return (
+        f"the workloads would ask for {total} pods together; a simulation runs at most "
+        f"{MAX_SIMULATED_PODS}"
+    )
 
 
 def _set_node_condition(simulation: Simulation, step: Step) -> None:

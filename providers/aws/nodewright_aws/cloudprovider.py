@@ -26,6 +26,7 @@ from nodewright.plugin import (
     NodeClassKind,
     NodeClassReadiness,
     Offering,
+    Poll,
     ProviderContext,
     ProviderError,
     ProviderInfo,
@@ -42,7 +43,7 @@ from nodewright_aws.drift import drift_reason, restamp
 from nodewright_aws.instance import InstanceProvider
 from nodewright_aws.instancetype import InstanceTypeProvider
 from nodewright_aws.interruption import InterruptionHandler
-from nodewright_aws.launchtemplate import LaunchTemplateProvider
+from nodewright_aws.launchtemplate import LAUNCH_TEMPLATE_TTL, LaunchTemplateProvider
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.offering import OfferingProvider
 from nodewright_aws.offline.catalog import load_catalog
@@ -381,7 +382,20 @@ class AWSProvider:
                 "aws background work failed: %s",
                 error_text(error) if isinstance(error, botocore.exceptions.ClientError) else error,
             )
-        return INTERRUPTION_PERIOD
+        if self.settings.interruption_queue:
+            return INTERRUPTION_PERIOD
+        # Without a queue to read, only refreshes and stale launch templates fall due by time.
+        dues = [
+            due
+            for due in (
+                self.pricing.next_refresh if self.pricing.prices is not None else None,
+                self.zonal_shifts.next_refresh if self.zonal_shifts.enabled else None,
+                *(used + LAUNCH_TEMPLATE_TTL for used in self.launch_templates.templates.values()),
+            )
+            if due is not None
+        ]
+        deadline = max(min(dues) - now, timedelta(0)) if dues else None
+        return Poll(INTERRUPTION_PERIOD, deadline)
 
     def restamp_hashes(self) -> list[str]:
         """Re-stamp NodeClaims hashed under another version (see :func:`drift.restamp`)."""

@@ -22,6 +22,7 @@ from azure.core.exceptions import HttpResponseError
 from nodewright.plugin import (
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_SPOT,
+    DEFAULT_RECONCILE_PERIOD,
     ClockLike,
     Instance,
     InstanceType,
@@ -33,6 +34,7 @@ from nodewright.plugin import (
     NodeClassNotReadyError,
     NodeClassReadiness,
     Offering,
+    Poll,
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
@@ -45,7 +47,7 @@ from nodewright_azure.aksmachine import AKSMachineProvider, machine_of_vm
 from nodewright_azure.clients import AzureClients, CredentialFactory
 from nodewright_azure.crd import aks_node_class_crd
 from nodewright_azure.drift import drift_reason, restamp
-from nodewright_azure.garbagecollection import OrphanNICCollector
+from nodewright_azure.garbagecollection import NIC_GC_PERIOD, OrphanNICCollector
 from nodewright_azure.images import ImageProvider
 from nodewright_azure.instance import InstanceProvider, vm_name
 from nodewright_azure.instancetype import InstanceTypeProvider
@@ -61,7 +63,7 @@ from nodewright_azure.options import (
     SettingsError,
     parse_settings,
 )
-from nodewright_azure.pricing import PricingProvider
+from nodewright_azure.pricing import REFRESH_PERIOD, PricingProvider
 from nodewright_azure.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
@@ -353,4 +355,20 @@ class AzureProvider:
         self.unavailable.expire(now)
         self.pricing.refresh_if_due(now)
         self.restamp_hashes()
-        return None
+        if self.instances.creates or self.instances.deletes or self.machines.creating:
+            return None  # operations in flight: follow them every period
+        if self.machines.batches:
+            return None  # a batch of machine creates waits to be sent
+        # Otherwise only refreshes, collections and capacity errors expiring fall due by time.
+        pricing = self.pricing.current
+        dues = [
+            *self.unavailable.until.values(),
+            *([pricing.refreshed_at + REFRESH_PERIOD] if pricing and pricing.refreshed_at else []),
+            *(
+                [self.nic_gc.last_run + NIC_GC_PERIOD]
+                if self.nic_gc.last_run and not self.settings.missing()
+                else []
+            ),
+        ]
+        deadline = max(min(dues) - now, timedelta(0)) if dues else None
+        return Poll(DEFAULT_RECONCILE_PERIOD, deadline)

@@ -37,6 +37,7 @@ from nodewright.plugin import (
     NodeClassReadiness,
     Offering,
     Pod,
+    Poll,
     ProviderCluster,
     ProviderContext,
     ProviderInfo,
@@ -445,13 +446,18 @@ class KWOKProvider:
         if self.settings.manage_nodes:
             wait = self.settings.kubelet_period
             if self._keep_leases:  # every Lease is renewed before it runs out
-                wait = min(wait, heartbeat.RENEW_INTERVAL)
+                return min(wait, heartbeat.RENEW_INTERVAL)
+        registration: timedelta | None = None
         for entry in self.ledger.entries():
             if entry.state == PENDING:
                 # an overdue entry failed to register just now: retry, but do not spin
                 due = entry.registers_at - now
-                wait = min(wait, due if due > timedelta(0) else REGISTRATION_RETRY)
-        return wait
+                due = due if due > timedelta(0) else REGISTRATION_RETRY
+                registration = due if registration is None else min(registration, due)
+        if registration is not None and registration <= wait:
+            return registration
+        # The kubelets act on what changed; only a registration falls due by time.
+        return Poll(wait, registration)
 
     def _registration_delay(self, node_class: NodeClass) -> timedelta:
         delay = self.settings.registration_delay

@@ -54,7 +54,7 @@ from nodewright.controllers.disruption.podevents import PodEvents, PodState
 from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
 from nodewright.controllers.nodehistory import NodeHistory
 from nodewright.controllers.templates import requirements_from_api
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, TemporaryProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
@@ -84,8 +84,11 @@ class _Waits:
 
     #: A fixed time (expiry, consolidateAfter running out).
     at: datetime | None = None
-    #: A time after every pass (the 5-minute drift recheck).
+    #: A time after every pass (consolidateAfter counted from each pass).
     after: timedelta | None = None
+    #: Whether the provider is asked again about drift :data:`DRIFT_RECHECK` after every
+    #: pass: a poll, as nothing changes its answer by time alone but its own background work.
+    recheck: bool = False
     #: When the provider's drift answer or the instance-type check goes stale.
     check: datetime | None = None
 
@@ -135,6 +138,8 @@ class NodeClaimDisruptionConditions:
         self._waits: dict[str, _Waits] = {}
         #: How many NodeClaims wait each relative time (there are few distinct values).
         self._after: Counter[timedelta] = Counter()
+        #: How many NodeClaims have their drift rechecked.
+        self._rechecks = 0
         self._full_at: datetime | None = None
         self._full = True
         #: Whether a first pass ran (what a full pass compares with).
@@ -143,7 +148,7 @@ class NodeClaimDisruptionConditions:
         self.missed = 0
         #: The resourceVersion after the last pass and when it next wanted to run: while
         #: nothing is written and nothing is due, a pass would change nothing.
-        self._seen: tuple[int, datetime | None] | None = None
+        self._seen: tuple[int, tuple[datetime | None, datetime | None]] | None = None
 
     def resync(self, *, at_once: bool = True) -> None:
         """Reconcile every NodeClaim from scratch on the next call (``at_once=False``: on the
@@ -156,16 +161,14 @@ class NodeClaimDisruptionConditions:
         now = self._clock.now()
         version = self._cluster.resource_version()
         if self._seen is not None and self._seen[0] == version:
-            due = self._seen[1]
-            if due is None:
-                return None
-            if now < due:
-                return due - now
-        due = self._pass(now)
-        self._seen = (self._cluster.resource_version(), due)
-        return None if due is None else max(due - now, timedelta(0))
+            due, poll = self._seen[1]
+            if (due is None or now < due) and (poll is None or now < poll):
+                return wait_until(now, due, poll)
+        due, poll = self._pass(now)
+        self._seen = (self._cluster.resource_version(), (due, poll))
+        return wait_until(now, due, poll)
 
-    def _pass(self, now: datetime) -> datetime | None:
+    def _pass(self, now: datetime) -> tuple[datetime | None, datetime | None]:
         if self._full_at is not None and now - self._full_at >= RESYNC_PERIOD:
             self._full = True
         for change in self._changes.drain():
@@ -268,6 +271,8 @@ class NodeClaimDisruptionConditions:
         self._work.forget(name)
         self._checks.forget(name)
         waits = self._waits.pop(name, None)
+        if waits is not None and waits.recheck:
+            self._rechecks -= 1
         if waits is not None and waits.after is not None:
             self._after[waits.after] -= 1
             if not self._after[waits.after]:
@@ -280,18 +285,21 @@ class NodeClaimDisruptionConditions:
             self._checks.add_at(name, waits.check)
         if waits.after is not None:
             self._after[waits.after] += 1
+        if waits.recheck:
+            self._rechecks += 1
         self._waits[name] = waits
 
-    def _next_due(self, now: datetime) -> datetime | None:
+    def _next_due(self, now: datetime) -> tuple[datetime | None, datetime | None]:
         """When the next pass is due: the earliest fixed time, or the shortest relative wait
-        after this pass."""
+        after this pass; and when the next drift recheck polls the provider."""
+        poll = now + DRIFT_RECHECK if self._rechecks else None
         due = self._work.next_due()
         if due == datetime.min:
-            return now  # a retry
+            return now, poll  # a retry
         if self._after:
             relative = now + min(self._after)
             due = relative if due is None else min(due, relative)
-        return due
+        return due, poll
 
     # -- history ------------------------------------------------------------------------------
 
@@ -319,7 +327,7 @@ class NodeClaimDisruptionConditions:
         pool = self._state.get(NodePool, ("", claim.metadata.labels.get(NODEPOOL_LABEL, "")))
         if pool is not None:
             if self._drift(claim, pool, now, waits):
-                waits.after = DRIFT_RECHECK
+                waits.recheck = True
             if pool.spec.replicas is None:
                 since, due = _consolidatable(claim, pool, now)
                 if due is not None and since is None:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.apps import DaemonSet
-from nodewright.clock import Clock
+from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
@@ -123,6 +123,7 @@ class DisruptionController:
         context = self._context(snapshot)
         queued = self.queue.provider_ids()
         published: set[str] = set()
+        considered = False
         for index, method in enumerate(self.methods):
             if method.disruption_class not in published:
                 published.add(method.disruption_class)
@@ -132,6 +133,7 @@ class DisruptionController:
             metrics.disruption_eligible_nodes.labels(method.reason.lower()).set(len(candidates))
             if not candidates:
                 continue
+            considered = True
             budgets = self.budgets(snapshot, method.reason)
             if isinstance(method, StaticDrift):
                 # Karpenter starts every static drift command of a pass, not only the first.
@@ -150,7 +152,12 @@ class DisruptionController:
                 return _sooner_than_queue(VALIDATION_DELAY, queue_wake)
             self._start(command)
             return timedelta(0)
-        return _sooner_than_queue(POLLING_PERIOD, queue_wake)
+        if considered or queue_wake is not None:
+            return _sooner_than_queue(POLLING_PERIOD, queue_wake)
+        # No candidate: until the cluster changes, only a do-not-disrupt duration running
+        # out or an event falling due to be repeated can change what a pass does.
+        due = self.verdicts.next_due(now)
+        return Poll(POLLING_PERIOD, None if due is None else max(due - now, POLLING_PERIOD))
 
     # -- budgets ------------------------------------------------------------------------------
 

@@ -376,6 +376,18 @@ class NodeVerdicts:
                 disrupting[verdict.pool_name] += 1
         return self._counted, disrupting
 
+    def next_due(self, now: datetime) -> datetime | None:
+        """When time alone next changes what the loop reads or publishes: a do-not-disrupt
+        duration running out, or an event due to be published again (None: never)."""
+        queues = [
+            self._expiring,
+            *(view.events.due for view in self._classes.values()),
+            *(view.events.due for view in self._methods),
+        ]
+        dues = [due for queue in queues if (due := queue.next_due()) is not None]
+        # A key ready now (``datetime.min``) comes with the next pass.
+        return min((now if due == datetime.min else due for due in dues), default=None)
+
     def marked(self) -> list[str]:
         """Nodes tainted ``karpenter.sh/disrupted`` or whose NodeClaim is marked, by name."""
         return sorted(self._marked)

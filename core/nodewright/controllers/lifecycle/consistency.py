@@ -12,7 +12,7 @@ from nodewright.api.core import Node
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.meta import is_true, set_condition
 from nodewright.api.quantity import format_quantity
-from nodewright.clock import Clock
+from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.logfields import fields, ref
@@ -45,7 +45,7 @@ class Consistency:
         uid = claim.metadata.uid or claim.name
         last = self._scans.get(uid)
         if last is not None and now - last < CONSISTENCY_SCAN_PERIOD:
-            return last + CONSISTENCY_SCAN_PERIOD - now
+            return Poll(last + CONSISTENCY_SCAN_PERIOD - now)
         self._scans[uid] = now
         issues = _shape_issues(claim, node)
         for issue in issues:
@@ -70,7 +70,8 @@ class Consistency:
             )
         if changed:
             self._cluster.update_status(claim)
-        return CONSISTENCY_SCAN_PERIOD
+        # The Node and the NodeClaim change only in the cluster: the next scan is a poll.
+        return Poll(CONSISTENCY_SCAN_PERIOD)
 
     def forget_gone(self, live: Set[str | None]) -> None:
         """Drop the scan times of NodeClaims (by uid) that no longer exist."""

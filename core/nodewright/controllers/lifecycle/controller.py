@@ -15,7 +15,7 @@ from nodewright.api.karpenter import (
 )
 from nodewright.api.labels import TERMINATION_FINALIZER
 from nodewright.api.meta import find_condition, is_true, set_condition
-from nodewright.clock import Clock
+from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog
@@ -27,7 +27,7 @@ from nodewright.controllers.lifecycle.liveness import Liveness
 from nodewright.controllers.lifecycle.registration import Registration
 from nodewright.controllers.lifecycle.termination import Termination
 from nodewright.controllers.nodepoolhealth import RegistrationOutcomes
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.host import PluginHost
 
 #: Steps further away than this are not scheduled (a registered claim never times out).
@@ -66,6 +66,8 @@ class NodeClaimLifecycle:
         self._termination = Termination(cluster, host, catalog, clock, events)
         #: NodeClaims whose claim or Node changed, or whose next step falls due.
         self._queue: WorkQueue[str] = WorkQueue(self.name)
+        #: NodeClaims looked at again only to poll (the consistency scan).
+        self._polls: WorkQueue[str] = WorkQueue()
         self._changes = cluster.state.feed(NodeClaim, Node)
         self._resync_at: datetime | None = None
 
@@ -86,7 +88,7 @@ class NodeClaimLifecycle:
                 owner = state.claim_by_provider_id(provider_id) if provider_id else None
                 if owner is not None:
                     self._queue.add(owner.name)
-        for name in sorted(self._queue.pop_ready(now)):
+        for name in sorted(self._queue.pop_ready(now) | self._polls.pop_ready(now)):
             stored = state.get(NodeClaim, ("", name))
             if stored is None:
                 continue
@@ -95,12 +97,13 @@ class NodeClaimLifecycle:
             except (ConflictError, NotFoundError):
                 after = timedelta(0)  # someone else wrote it first; look again next pass
             if after is not None and after < FOREVER:
-                self._queue.add_at(name, now + after)
+                queue = self._polls if isinstance(after, Poll) else self._queue
+                queue.add_at(name, now + after)
         self._consistency.forget_gone(
             {claim.metadata.uid for claim in state.objects(NodeClaim).values()}
         )
-        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
-        return max(due - now, timedelta(0))
+        polls = [due for due in (self._polls.next_due(), self._resync_at) if due is not None]
+        return wait_until(now, self._queue.next_due(), min(polls, default=None))
 
     def resync(self) -> None:
         self._resync_at = None
