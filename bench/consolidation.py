@@ -28,9 +28,9 @@ from nodewright.api.apps import Deployment
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodePool
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.nodehistory import NodeRecord
+from nodewright.controllers.nodeclaim.history import NodeRecord
 from nodewright.controllers.options import Options
-from nodewright.controllers.state import is_terminal
+from nodewright.controllers.state.cluster import is_terminal
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.pods import pod_requests

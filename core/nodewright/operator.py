@@ -15,26 +15,29 @@ from nodewright.clock import Clock, next_deadline
 from nodewright.cluster import Cluster, ReadOnlyViolation
 from nodewright.cluster.fence import NotLeaderError
 from nodewright.controllers import Controller
-from nodewright.controllers.capacitybuffers import CapacityBuffers
+from nodewright.controllers.capacitybuffer.controller import CapacityBuffers
+from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.garbagecollection import GarbageCollection
-from nodewright.controllers.health import NodeHealth
-from nodewright.controllers.lifecycle import NodeClaimLifecycle
-from nodewright.controllers.nodemetrics import NodeMetrics
+from nodewright.controllers.metrics.node import NodeMetrics
+from nodewright.controllers.metrics.nodepool import NodePoolMetrics
+from nodewright.controllers.metrics.pod import PodMetrics
+from nodewright.controllers.node.health import NodeHealth
+from nodewright.controllers.node.termination import NodeTermination
+from nodewright.controllers.nodeclaim.garbagecollection import GarbageCollection
+from nodewright.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from nodewright.controllers.nodeoverlay import NodeOverlayController
-from nodewright.controllers.nodepool import NodeClassStatusController, NodePoolStatusController
-from nodewright.controllers.nodepoolhealth import RegistrationOutcomes
-from nodewright.controllers.nodepoolmetrics import NodePoolMetrics
+from nodewright.controllers.nodepool.registrationhealth import NodePoolRegistrationHealth
+from nodewright.controllers.nodepool.status import (
+    NodeClassStatusController,
+    NodePoolStatusController,
+)
 from nodewright.controllers.options import Options
-from nodewright.controllers.podmetrics import PodMetrics
 from nodewright.controllers.provider import ProviderBackgroundWork
-from nodewright.controllers.provisioning import Provisioner
-from nodewright.controllers.registrationhealth import NodePoolRegistrationHealth
-from nodewright.controllers.static import StaticDeprovisioning, StaticProvisioning
-from nodewright.controllers.termination import NodeTermination
-from nodewright.controllers.virtualpods import VirtualPods
+from nodewright.controllers.provisioning.controller import Provisioner
+from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes
+from nodewright.controllers.static.controller import StaticDeprovisioning, StaticProvisioning
 from nodewright.logfields import duration, fields
 from nodewright.plugin.host import PluginHost
 

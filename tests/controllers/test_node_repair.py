@@ -16,8 +16,8 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import TERMINATION_TIMESTAMP_ANNOTATION
 from nodewright.api.timestamps import format_timestamp
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.disruptionmetrics import snake_case
-from nodewright.controllers.health import allowed_unhealthy, unhealthy_condition
+from nodewright.controllers.metrics.disruption import snake_case
+from nodewright.controllers.node.health import allowed_unhealthy, unhealthy_condition
 from nodewright.controllers.options import Options
 from nodewright.plugin.model import RepairPolicy
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment

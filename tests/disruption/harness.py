@@ -29,7 +29,7 @@ from nodewright.api.meta import OwnerReference
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
-from nodewright.controllers.templates import nodepool_hash
+from nodewright.controllers.state.solverdata import nodepool_hash
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType, Offering
 from nodewright.scheduling.resources import format_resources

@@ -144,7 +144,8 @@ def _published_reasons() -> set[str]:
 
 
 #: Reasons published through a variable: the NodePool's node class problem
-#: (controllers/nodepool.py) and the core's own launch failure (controllers/lifecycle/launch.py).
+#: (controllers/nodepool/status.py) and the core's own launch failure
+#: (controllers/nodeclaim/lifecycle/launch.py).
 PUBLISHED_THROUGH_A_VARIABLE = {"NodeClassNotFound", "NodeClassNotReady", "LaunchFailed"}
 
 

@@ -22,7 +22,7 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.commands.host import load_host
-from nodewright.controllers.nodemetrics import NodeMetrics
+from nodewright.controllers.metrics.node import NodeMetrics
 from tests import builders
 
 

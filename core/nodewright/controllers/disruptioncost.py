@@ -18,7 +18,7 @@ from nodewright.api.labels import (
     DO_NOT_DISRUPT_ANNOTATION,
     POD_DELETION_COST_ANNOTATION,
 )
-from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.state.cluster import is_terminal, owner_kind
 from nodewright.scheduling.pods import pod_tolerations
 from nodewright.scheduling.taints import Taint
 

@@ -24,7 +24,7 @@ class Options:
     #: Feature gate ``SpotToSpotConsolidation``: replace spot nodes with cheaper spot nodes.
     spot_to_spot_consolidation: bool = False
     #: ``SCHEDULER_CONFIG``'s ``podTopologySpread.defaultConstraints``: spreads given to pods
-    #: that declare none (see :mod:`nodewright.controllers.defaultspread`).
+    #: that declare none (see :mod:`nodewright.controllers.provisioning.defaultspread`).
     default_spread: tuple[TopologySpreadConstraint, ...] = ()
     #: Feature gate ``NodeRepair``: replace nodes whose conditions their provider's repair
     #: policies call unhealthy for too long.

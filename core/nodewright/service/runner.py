@@ -41,8 +41,8 @@ from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from nodewright.clock import SystemClock
 from nodewright.cluster.fence import Fence
 from nodewright.cluster.kube import ClientSettings, KubeCluster
-from nodewright.controllers.defaultspread import SELECTOR_SOURCES
 from nodewright.controllers.options import Options
+from nodewright.controllers.provisioning.defaultspread import SELECTOR_SOURCES
 from nodewright.logfields import fields
 from nodewright.metrics import cluster_sync
 from nodewright.operator import Operator

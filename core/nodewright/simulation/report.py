@@ -19,8 +19,8 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.clock import SIMULATION_EPOCH
-from nodewright.controllers.nodehistory import NodeRecord
-from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.nodeclaim.history import NodeRecord
+from nodewright.controllers.state.cluster import is_terminal, owner_kind
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     PluginError,

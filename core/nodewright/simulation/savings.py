@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.controllers.nodehistory import NodeRecord
+from nodewright.controllers.nodeclaim.history import NodeRecord
 
 #: A node's price and whether it is modelled: (None, False) when unknown.
 Price = tuple[float | None, bool]

@@ -88,7 +88,7 @@ from nodewright.api.manifests.loading import ExtraRules, parse_object
 from nodewright.api.meta import Condition, KubeObject, ObjectMeta, OwnerReference
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.cluster import AlreadyExistsError
-from nodewright.controllers.templates import nodepool_hash
+from nodewright.controllers.state.solverdata import nodepool_hash
 from nodewright.simulation.kubernetes.revisions import (
     CONTROLLER_REVISION_HASH_LABEL,
     POD_TEMPLATE_GENERATION_LABEL,

@@ -15,7 +15,7 @@ from datetime import datetime
 from nodewright.api.core import Node, Pod
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
 from nodewright.cluster.state import ChangeFeed, ClusterState, is_terminal
-from nodewright.controllers.state import owner_kind
+from nodewright.controllers.state.cluster import owner_kind
 
 #: (NodePool, instance type, capacity type); "-" where a node has no such label.
 NodeGroup = tuple[str, str, str]

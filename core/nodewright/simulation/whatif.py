@@ -21,7 +21,7 @@ from nodewright.api.labels import (
     ZONE_LABEL,
 )
 from nodewright.controllers.catalog import NodeClassNotFoundError
-from nodewright.controllers.nodehistory import NodeRecord
+from nodewright.controllers.nodeclaim.history import NodeRecord
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.simulation.catalogprices import CatalogPrices
 from nodewright.simulation.report import PodRow, Report

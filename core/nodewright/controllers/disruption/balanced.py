@@ -25,7 +25,7 @@ from nodewright.controllers.disruption.candidates import (
 )
 from nodewright.controllers.disruptioncost import eviction_cost, is_active
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.state import owner_kind
+from nodewright.controllers.state.cluster import owner_kind
 from nodewright.scheduling.instancetype import InstanceType
 
 BALANCED = "Balanced"

@@ -47,7 +47,7 @@ from nodewright.controllers.disruptioncost import (
     is_reschedulable,
     lifetime_remaining,
 )
-from nodewright.controllers.state import (
+from nodewright.controllers.state.cluster import (
     ClusterView,
     NodeCache,
     VolumeFacts,

@@ -51,9 +51,9 @@ from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.disruption.candidates import REASON_EXPIRED
 from nodewright.controllers.disruption.podevents import PodEvents, PodState
-from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
-from nodewright.controllers.nodehistory import NodeHistory
-from nodewright.controllers.templates import requirements_from_api
+from nodewright.controllers.metrics.disruption import record_disrupted, reschedulable_pods
+from nodewright.controllers.nodeclaim.history import NodeHistory
+from nodewright.controllers.state.solverdata import requirements_from_api
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, TemporaryProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost

@@ -17,6 +17,7 @@ from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster
+from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.candidates import (
@@ -36,10 +37,9 @@ from nodewright.controllers.disruption.singlenodeconsolidation import SingleNode
 from nodewright.controllers.disruption.staticdrift import StaticDrift
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.nodehistory import NodeHistory
+from nodewright.controllers.nodeclaim.history import NodeHistory
 from nodewright.controllers.options import Options, solver_options
-from nodewright.controllers.state import NodeCache
-from nodewright.controllers.virtualpods import VirtualPods
+from nodewright.controllers.state.cluster import NodeCache
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.solver.trial import ClaimTemplates
 

@@ -16,7 +16,7 @@ from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
 from nodewright.cluster.selectors import InvalidSelectorError, label_selector_matches
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.state import is_terminal
+from nodewright.controllers.state.cluster import is_terminal
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from nodewright.api.core import Pod
 from nodewright.cluster.state import Key, object_key
-from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.state.cluster import is_terminal, owner_kind
 
 #: (uid, finished, terminating) of one pod.
 PodEntry = tuple[str, bool, bool]

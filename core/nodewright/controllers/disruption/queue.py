@@ -32,10 +32,10 @@ from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundErr
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.disruption.candidates import REASON_EMPTY, REASON_UNDERUTILIZED
 from nodewright.controllers.disruption.methods import Command
-from nodewright.controllers.disruptionmetrics import record_disrupted, snake_case
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.nodehistory import NodeHistory
-from nodewright.controllers.templates import node_claim_for
+from nodewright.controllers.metrics.disruption import record_disrupted, snake_case
+from nodewright.controllers.nodeclaim.history import NodeHistory
+from nodewright.controllers.state.solverdata import node_claim_for
 from nodewright.logfields import fields, ref, shortened
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.resources import format_resources

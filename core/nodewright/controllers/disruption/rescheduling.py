@@ -17,15 +17,15 @@ from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Pod, TopologySpreadConstraint
 from nodewright.api.karpenter import CONDITION_READY
 from nodewright.api.meta import is_true
-from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.disruption.candidates import (
     Candidate,
     Snapshot,
 )
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
-from nodewright.controllers.nodepooltemplates import daemon_pods, node_pool_template
-from nodewright.controllers.state import VOLUME_KINDS, is_provisionable
+from nodewright.controllers.nodepool.templates import daemon_pods, node_pool_template
+from nodewright.controllers.provisioning.defaultspread import DefaultSpread
+from nodewright.controllers.state.cluster import VOLUME_KINDS, is_provisionable
 from nodewright.scheduling.model import (
     ExistingNode,
     NodePoolTemplate,

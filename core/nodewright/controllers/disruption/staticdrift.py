@@ -7,7 +7,11 @@ from nodewright.api.karpenter import CONDITION_DRIFTED
 from nodewright.api.meta import is_true
 from nodewright.controllers.disruption.candidates import EVENTUAL, REASON_DRIFTED, Candidate
 from nodewright.controllers.disruption.methods import Command, Context, Eligibility
-from nodewright.controllers.staticpools import nodes_allowed, static_node_counts, static_replacement
+from nodewright.controllers.static.pools import (
+    nodes_allowed,
+    static_node_counts,
+    static_replacement,
+)
 
 
 class StaticDrift:

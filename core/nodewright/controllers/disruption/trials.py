@@ -24,7 +24,7 @@ from nodewright.controllers.disruption.rescheduling import (
     uninitialized_error,
 )
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
-from nodewright.controllers.state import is_provisionable
+from nodewright.controllers.state.cluster import is_provisionable
 from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
 from nodewright.scheduling.solver.trial import ClaimTemplates, SolveBase, solve_trial
 

@@ -34,7 +34,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.state import Change, Key, is_terminal
-from nodewright.controllers.defaultspread import SELECTOR_SOURCES, DefaultSpread
+from nodewright.controllers.provisioning.defaultspread import SELECTOR_SOURCES, DefaultSpread
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.pods import has_dra_requirements, pod_request, ports_conflict
 from nodewright.scheduling.requirements import RequirementError

@@ -16,7 +16,7 @@ from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.clock import SIMULATION_EPOCH
 from nodewright.cluster.state import is_terminal
-from nodewright.controllers.state import owner_kind
+from nodewright.controllers.state.cluster import owner_kind
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation import session
 from nodewright.simulation.inputs import InputError

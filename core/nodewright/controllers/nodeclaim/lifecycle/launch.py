@@ -18,11 +18,11 @@ from nodewright.api.meta import set_condition
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import NodeClassNotFoundError
-from nodewright.controllers.disruptionmetrics import record_disrupted
 from nodewright.controllers.events import WARNING
-from nodewright.controllers.lifecycle.ready import set_ready
-from nodewright.controllers.lifecycle.step import ProviderStep
-from nodewright.controllers.templates import requirements_from_api
+from nodewright.controllers.metrics.disruption import record_disrupted
+from nodewright.controllers.nodeclaim.lifecycle.ready import set_ready
+from nodewright.controllers.nodeclaim.lifecycle.step import ProviderStep
+from nodewright.controllers.state.solverdata import requirements_from_api
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InsufficientCapacityError,

@@ -10,6 +10,6 @@ and a NodeClaim deleted before its launch was recorded still finds and deletes i
 
 from __future__ import annotations
 
-from nodewright.controllers.lifecycle.controller import NodeClaimLifecycle
+from nodewright.controllers.nodeclaim.lifecycle.controller import NodeClaimLifecycle
 
 __all__ = ["NodeClaimLifecycle"]

@@ -22,7 +22,7 @@ from nodewright.api.quantity import QuantityError, parse_quantity
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
-from nodewright.controllers.nodepoolcost import CostError, PoolCosts, offering_of, offering_prices
+from nodewright.controllers.state.cost import CostError, PoolCosts, offering_of, offering_prices
 from nodewright.controllers.workqueue import RESYNC_PERIOD
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType

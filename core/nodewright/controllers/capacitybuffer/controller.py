@@ -42,7 +42,7 @@ from nodewright.api.core import (
 from nodewright.api.meta import ObjectMeta, copy_model, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
-from nodewright.controllers.virtualpods import VirtualPods
+from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.scheduling.pods import pod_requests
 from nodewright.scheduling.resources import parse_resources
 

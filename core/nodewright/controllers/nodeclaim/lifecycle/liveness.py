@@ -10,8 +10,8 @@ from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, N
 from nodewright.api.meta import find_condition, is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
-from nodewright.controllers.disruptionmetrics import record_disrupted
-from nodewright.controllers.nodepoolhealth import RegistrationOutcomes, record_outcome
+from nodewright.controllers.metrics.disruption import record_disrupted
+from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes, record_outcome
 from nodewright.logfields import duration, fields, ref
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")

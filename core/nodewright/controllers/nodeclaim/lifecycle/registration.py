@@ -23,9 +23,9 @@ from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.lifecycle.ready import set_ready
-from nodewright.controllers.lifecycle.step import ProviderStep
-from nodewright.controllers.nodepoolhealth import RegistrationOutcomes, record_outcome
+from nodewright.controllers.nodeclaim.lifecycle.ready import set_ready
+from nodewright.controllers.nodeclaim.lifecycle.step import ProviderStep
+from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes, record_outcome
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost

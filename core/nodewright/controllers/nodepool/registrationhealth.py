@@ -2,7 +2,7 @@
 ``pkg/controllers/nodepool/registrationhealth``).
 
 A NodePool's ``NodeRegistrationHealthy`` condition says whether its recent NodeClaims launched
-and registered (see :mod:`nodewright.controllers.nodepoolhealth`). This controller starts it
+and registered (see :mod:`nodewright.controllers.state.nodepoolhealth`). This controller starts it
 over, Unknown with no outcomes, whenever the NodePool's spec or its NodeClass changes, since
 either may have fixed (or broken) what made nodes fail; it records the NodeClass generation
 it saw in ``status.nodeClassObservedGeneration``. After a restart the outcomes are gone, so a
@@ -19,7 +19,7 @@ from nodewright.api.meta import find_condition, set_condition
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
-from nodewright.controllers.nodepoolhealth import Health, RegistrationOutcomes
+from nodewright.controllers.state.nodepoolhealth import Health, RegistrationOutcomes
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost

@@ -25,25 +25,25 @@ from nodewright.api.karpenter import (
 from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
+from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods, is_virtual
 from nodewright.controllers.catalog import (
     Catalog,
     NodeClassNotFoundError,
     NodePoolNotEvaluatedError,
 )
-from nodewright.controllers.defaultspread import DefaultSpread
 from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.nodepooltemplates import daemon_pods, node_pool_template
+from nodewright.controllers.nodepool.templates import daemon_pods, node_pool_template
 from nodewright.controllers.options import Options, solver_options
-from nodewright.controllers.state import (
+from nodewright.controllers.provisioning.defaultspread import DefaultSpread
+from nodewright.controllers.state.cluster import (
     ClusterView,
     NodeCache,
     VolumeFacts,
     is_provisionable,
     owner_kind,
 )
-from nodewright.controllers.templates import node_claim_for
-from nodewright.controllers.virtualpods import VirtualPods, is_virtual
+from nodewright.controllers.state.solverdata import node_claim_for
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost

@@ -20,13 +20,13 @@ from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import EventRecorder
-from nodewright.controllers.lifecycle.consistency import Consistency
-from nodewright.controllers.lifecycle.initialization import Initialization
-from nodewright.controllers.lifecycle.launch import Launch
-from nodewright.controllers.lifecycle.liveness import Liveness
-from nodewright.controllers.lifecycle.registration import Registration
-from nodewright.controllers.lifecycle.termination import Termination
-from nodewright.controllers.nodepoolhealth import RegistrationOutcomes
+from nodewright.controllers.nodeclaim.lifecycle.consistency import Consistency
+from nodewright.controllers.nodeclaim.lifecycle.initialization import Initialization
+from nodewright.controllers.nodeclaim.lifecycle.launch import Launch
+from nodewright.controllers.nodeclaim.lifecycle.liveness import Liveness
+from nodewright.controllers.nodeclaim.lifecycle.registration import Registration
+from nodewright.controllers.nodeclaim.lifecycle.termination import Termination
+from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.host import PluginHost
 

@@ -17,7 +17,7 @@ from nodewright.api.resource import ResourceSlice
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.cluster.objects import mutable
-from nodewright.controllers.lifecycle.ready import set_ready
+from nodewright.controllers.nodeclaim.lifecycle.ready import set_ready
 from nodewright.logfields import fields, ref
 from nodewright.scheduling.resources import parse_resources
 

@@ -31,7 +31,7 @@ from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.templates import nodepool_hash
+from nodewright.controllers.state.solverdata import nodepool_hash
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost

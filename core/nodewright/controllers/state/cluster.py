@@ -24,7 +24,7 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import KubeObject, is_true
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.templates import requirements_from_api
+from nodewright.controllers.state.solverdata import requirements_from_api
 from nodewright.scheduling.model import ExistingNode, HostPort, PlacedPod, TopologyTerm
 from nodewright.scheduling.pods import pod_host_ports, pod_requests, pod_topology, taints_from_api
 from nodewright.scheduling.requirements import Requirements

@@ -24,7 +24,7 @@ from nodewright.api.meta import is_true
 from nodewright.clock import Clock, Poll
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog
-from nodewright.controllers.disruptionmetrics import record_disrupted, reschedulable_pods
+from nodewright.controllers.metrics.disruption import record_disrupted, reschedulable_pods
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
     PluginError,

@@ -32,8 +32,9 @@ from nodewright.controllers.disruptioncost import (
     eviction_cost,
     lifetime_remaining,
 )
-from nodewright.controllers.state import owner_kind
-from nodewright.controllers.staticpools import (
+from nodewright.controllers.state.cluster import owner_kind
+from nodewright.controllers.state.solverdata import node_claim_for
+from nodewright.controllers.static.pools import (
     is_static,
     marked_for_deletion,
     nodes_allowed,
@@ -41,7 +42,6 @@ from nodewright.controllers.staticpools import (
     static_node_counts,
     static_replacement,
 )
-from nodewright.controllers.templates import node_claim_for
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.host import PluginHost

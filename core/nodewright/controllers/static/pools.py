@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from nodewright.api.karpenter import CONDITION_DISRUPTION_REASON, NodeClaim, NodePool
 from nodewright.api.quantity import parse_quantity
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.templates import node_pool_requirements
+from nodewright.controllers.state.solverdata import node_pool_requirements
 from nodewright.scheduling.model import NewNodeClaim
 
 

@@ -46,7 +46,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.state import is_terminal, owner_kind
+from nodewright.controllers.state.cluster import is_terminal, owner_kind
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (

@@ -22,7 +22,7 @@ from nodewright.api.meta import set_condition
 from nodewright.api.timestamps import format_timestamp
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.events import WARNING
-from nodewright.controllers.lifecycle.step import ProviderStep
+from nodewright.controllers.nodeclaim.lifecycle.step import ProviderStep
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,

@@ -13,8 +13,8 @@ from nodewright.api.apps import DaemonSet
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodePool
 from nodewright.api.labels import WELL_KNOWN_LABELS
-from nodewright.controllers.state import ClusterView
-from nodewright.controllers.templates import node_pool_requirements
+from nodewright.controllers.state.cluster import ClusterView
+from nodewright.controllers.state.solverdata import node_pool_requirements
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import DaemonOverheadGroup, NodePoolTemplate
 from nodewright.scheduling.pods import (

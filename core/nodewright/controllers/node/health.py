@@ -37,13 +37,13 @@ from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog
-from nodewright.controllers.disruptionmetrics import (
+from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.metrics.disruption import (
     record_disrupted,
     reschedulable_pods,
     snake_case,
 )
-from nodewright.controllers.events import WARNING, EventRecorder
-from nodewright.controllers.nodehistory import NodeHistory
+from nodewright.controllers.nodeclaim.history import NodeHistory
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import PluginError, ProviderError, UnknownNodeClassError

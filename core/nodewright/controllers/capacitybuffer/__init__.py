@@ -1,0 +1,1 @@
+"""CapacityBuffers and the virtual pods they keep room for."""

@@ -1,0 +1,1 @@
+"""Node controllers: termination (drain through the Eviction API) and repair."""

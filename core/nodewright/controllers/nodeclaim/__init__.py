@@ -1,0 +1,1 @@
+"""NodeClaim controllers: lifecycle, garbage collection, and the history of launches."""

@@ -1,0 +1,1 @@
+"""NodePool status and registration health, and NodePools as the solver sees them."""

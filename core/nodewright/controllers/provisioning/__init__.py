@@ -1,0 +1,1 @@
+"""Provisioning: pending pods to NodeClaims, with the default topology spread they are given."""

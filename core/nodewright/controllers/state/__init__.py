@@ -1,0 +1,3 @@
+"""State the controllers share: the cluster as one pass sees it, its translation into the solver's
+plain data, NodePools' registration health and cost.
+"""

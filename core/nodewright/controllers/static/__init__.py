@@ -1,0 +1,1 @@
+"""Static NodePools (``spec.replicas``): their controllers and how their NodeClaims are counted."""
