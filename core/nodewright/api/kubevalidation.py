@@ -13,6 +13,7 @@ camelCase path (``spec.template.spec.containers[0].resources.requests[cpu]``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from nodewright.api.apps import (
@@ -57,6 +58,9 @@ TOLERATION_OPERATORS = ("Equal", "Exists")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 INCLUSION_POLICIES = ("Honor", "Ignore")
 WEIGHT_RANGE = (1, 100)
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+PORT_RANGE = (1, 65535)
 
 #: Kinds whose names are DNS labels (at most 63 characters, no dots); others are subdomains.
 _LABEL_NAMED_KINDS = frozenset({Namespace.KIND})
@@ -192,6 +196,16 @@ def _check_workload(
                 f"{excerpt(unmatched)}",
             )
     _check_template(report, "spec.template", template)
+    policy = template.spec.restart_policy
+    if policy is not None and policy in RESTART_POLICIES and policy != "Always":
+        # Their controllers restart what ends; only a Job's pods may end for good.
+        report.add("spec.template.spec.restartPolicy", _unsupported(policy, ("Always",)))
+
+
+def _unsupported(value: str, supported: tuple[str, ...]) -> str:
+    """The API server's words for a value outside an enumeration."""
+    listed = ", ".join(json.dumps(item) for item in supported)
+    return f"Unsupported value: {json.dumps(value[:100])}: supported values: {listed}"
 
 
 def _check_template(report: FieldErrors, path: str, template: PodTemplateSpec) -> None:
@@ -216,6 +230,8 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
                     f"{where}.name", f"duplicate name {excerpt(container.name)}; {first} has it"
                 )
             names.setdefault(container.name, where)
+    if spec.restart_policy is not None and spec.restart_policy not in RESTART_POLICIES:
+        report.add(f"{path}.restartPolicy", _unsupported(spec.restart_policy, RESTART_POLICIES))
     _check_resource_list(report, f"{path}.overhead", spec.overhead)
     check_pod_claims(report, path, spec)
     check_labels(report, f"{path}.nodeSelector", spec.node_selector)
@@ -273,6 +289,16 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
                 )
         if constraint.label_selector is not None:
             _check_label_selector(report, f"{where}.labelSelector", constraint.label_selector)
+        pair = (constraint.topology_key, constraint.when_unsatisfiable)
+        if any(
+            (later.topology_key, later.when_unsatisfiable) == pair
+            for later in spec.topology_spread_constraints[index + 1 :]
+        ):
+            # kube-scheduler keys a pod's spreads by this pair: the API server refuses a repeat
+            report.add(
+                f"{where}.{{topologyKey, whenUnsatisfiable}}",
+                f'Duplicate value: "{{{pair[0]}, {pair[1]}}}"',
+            )
 
 
 def _check_container(report: FieldErrors, path: str, container: Container) -> None:
@@ -284,6 +310,16 @@ def _check_container(report: FieldErrors, path: str, container: Container) -> No
         report, f"{path}.resources.requests", container.resources.requests
     )
     limits = _check_resource_list(report, f"{path}.resources.limits", container.resources.limits)
+    for index, port in enumerate(container.ports):
+        where = f"{path}.ports[{index}]"
+        if port.container_port == 0:
+            report.add(f"{where}.containerPort", "Required value")
+        else:
+            _check_port_number(report, f"{where}.containerPort", port.container_port)
+        if port.host_port:
+            _check_port_number(report, f"{where}.hostPort", port.host_port)
+        if port.protocol not in PORT_PROTOCOLS:
+            report.add(f"{where}.protocol", _unsupported(port.protocol, PORT_PROTOCOLS))
     for resource, request in requests.items():
         limit = limits.get(resource)
         if limit is not None and request > limit:
@@ -293,6 +329,12 @@ def _check_container(report: FieldErrors, path: str, container: Container) -> No
                 f"({excerpt(container.resources.limits[resource])}), "
                 f"got {excerpt(container.resources.requests[resource])}",
             )
+
+
+def _check_port_number(report: FieldErrors, path: str, port: int) -> None:
+    low, high = PORT_RANGE
+    if not low <= port <= high:
+        report.add(path, f"Invalid value: {port}: must be between {low} and {high}, inclusive")
 
 
 def _check_resource_list(

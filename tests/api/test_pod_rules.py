@@ -1,0 +1,30 @@
+"""What a real API server refuses of a pod's restart policy, ports and spreads, ``nodewright
+simulate`` refuses at load time with the server's field and words; what it accepts loads."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.api.manifests.errors import ManifestError, ManifestErrors
+from nodewright.api.manifests.kinds import KindRegistry
+from nodewright.api.manifests.loading import load_text
+from tests.api.pod_rule_cases import ACCEPTED, REFUSED
+
+
+@pytest.mark.parametrize(("manifest", "field", "words"), REFUSED)
+def test_refused_like_the_api_server(manifest: str, field: str, words: str) -> None:
+    with pytest.raises((ManifestError, ManifestErrors)) as raised:
+        load_text(manifest, "m.yaml", KindRegistry())
+    found = raised.value
+    errors: list[ManifestError] = []
+    if isinstance(found, ManifestErrors):
+        errors = found.errors
+    elif isinstance(found, ManifestError):
+        errors = [found]
+    assert [(e.field, e.message) for e in errors] == [(field, words)]
+
+
+@pytest.mark.parametrize("manifest", ACCEPTED)
+def test_accepted_like_the_api_server(manifest: str) -> None:
+    (obj,) = load_text(manifest, "m.yaml", KindRegistry())
+    assert obj.kind in ("Pod", "Deployment")

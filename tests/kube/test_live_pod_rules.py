@@ -1,0 +1,27 @@
+"""The pod rules nodewright checks at load time are the real API server's: every manifest
+:mod:`tests.api.pod_rule_cases` lists as refused, a real API server refuses at that field with
+those words, and every one listed as accepted, it accepts (server-side dry run: nothing is
+stored)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.pod_rule_cases import ACCEPTED, REFUSED
+from tests.kube.live import LIVE
+from tests.kube.test_live_dra_rules import dry_run
+
+pytestmark = LIVE
+
+
+@pytest.mark.parametrize(("manifest", "field", "words"), REFUSED)
+def test_the_api_server_refuses_the_same(manifest: str, field: str, words: str) -> None:
+    done = dry_run(manifest)
+    assert done.returncode != 0, done.stdout
+    assert f"{field}: {words}" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("manifest", ACCEPTED)
+def test_the_api_server_accepts_the_same(manifest: str) -> None:
+    done = dry_run(manifest)
+    assert done.returncode == 0, done.stderr
