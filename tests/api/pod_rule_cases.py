@@ -1,6 +1,6 @@
-"""Pods and workloads a real API server refuses (checked on v1.36 with ``kubectl apply
---dry-run=server``), each with the field and words of its refusal, and some it accepts. Shared
-by the offline test and the live one that asks a real API server."""
+"""Pods, workloads and disruption budgets a real API server refuses (checked on v1.36 with
+``kubectl apply --dry-run=server``), each with the field and words of its refusal, and some it
+accepts. Shared by the offline test and the live one that asks a real API server."""
 
 from __future__ import annotations
 
@@ -13,11 +13,30 @@ def with_ports(ports: str) -> str:
     return pod(f"{{containers: [{{name: app, image: x, ports: {ports}}}]}}")
 
 
-def deployment(pod_spec: str) -> str:
+CONTAINER = "{containers: [{name: app, image: x}]}"
+
+
+def deployment(pod_spec: str = CONTAINER, spec: str = "", kind: str = "Deployment") -> str:
     return (
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"
-        "spec:\n  selector: {matchLabels: {app: web}}\n  template:\n"
+        f"apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: web, namespace: default}}\n"
+        f"spec:\n{spec}  selector: {{matchLabels: {{app: web}}}}\n  template:\n"
         f"    metadata: {{labels: {{app: web}}}}\n    spec: {pod_spec}\n"
+    )
+
+
+def job(pod_spec: str) -> str:
+    return (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: default}\n"
+        f"spec:\n  template:\n    spec: {pod_spec}\n"
+    )
+
+
+def budget(policy: str) -> str:
+    return (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        "metadata: {name: p, namespace: default}\n"
+        f"spec: {{minAvailable: 1, selector: {{matchLabels: {{app: web}}}}, "
+        f"unhealthyPodEvictionPolicy: {policy}}}\n"
     )
 
 
@@ -68,6 +87,41 @@ REFUSED = [
         "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
         f'Duplicate value: "{{{ZONE}, DoNotSchedule}}"',
     ),
+    (
+        deployment(spec="  strategy: {type: Rolling}\n"),
+        "spec.strategy",
+        'supported values: "Recreate", "RollingUpdate"',
+    ),
+    (
+        deployment(spec="  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}\n"),
+        "spec.strategy.rollingUpdate.maxUnavailable",
+        "Invalid value: 0: may not be 0 when `maxSurge` is 0",
+    ),
+    (
+        deployment(spec="  strategy: {type: Recreate, rollingUpdate: {maxSurge: 1}}\n"),
+        "spec.strategy.rollingUpdate",
+        "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+    ),
+    (
+        deployment(spec="  podManagementPolicy: Sometimes\n", kind="StatefulSet"),
+        "spec.podManagementPolicy",
+        "Invalid value: \"Sometimes\": must be 'OrderedReady' or 'Parallel'",
+    ),
+    (
+        job("{restartPolicy: Always, containers: [{name: app, image: x}]}"),
+        "spec.template.spec.restartPolicy",
+        'Required value: valid values: "OnFailure", "Never"',
+    ),
+    (
+        job(CONTAINER),
+        "spec.template.spec.restartPolicy",
+        'Required value: valid values: "OnFailure", "Never"',
+    ),
+    (
+        budget("Never"),
+        "spec.unhealthyPodEvictionPolicy",
+        'Unsupported value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget"',
+    ),
 ]
 
 #: Close to a refusal, yet accepted.
@@ -77,4 +131,9 @@ ACCEPTED = [
     with_ports("[{containerPort: 65535, hostPort: 1, protocol: UDP}, {containerPort: 1}]"),
     with_ports("[{containerPort: 80, hostPort: 0}]"),
     spreads((ZONE, "DoNotSchedule"), (ZONE, "ScheduleAnyway"), (HOST, "DoNotSchedule")),
+    deployment(spec="  strategy: {type: Recreate}\n"),
+    deployment(spec="  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}\n"),
+    deployment(spec="  podManagementPolicy: Parallel\n", kind="StatefulSet"),
+    job("{restartPolicy: OnFailure, containers: [{name: app, image: x}]}"),
+    budget("AlwaysAllow"),
 ]

@@ -18,7 +18,8 @@ pytestmark = LIVE
 def test_the_api_server_refuses_the_same(manifest: str, field: str, words: str) -> None:
     done = dry_run(manifest)
     assert done.returncode != 0, done.stdout
-    assert f"{field}: {words}" in done.stderr, done.stderr
+    assert f"{field}: " in done.stderr, done.stderr
+    assert words in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("manifest", ACCEPTED)

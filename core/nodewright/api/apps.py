@@ -17,10 +17,23 @@ from nodewright.api.core import (
 from nodewright.api.meta import KubeObject, Model
 
 
+class RollingUpdate(Model):
+    max_surge: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class DeploymentStrategy(Model):
+    """Read only to refuse what the API server refuses: the simulator replaces pods itself."""
+
+    type: str | None = None
+    rolling_update: RollingUpdate | None = None
+
+
 class DeploymentSpec(Model):
     replicas: int = 1
     selector: LabelSelector = Field(default_factory=LabelSelector)
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    strategy: DeploymentStrategy | None = None
 
 
 class WorkloadStatus(Model):
@@ -91,6 +104,7 @@ class PodDisruptionBudgetSpec(Model):
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
     selector: LabelSelector | None = None
+    unhealthy_pod_eviction_policy: str | None = None
 
 
 class PodDisruptionBudgetStatus(Model):

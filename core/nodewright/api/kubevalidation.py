@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from nodewright.api.apps import (
     DaemonSet,
     Deployment,
+    DeploymentStrategy,
     Job,
     PodDisruptionBudget,
     ReplicaSet,
@@ -61,6 +62,10 @@ WEIGHT_RANGE = (1, 100)
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
 PORT_RANGE = (1, 65535)
+DEPLOYMENT_STRATEGIES = ("Recreate", "RollingUpdate")
+POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
+JOB_RESTART_POLICIES = ("OnFailure", "Never")
+UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 #: Kinds whose names are DNS labels (at most 63 characters, no dots); others are subdomains.
 _LABEL_NAMED_KINDS = frozenset({Namespace.KIND})
@@ -77,6 +82,16 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
     elif isinstance(obj, Deployment | ReplicaSet | StatefulSet):
         _check_replicas(report, "spec.replicas", obj.spec.replicas)
         _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
+        if isinstance(obj, Deployment):
+            _check_deployment_strategy(report, obj.spec.strategy)
+        elif isinstance(obj, StatefulSet):
+            policy = obj.spec.pod_management_policy
+            if policy is not None and policy not in POD_MANAGEMENT_POLICIES:
+                report.add(
+                    "spec.podManagementPolicy",
+                    f"Invalid value: {json.dumps(policy[:100])}: must be 'OrderedReady' or "
+                    "'Parallel'",
+                )
     elif isinstance(obj, DaemonSet):
         _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
     elif isinstance(obj, Job):
@@ -84,6 +99,12 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
         if obj.spec.completions is not None:
             _check_replicas(report, "spec.completions", obj.spec.completions)
         _check_template(report, "spec.template", obj.spec.template)
+        if obj.spec.template.spec.restart_policy not in JOB_RESTART_POLICIES:
+            # unset is Always: a Job's pods must be allowed to end
+            report.add(
+                "spec.template.spec.restartPolicy",
+                'Required value: valid values: "OnFailure", "Never"',
+            )
     elif isinstance(obj, PodDisruptionBudget):
         _check_disruption_budget(report, obj)
     elif isinstance(obj, Node):
@@ -435,8 +456,41 @@ def _check_weight(report: FieldErrors, path: str, weight: int) -> None:
 # --- other kinds -------------------------------------------------------------------------------
 
 
+def _check_deployment_strategy(report: FieldErrors, strategy: DeploymentStrategy | None) -> None:
+    if strategy is None:
+        return
+    kind = strategy.type or "RollingUpdate"
+    if kind not in DEPLOYMENT_STRATEGIES:
+        report.add("spec.strategy", _unsupported(kind, DEPLOYMENT_STRATEGIES))
+        return
+    rolling = strategy.rolling_update
+    if rolling is None:
+        return
+    if kind == "Recreate":
+        report.add(
+            "spec.strategy.rollingUpdate",
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+        )
+    elif _is_zero(rolling.max_surge) and _is_zero(rolling.max_unavailable):
+        report.add(
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            f"Invalid value: {json.dumps(rolling.max_unavailable)}: may not be 0 when "
+            "`maxSurge` is 0",
+        )
+
+
+def _is_zero(value: int | str | None) -> bool:
+    """An explicit 0 or 0% (unset is the default 25%)."""
+    return value is not None and str(value).strip() in ("0", "0%")
+
+
 def _check_disruption_budget(report: FieldErrors, budget: PodDisruptionBudget) -> None:
     spec = budget.spec
+    policy = spec.unhealthy_pod_eviction_policy
+    if policy is not None and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
+        report.add(
+            "spec.unhealthyPodEvictionPolicy", _unsupported(policy, UNHEALTHY_POD_EVICTION_POLICIES)
+        )
     if spec.min_available is not None and spec.max_unavailable is not None:
         report.add("spec", "minAvailable and maxUnavailable cannot both be set")
     for name, value in (
