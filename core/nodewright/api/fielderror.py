@@ -3,6 +3,7 @@ problems of one object collected as a check finds them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -34,3 +35,9 @@ class FieldErrors:
     def add_all(self, path: str, messages: Iterable[str]) -> None:
         for message in messages:
             self.add(path, message)
+
+
+def unsupported_value(value: str, supported: Iterable[str]) -> str:
+    """The API server's words for a value outside an enumeration."""
+    listed = ", ".join(json.dumps(item) for item in supported)
+    return f"Unsupported value: {json.dumps(value[:100])}: supported values: {listed}"

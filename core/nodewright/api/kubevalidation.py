@@ -41,7 +41,7 @@ from nodewright.api.core import (
     PodTemplateSpec,
 )
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldError, FieldErrors
+from nodewright.api.fielderror import FieldError, FieldErrors, unsupported_value
 from nodewright.api.meta import KubeObject, ObjectMeta
 from nodewright.api.names import (
     dns_label_problems,
@@ -220,13 +220,7 @@ def _check_workload(
     policy = template.spec.restart_policy
     if policy is not None and policy in RESTART_POLICIES and policy != "Always":
         # Their controllers restart what ends; only a Job's pods may end for good.
-        report.add("spec.template.spec.restartPolicy", _unsupported(policy, ("Always",)))
-
-
-def _unsupported(value: str, supported: tuple[str, ...]) -> str:
-    """The API server's words for a value outside an enumeration."""
-    listed = ", ".join(json.dumps(item) for item in supported)
-    return f"Unsupported value: {json.dumps(value[:100])}: supported values: {listed}"
+        report.add("spec.template.spec.restartPolicy", unsupported_value(policy, ("Always",)))
 
 
 def _check_template(report: FieldErrors, path: str, template: PodTemplateSpec) -> None:
@@ -252,7 +246,9 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
                 )
             names.setdefault(container.name, where)
     if spec.restart_policy is not None and spec.restart_policy not in RESTART_POLICIES:
-        report.add(f"{path}.restartPolicy", _unsupported(spec.restart_policy, RESTART_POLICIES))
+        report.add(
+            f"{path}.restartPolicy", unsupported_value(spec.restart_policy, RESTART_POLICIES)
+        )
     _check_resource_list(report, f"{path}.overhead", spec.overhead)
     check_pod_claims(report, path, spec)
     check_labels(report, f"{path}.nodeSelector", spec.node_selector)
@@ -340,7 +336,7 @@ def _check_container(report: FieldErrors, path: str, container: Container) -> No
         if port.host_port:
             _check_port_number(report, f"{where}.hostPort", port.host_port)
         if port.protocol not in PORT_PROTOCOLS:
-            report.add(f"{where}.protocol", _unsupported(port.protocol, PORT_PROTOCOLS))
+            report.add(f"{where}.protocol", unsupported_value(port.protocol, PORT_PROTOCOLS))
     for resource, request in requests.items():
         limit = limits.get(resource)
         if limit is not None and request > limit:
@@ -461,7 +457,7 @@ def _check_deployment_strategy(report: FieldErrors, strategy: DeploymentStrategy
         return
     kind = strategy.type or "RollingUpdate"
     if kind not in DEPLOYMENT_STRATEGIES:
-        report.add("spec.strategy", _unsupported(kind, DEPLOYMENT_STRATEGIES))
+        report.add("spec.strategy", unsupported_value(kind, DEPLOYMENT_STRATEGIES))
         return
     rolling = strategy.rolling_update
     if rolling is None:
@@ -489,7 +485,8 @@ def _check_disruption_budget(report: FieldErrors, budget: PodDisruptionBudget) -
     policy = spec.unhealthy_pod_eviction_policy
     if policy is not None and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
         report.add(
-            "spec.unhealthyPodEvictionPolicy", _unsupported(policy, UNHEALTHY_POD_EVICTION_POLICIES)
+            "spec.unhealthyPodEvictionPolicy",
+            unsupported_value(policy, UNHEALTHY_POD_EVICTION_POLICIES),
         )
     if spec.min_available is not None and spec.max_unavailable is not None:
         report.add("spec", "minAvailable and maxUnavailable cannot both be set")

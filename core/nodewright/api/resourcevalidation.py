@@ -16,7 +16,7 @@ from nodewright.api.cel.program import compile_selector
 from nodewright.api.cel.values import Semver, VersionError
 from nodewright.api.core import PodSpec
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldErrors
+from nodewright.api.fielderror import FieldErrors, unsupported_value
 from nodewright.api.names import dns_label_problems, dns_subdomain_problems
 from nodewright.api.resource import (
     ALL,
@@ -170,10 +170,7 @@ def _check_device_claim(report: FieldErrors, path: str, devices: DeviceClaim) ->
 
 def _check_mode(report: FieldErrors, path: str, mode: str | None, count: int | None) -> None:
     if mode is not None and mode not in ALLOCATION_MODES:
-        report.add(
-            f"{path}.allocationMode",
-            f'Unsupported value: {excerpt(mode)}: supported values: "All", "ExactCount"',
-        )
+        report.add(f"{path}.allocationMode", unsupported_value(mode, sorted(ALLOCATION_MODES)))
     if mode == ALL and count:
         report.add(
             f"{path}.count",
