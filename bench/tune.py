@@ -153,9 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", type=int, default=64, help="the baseline and N - 1 drawn")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="work in DIR and keep the dump, scenario, space and each run's tune --json there",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-tune-") as folder:
-        workdir = Path(folder)
+        workdir = Path(folder) if args.keep is None else args.keep
+        workdir.mkdir(parents=True, exist_ok=True)
         whatif_dump.write(workdir / "dump.json", 30, 300, seed=1)
         (workdir / "scenario.yaml").write_text(SCENARIO)
         (workdir / "space.yaml").write_text(SPACE)
@@ -179,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"--jobs {other.jobs} against --jobs {first.jobs}: wall speed-up "
                     f"{first.wall / other.wall:.2f}, CPU {other.cpu / first.cpu:.2f} x"
                 )
+        if args.keep is not None:
+            print(f"kept in {workdir}: " + ", ".join(f"tune-{j}.json" for j in args.jobs))
     return 0
 
 
