@@ -21,6 +21,7 @@ from nodewright.plugin import (
     InstanceType,
     LaunchRequest,
     LaunchResult,
+    Node,
     NodeClaim,
     NodeClass,
     NodeClassKind,
@@ -178,6 +179,7 @@ class AWSProvider:
         self.offline = OfflineAWS(
             load_catalog(), self.settings.region, self.now, self.settings.kubernetes_version
         )
+        self.offline.taken = self._cluster_has
         log.info(
             "aws: offline in %s; instance types and offerings: %s; prices: %s",
             self.settings.region,
@@ -185,6 +187,19 @@ class AWSProvider:
             self.offline.catalog.sources["prices"],
         )
         return self.offline.session
+
+    def _cluster_has(self, provider_id: str, node_name: str) -> bool:
+        """Whether a Node or NodeClaim of the cluster already has this provider ID, or a Node
+        this name (offline, a snapshot's nodes are instances the account never launched)."""
+        cluster = self.context.cluster if self.context is not None else None
+        if cluster is None:
+            return False
+        state = cluster.state
+        return (
+            state.node_by_provider_id(provider_id) is not None
+            or state.claim_by_provider_id(provider_id) is not None
+            or cluster.get(Node, node_name) is not None
+        )
 
     def _offline_subnets(self, node_class: NodeClass) -> None:
         """Offline, the subnets an EC2NodeClass's status lists (what the real cluster resolved,

@@ -283,3 +283,52 @@ def test_an_efa_workload_in_a_placement_group_launches_offline(tmp_path: Path) -
     (registered,) = context.cluster.list(Node)
     (claim,) = context.cluster.list(NodeClaim)
     assert registered.status.capacity["pods"] == claim.status.capacity["pods"]
+
+
+def _cordoned_node(name: str, zone: str, instance_id: str) -> str:
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{topology.kubernetes.io/zone: {zone}, kubernetes.io/os: linux}}
+spec:
+  providerID: aws:///{zone}/{instance_id}
+  unschedulable: true
+status:
+  capacity: {{cpu: "2", memory: 8Gi, pods: "29"}}
+  allocatable: {{cpu: "2", memory: 8Gi, pods: "29"}}
+  conditions: [{{type: Ready, status: "True"}}]
+"""
+
+
+def test_a_launch_never_takes_the_identity_of_a_node_already_in_the_cluster(
+    tmp_path: Path,
+) -> None:
+    # A snapshot's nodes are instances the offline account never launched: one in every
+    # zone with the ID the account hands out first, and one with the name of that first
+    # instance. The launch must get an instance and a node of its own.
+    region = "us-west-2"
+    zones = load_catalog().offerings(region)["m5.large"]
+    nodes = {
+        f"node-{zone}.yaml": _cordoned_node(f"taken-{zone}", zone, "i-00000000000000001")
+        for zone in zones
+    }
+    nodes["named.yaml"] = _cordoned_node(
+        f"ip-172-31-0-5.{region}.compute.internal", zones[0], "i-0000000000000ffff"
+    )
+    pool = NODE_POOL.replace("CAPACITY", "on-demand").replace("EXTRA", "")
+    code, report = simulate_manifests(
+        tmp_path,
+        {"class.yaml": NODE_CLASS, "pool.yaml": pool, "app.yaml": DEPLOYMENT, **nodes},
+        "--provider-option",
+        f"aws.offline={region}",
+    )
+    assert code == 0
+    (node,) = launched(report)
+    existing = {n["name"] for n in report["nodes"]} - {node["name"]}
+    assert existing == {f"taken-{zone}" for zone in zones} | {
+        f"ip-172-31-0-5.{region}.compute.internal"
+    }
+    assert node["name"] == f"ip-172-31-0-6.{region}.compute.internal"
+    assert [p["node"] for p in report["pods"]] == [node["name"]]

@@ -81,6 +81,9 @@ class OfflineAWS:
         self.launch_templates: dict[str, dict[str, Any]] = {}
         self.instances: dict[str, dict[str, Any]] = {}
         self._serial = itertools.count(1)
+        #: Whether a provider ID or node name is already the cluster's (a snapshot's nodes
+        #: are instances this account did not launch): set by the provider.
+        self.taken: Callable[[str, str], bool] = lambda provider_id, node_name: False
         self.ec2 = OfflineEC2(self)
         self.services: dict[str, Any] = {
             "ec2": self.ec2,
@@ -111,8 +114,19 @@ class OfflineAWS:
             },
         )
 
-    def next_instance_id(self) -> str:
-        return f"i-{next(self._serial):017x}"
+    def next_instance(self, zone: str, subnet: Mapping[str, Any]) -> tuple[str, str, str]:
+        """The next instance ID, private address and DNS name, skipping any whose provider ID
+        or node name a node of the cluster already has, so a launch never takes the
+        identity of a snapshot's instance."""
+        # In the subnet's /20 of the default VPC range (172.31.0.0/16).
+        base = int(str(subnet.get("CidrBlock", "172.31.0.0/20")).split(".")[2])
+        while True:
+            serial = next(self._serial)
+            instance_id = f"i-{serial:017x}"
+            address = f"172.31.{base + (serial // 250) % 16}.{serial % 250 + 4}"
+            name = f"ip-{address.replace('.', '-')}.{self.region}.compute.internal"
+            if not self.taken(f"aws:///{zone}/{instance_id}", name):
+                return instance_id, address, name
 
 
 class OfflineSession:
@@ -368,14 +382,9 @@ class OfflineEC2(Service):
             if spec.get("ResourceType") == "instance"
             for t in spec.get("Tags", [])
         }
-        instance_id = self.cloud.next_instance_id()
         subnet = self.cloud.subnets.get(override["SubnetId"]) or {}
-        serial = int(instance_id[2:], 16)
-        # In the subnet's /20 of the default VPC range (172.31.0.0/16).
-        base = int(str(subnet.get("CidrBlock", "172.31.0.0/20")).split(".")[2])
-        address = f"172.31.{base + (serial // 250) % 16}.{serial % 250 + 4}"
+        instance_id, address, dns_name = self.cloud.next_instance(zone, subnet)
         groups = (data.get("NetworkInterfaces") or [{}])[0].get("Groups", [])
-        region = self.cloud.region
         description: dict[str, Any] = {
             "InstanceId": instance_id,
             "InstanceType": instance_type,
@@ -394,7 +403,7 @@ class OfflineEC2(Service):
             "SubnetId": override["SubnetId"],
             "VpcId": hex_id("vpc", self.cloud.region),
             "PrivateIpAddress": address,
-            "PrivateDnsName": f"ip-{address.replace('.', '-')}.{region}.compute.internal",
+            "PrivateDnsName": dns_name,
             "SecurityGroups": [{"GroupId": g, "GroupName": ""} for g in groups],
             "LaunchTime": self.cloud.now(),
             "Tags": tag_list(tags),
