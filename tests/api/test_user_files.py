@@ -12,10 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nodewright.api.manifests import documents
 from nodewright.api.manifests.documents import parse_documents
 from nodewright.api.manifests.errors import ManifestError
+from nodewright.api.manifests.marked import MarkedDict
 from nodewright.commands import main
 from nodewright.testing.manifests import KWOK_NODE_CLASS, node_pool
 
@@ -184,17 +186,21 @@ def test_a_kwok_catalog_problem_names_the_file_line_and_entry(
         "a: |\n  block\n  text\nb: >\n  folded\n",
     ],
 )
-def test_the_python_and_libyaml_parsers_read_the_same(text: str) -> None:
+def test_the_python_and_libyaml_parsers_read_the_same(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def read(loader: object) -> tuple[object, object]:
         saved = documents._Loader
         documents._Loader = loader
         try:
             parsed = parse_documents(text, "x.yaml")
-            marked = [d for d in parsed if isinstance(d, documents.MarkedDict)]
+            marked = [d for d in parsed if isinstance(d, MarkedDict)]
             return parsed, [(d.line, d.key_lines) for d in marked]
         except ManifestError as error:
             return error.source.split(":")[1], None
         finally:
             documents._Loader = saved
 
-    assert read(documents._PythonLoader) == read(documents._Loader)
+    quick = read(documents._Loader)  # plain documents read from libyaml's events
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)  # only the loaders
+    assert read(documents._PythonLoader) == read(documents._Loader) == quick

@@ -20,7 +20,8 @@ across all files before failing, so one run shows them all.
 
 The loading path, one concept per module: :mod:`.files` finds and reads the files,
 :mod:`.documents` reads YAML or JSON text into documents (with line numbers, within
-:mod:`.limits`), :mod:`.loading` turns documents into models (:mod:`.kinds` says which model
+:mod:`.limits`; plain YAML quickly by :mod:`.yamlevents`, the documents' line marks in
+:mod:`.marked`), :mod:`.loading` turns documents into models (:mod:`.kinds` says which model
 reads each apiVersion and kind), and :mod:`.errors` holds the problems it reports, with the
 field paths of :mod:`.fieldpaths` and pydantic's errors in the manifest's words
 (:mod:`.modelerrors`).

@@ -1,10 +1,14 @@
 """YAML and JSON text as documents (mappings), read within :class:`~.limits.Limits` and
 remembering the line of every mapping, key and list item, so a problem can name its line.
 
-The only module of the API layer that reads YAML. Where PyYAML was built with libyaml, the
-text is scanned and parsed by libyaml (about ten times faster than PyYAML's own scanner);
-the nodes are always composed here, one event at a time, so the limits hold before anything
-deep or large is built, whichever parser runs.
+With :mod:`.yamlevents`, the only modules of the API layer that read YAML. Plain documents
+(mappings, lists and untagged scalars, with anchors and aliases: what ``kubectl get -o yaml``
+writes) are built straight from libyaml's events by :mod:`.yamlevents` where PyYAML was built
+with libyaml. Anything else (tags, merge keys, every problem) is read here by the full
+loader: libyaml's scanner and parser where installed, else PyYAML's, with the nodes composed
+here one event at a time, so the limits hold before anything deep or large is built, and
+constructed by PyYAML's safe constructor. Both ways read the same values and lines and
+refuse the same input with the same words.
 """
 
 from __future__ import annotations
@@ -21,30 +25,8 @@ import yaml
 from nodewright.api.excerpt import cut, excerpt
 from nodewright.api.manifests.errors import ManifestError
 from nodewright.api.manifests.limits import LIMITS, Limits, file_too_big
-
-
-class MarkedDict(dict[str, object]):
-    """A mapping that remembers the line of itself and of each key (1-based), and how many
-    characters it spans in the file."""
-
-    __slots__ = ("key_lines", "line", "span")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.line = 0
-        self.span = 0
-        self.key_lines: dict[object, int] = {}
-
-
-class MarkedList(list[object]):
-    """A list that remembers the line of itself and of each item."""
-
-    __slots__ = ("item_lines", "line")
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.line = 0
-        self.item_lines: list[int] = []
+from nodewright.api.manifests.marked import MarkedDict, MarkedList
+from nodewright.api.manifests.yamlevents import read_simple_yaml
 
 
 class _LimitExceeded(yaml.MarkedYAMLError):
@@ -304,7 +286,10 @@ def parse_document(
 def _parse_stream(text: str, source: str, limits: Limits) -> list[object]:
     if len(text) > limits.file_bytes:
         raise ManifestError(source, file_too_big(len(text), limits.file_bytes))
-    documents: list[object] = []
+    documents = read_simple_yaml(text, limits)
+    if documents is not None:
+        return documents
+    documents = []
     loader: Any = None
     try:
         loader = _Loader(text, limits)
@@ -452,18 +437,12 @@ def documents_of_file(path: Path, text: str, limits: Limits) -> list[dict[str, o
 
 
 def without_nulls(value: object) -> object:
-    """``value`` without null entries in mappings: the API server reads a null field as an
-    absent one. Marked mappings and lists keep their line numbers."""
-    if isinstance(value, MarkedDict):
-        copy = MarkedDict((k, without_nulls(v)) for k, v in value.items() if v is not None)
-        copy.line, copy.span, copy.key_lines = value.line, value.span, value.key_lines
-        return copy
+    """``value`` without null entries in mappings, as plain dicts and lists: the API server
+    reads a null field as an absent one. (Lines are looked up in the document as read.)"""
     if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, MarkedList):
-        items = MarkedList(without_nulls(v) for v in value)
-        items.line, items.item_lines = value.line, value.item_lines
-        return items
+        return {
+            k: v if type(v) is str else without_nulls(v) for k, v in value.items() if v is not None
+        }
     if isinstance(value, list):
-        return [without_nulls(v) for v in value]
+        return [v if type(v) is str else without_nulls(v) for v in value]
     return value

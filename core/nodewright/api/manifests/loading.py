@@ -18,7 +18,6 @@ from nodewright.api.fielderror import FieldError
 from nodewright.api.kubeschema import schema_problems
 from nodewright.api.kubevalidation import validate_object
 from nodewright.api.manifests.documents import (
-    MarkedDict,
     at_line,
     describe_type,
     documents_of_file,
@@ -36,6 +35,7 @@ from nodewright.api.manifests.fieldpaths import path_parts, render_path
 from nodewright.api.manifests.files import read_manifest, walk_paths
 from nodewright.api.manifests.kinds import KindRegistry, unsupported_kind
 from nodewright.api.manifests.limits import LIMITS, Limits
+from nodewright.api.manifests.marked import MarkedDict
 from nodewright.api.manifests.modelerrors import field_error, merge_alternatives
 from nodewright.api.meta import KubeObject
 
