@@ -145,25 +145,34 @@ def node_pool() -> dict[str, Any]:
     }
 
 
+def karpenter_labels(instance_type: str) -> dict[str, str]:
+    """The labels Karpenter (and its AWS provider) put on an on-demand node of the
+    ``default`` NodePool and EC2NodeClass, beside the well-known ones. The EKS dump of the AWS
+    provider's tests (``providers/aws/tests/eks_dump.py``) labels its nodes with these too."""
+    family, size = instance_type.split(".")
+    return {
+        "karpenter.sh/nodepool": "default",
+        "karpenter.sh/capacity-type": "on-demand",
+        "karpenter.sh/initialized": "true",
+        "karpenter.sh/registered": "true",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "karpenter.k8s.aws/instance-category": family[0],
+        "karpenter.k8s.aws/instance-family": family,
+        "karpenter.k8s.aws/instance-generation": family[1:],
+        "karpenter.k8s.aws/instance-size": size,
+    }
+
+
 def node(index: int, instance_type: str, zone: str) -> dict[str, Any]:
     cpus, memory, cpu_alloc, memory_alloc, pods = TYPES[instance_type]
     name = f"ip-10-0-{index // 250}-{index % 250 + 4}.ec2.internal"
-    family, size = instance_type.split(".")
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": _meta(
             name,
             labels={
-                "karpenter.sh/nodepool": "default",
-                "karpenter.sh/capacity-type": "on-demand",
-                "karpenter.sh/initialized": "true",
-                "karpenter.sh/registered": "true",
-                "karpenter.k8s.aws/ec2nodeclass": "default",
-                "karpenter.k8s.aws/instance-category": family[0],
-                "karpenter.k8s.aws/instance-family": family,
-                "karpenter.k8s.aws/instance-generation": family[1:],
-                "karpenter.k8s.aws/instance-size": size,
+                **karpenter_labels(instance_type),
                 "kubernetes.io/arch": "amd64",
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/hostname": name,

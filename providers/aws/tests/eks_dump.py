@@ -14,6 +14,7 @@ DaemonSets, a PodDisruptionBudget.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from providers.aws.tests.eks_objects import CREATED, object_metadata, suffix, uid
@@ -23,6 +24,11 @@ from providers.aws.tests.eks_workloads import (
     deployments,
     stateful_set,
 )
+from tests.bench_modules import load_bench
+
+#: The Karpenter labels of a node by instance type: one set for this dump and the
+#: benchmarks' (``bench/whatif_dump.py``).
+_karpenter_labels: Callable[[str], dict[str, str]] = load_bench("whatif_dump").karpenter_labels
 
 REGION = "us-east-1"
 #: The zones of the EC2NodeClass's subnets; us-east-1d, e and f are in the region too.
@@ -98,21 +104,6 @@ def _node(
                 "systemUUID": uid(f"system/{name}"),
             },
         },
-    }
-
-
-def _karpenter_labels(instance_type: str) -> dict[str, str]:
-    family, size = instance_type.split(".")
-    return {
-        "karpenter.sh/nodepool": "default",
-        "karpenter.sh/capacity-type": "on-demand",
-        "karpenter.sh/initialized": "true",
-        "karpenter.sh/registered": "true",
-        "karpenter.k8s.aws/ec2nodeclass": "default",
-        "karpenter.k8s.aws/instance-category": family[0],
-        "karpenter.k8s.aws/instance-family": family,
-        "karpenter.k8s.aws/instance-generation": family[1:],
-        "karpenter.k8s.aws/instance-size": size,
     }
 
 
