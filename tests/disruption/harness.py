@@ -206,10 +206,12 @@ class Harness(OperatorHarness):
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         spec: Mapping[str, Any] | None = None,
+        template_spec: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Bind ``count`` running pods of ReplicaSet ``owner`` to ``node`` (pending pods for
-        provisioning to place when ``node`` is None)."""
-        rs = self._replica_set(owner, count)
+        provisioning to place when ``node`` is None). ``template_spec`` is added to the spec
+        of the pods the ReplicaSet makes in their place, when this call creates it."""
+        rs = self._replica_set(owner, count, template_spec)
         names = []
         for _ in range(count):
             pod = Pod.model_validate(
@@ -254,7 +256,9 @@ class Harness(OperatorHarness):
             names.append(self.cluster.create(pod).name)
         return names
 
-    def _replica_set(self, owner: str, more: int) -> ReplicaSet:
+    def _replica_set(
+        self, owner: str, more: int, template_spec: Mapping[str, Any] | None = None
+    ) -> ReplicaSet:
         current = self._rs.get(owner)
         if current is None:
             rs = ReplicaSet.model_validate(
@@ -265,7 +269,10 @@ class Harness(OperatorHarness):
                         "selector": {"matchLabels": {"app": owner}},
                         "template": {
                             "metadata": {"labels": {"app": owner}},
-                            "spec": {"containers": [{"name": "app", "image": "pause"}]},
+                            "spec": {
+                                "containers": [{"name": "app", "image": "pause"}],
+                                **(template_spec or {}),
+                            },
                         },
                     },
                 }
