@@ -187,3 +187,73 @@ def test_without_a_gpu_type_to_move_to_the_node_stays() -> None:
     _scale(simulation, 1)
     simulation.advance(timedelta(minutes=10))
     assert [n.name for n in simulation.cluster.list(Node)] == [before.name]
+
+
+GPU_AGENT = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: gpu-agent, namespace: default}
+spec:
+  selector: {matchLabels: {app: gpu-agent}}
+  template:
+    metadata: {labels: {app: gpu-agent}}
+    spec:
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+      containers:
+        - name: agent
+          image: pause
+          resources: {requests: {cpu: 100m}, claims: [{name: gpu}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cpu-job, namespace: default}
+spec:
+  nodeSelector: {node.kubernetes.io/instance-type: c-4x-amd64-linux}
+  containers:
+    - name: app
+      image: pause
+      resources: {requests: {cpu: "1"}}
+"""
+
+
+def test_a_daemon_pod_with_a_claim_gets_a_device_of_its_node_or_waits() -> None:
+    # As in a cluster: each daemon pod gets a claim of its own from the template, and
+    # kube-scheduler allocates it from its node's devices; on a node without a free device
+    # it stays pending.
+    simulation = _simulation(True, GPU_AGENT)
+    nodes = {n.metadata.labels[INSTANCE_TYPE_LABEL]: n.name for n in simulation.cluster.list(Node)}
+    assert sorted(nodes) == ["c-4x-amd64-linux", "g4-32x-amd64-linux"]
+    agents = {p.name: p for p in simulation.cluster.list(Pod) if p.name.startswith("gpu-agent-")}
+    assert len(agents) == 2
+    by_node = {}
+    for agent in agents.values():
+        (status,) = agent.status.resource_claim_statuses or []
+        claim = simulation.cluster.get(ResourceClaim, status.resource_claim_name or "", "default")
+        assert claim is not None
+        assert claim.metadata.owner_references[0].uid == agent.metadata.uid
+        affinity = agent.spec.affinity
+        assert affinity is not None
+        assert affinity.node_affinity is not None
+        required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        assert required is not None
+        (term,) = required.node_selector_terms
+        (field,) = term.match_fields
+        by_node[field.values[0]] = (agent, claim)
+    gpu_agent, gpu_claim = by_node[nodes["g4-32x-amd64-linux"]]
+    assert gpu_agent.spec.node_name == nodes["g4-32x-amd64-linux"]
+    assert gpu_claim.status.allocation is not None
+    assert [r.uid for r in gpu_claim.status.reserved_for] == [gpu_agent.metadata.uid]
+    devices = {
+        (r.pool, r.device)
+        for c in simulation.cluster.list(ResourceClaim)
+        if c.status.allocation is not None
+        for r in c.status.allocation.devices.results
+    }
+    assert len(devices) == 4, "the three trainers and the agent each have a GPU of their own"
+    cpu_agent, cpu_claim = by_node[nodes["c-4x-amd64-linux"]]
+    assert not cpu_agent.spec.node_name
+    assert cpu_claim.status.allocation is None
+    scheduled = cpu_agent.condition("PodScheduled")
+    assert scheduled is not None
+    assert scheduled.status == "False"
+    assert "cannot allocate all claims" in (scheduled.message or ""), scheduled.message

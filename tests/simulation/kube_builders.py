@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from nodewright.api.apps import Deployment
+from nodewright.api.apps import DaemonSet, Deployment
 from nodewright.api.core import Node, Pod
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests import builders
-from tests.builders import NAMESPACE
+from tests.builders import NAMESPACE, pod_template
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -123,4 +123,24 @@ def unavailable(count: int, *reasons: str) -> str:
     return (
         f"0/{count} nodes are available: {', '.join(reasons)}. preemption: 0/{count} nodes are "
         f"available: {count} Preemption is not helpful for scheduling."
+    )
+
+
+def scheduled_message(pod: Pod) -> str | None:
+    condition = pod.condition("PodScheduled")
+    assert condition is not None
+    assert condition.status == "False"
+    assert condition.reason == "Unschedulable"
+    return condition.message
+
+
+def daemon_set(name: str, **spec: Any) -> DaemonSet:
+    return DaemonSet.model_validate(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": pod_template(name, "100m", **spec),
+            },
+        }
     )

@@ -23,10 +23,12 @@ from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests.builders import deployment, pod_template
 from tests.simulation.kube_builders import (
     ZONE,
+    daemon_set,
     node,
     pod,
     pods_of,
     scale,
+    scheduled_message,
     settle,
 )
 
@@ -44,14 +46,6 @@ def cluster(clock: SimulatedClock) -> MemoryCluster:
 @pytest.fixture
 def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
     return EmbeddedKubernetes(cluster, clock)
-
-
-def scheduled_message(pod: Pod) -> str | None:
-    condition = pod.condition("PodScheduled")
-    assert condition is not None
-    assert condition.status == "False"
-    assert condition.reason == "Unschedulable"
-    return condition.message
 
 
 # --- workloads ----------------------------------------------------------------------------------
@@ -333,18 +327,6 @@ def test_static_nodes_run_their_pods_and_kwok_nodes_are_left_to_kwok(
 
 
 # --- DaemonSet ----------------------------------------------------------------------------------
-
-
-def daemon_set(name: str, **spec: Any) -> DaemonSet:
-    return DaemonSet.model_validate(
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(name, "100m", **spec),
-            },
-        }
-    )
 
 
 def test_daemon_set_runs_one_pod_per_eligible_node(

@@ -1,4 +1,5 @@
-"""The DaemonSet controller: one pod per eligible node, bound directly."""
+"""The DaemonSet controller: one pod per eligible node, bound directly; a pod with DRA claims
+is left to the scheduler, pinned to its node, as a real cluster does with every daemon pod."""
 
 from __future__ import annotations
 
@@ -6,7 +7,18 @@ from collections import defaultdict
 from typing import cast
 
 from nodewright.api.apps import DaemonSet
-from nodewright.api.core import Node, Pod, PodCondition, PodSpec, Toleration
+from nodewright.api.core import (
+    Affinity,
+    Node,
+    NodeAffinity,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodCondition,
+    PodSpec,
+    Toleration,
+)
 from nodewright.clock import Clock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
@@ -31,8 +43,16 @@ DAEMON_TOLERATIONS = (
 )
 
 
+#: The node field a daemon pod's node affinity names its node by.
+_NAME_FIELD = "metadata.name"
+
+
 class DaemonSetController:
-    """Places each DaemonSet's pods itself, without the scheduler, as upstream does.
+    """Places each DaemonSet's pods itself, without the scheduler (a shortcut: upstream
+    creates every daemon pod with a node affinity to its node and lets the scheduler bind it).
+    A pod with DRA claims is created that way, pending: its claims are made from their
+    templates and the scheduler allocates them from the node's devices as it binds the pod,
+    which stays pending on a node whose devices cannot meet them.
 
     A pass looks only at what changed since the last: a changed DaemonSet against every node,
     a changed node against every DaemonSet, and a changed daemon pod's node for its DaemonSet.
@@ -63,7 +83,7 @@ class DaemonSetController:
             placed: dict[str, list[Pod]] = defaultdict(list)
             for pod in self.state.controlled_by(Pod, ds.metadata.uid or "").values():
                 if not pod.deleting:
-                    placed[pod.spec.node_name or ""].append(pod)
+                    placed[_node_of(pod)].append(pod)
             names = affected[key]
             if names is None:  # the DaemonSet changed: every node, every placed pod
                 nodes = [node for node in self.state.sorted(Node) if not node.deleting]
@@ -91,12 +111,17 @@ class DaemonSetController:
                     labels=revision,
                 )
                 pod.spec = mutable(spec)
-                pod.spec.node_name = node.name
-                pod.status.conditions.append(
-                    PodCondition(
-                        type="PodScheduled", status="True", last_transition_time=self.clock.now()
+                if has_dra_requirements(pod):
+                    _pin(pod.spec, node.name)
+                else:
+                    pod.spec.node_name = node.name
+                    pod.status.conditions.append(
+                        PodCondition(
+                            type="PodScheduled",
+                            status="True",
+                            last_transition_time=self.clock.now(),
+                        )
                     )
-                )
                 self.cluster.create(pod)
                 self._requeued.setdefault(key, set()).add(node.name)
             node_names = {node.name for node in nodes}
@@ -130,8 +155,36 @@ class DaemonSetController:
                 for pod in (change.old, change.new):
                     owner = None if pod is None else controller_key(pod, DaemonSet)
                     if pod is not None and owner is not None:
-                        look_at(owner, cast(Pod, pod).spec.node_name or "")
+                        look_at(owner, _node_of(cast(Pod, pod)))
         return affected
+
+
+def _pin(spec: PodSpec, node_name: str) -> None:
+    """Require ``node_name`` by its name, replacing the required node affinity terms (the
+    node matched them already), as the DaemonSet controller does."""
+    term = NodeSelectorTerm(
+        match_fields=[NodeSelectorRequirement(key=_NAME_FIELD, operator="In", values=[node_name])]
+    )
+    if spec.affinity is None:
+        spec.affinity = Affinity()
+    if spec.affinity.node_affinity is None:
+        spec.affinity.node_affinity = NodeAffinity()
+    spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution = NodeSelector(
+        node_selector_terms=[term]
+    )
+
+
+def _node_of(pod: Pod) -> str:
+    """The node a daemon pod runs on, or is pinned to while it waits for the scheduler."""
+    if pod.spec.node_name:
+        return pod.spec.node_name
+    affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    for term in required.node_selector_terms if required else ():
+        for field in term.match_fields:
+            if field.key == _NAME_FIELD and field.operator == "In" and len(field.values) == 1:
+                return field.values[0]
+    return ""
 
 
 def _daemon_pod_spec(ds: DaemonSet) -> PodSpec:
@@ -154,10 +207,6 @@ def _matches_node(spec: PodSpec, node: Node) -> bool:
 
 def _may_start(spec: PodSpec, node: Node) -> bool:
     if not _matches_node(spec, node):
-        return False
-    if has_dra_requirements(Pod(spec=spec)):
-        # Its claims would need devices allocated; the simulated daemonset controller leaves
-        # such pods out.
         return False
     taints = [t for t in taints_from_api(node.spec.taints) if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
     return tolerates_all(_tolerations(spec), taints) is None

@@ -36,7 +36,12 @@ from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.state import Change, Key, is_terminal
 from nodewright.controllers.provisioning.defaultspread import SELECTOR_SOURCES, DefaultSpread
 from nodewright.scheduling.model import PodRequest
-from nodewright.scheduling.pods import has_dra_requirements, pod_request, ports_conflict
+from nodewright.scheduling.pods import (
+    AFFINITY_MISMATCH,
+    has_dra_requirements,
+    pod_request,
+    ports_conflict,
+)
 from nodewright.scheduling.requirements import RequirementError
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.selectors import node_selector_matches
@@ -280,6 +285,11 @@ class KubeScheduler:
         if isinstance(volumes, str):
             self._mark_unschedulable(key, stored, volumes, run.node_count)
             return
+        by_field = _field_affinity(pod)
+        if by_field is not None:
+            # Node affinity by the node's name (a daemon pod's): checked node by node, as the
+            # pod's shape knows labels only.
+            volumes = PodVolumes([*volumes.selectors, (by_field, AFFINITY_MISMATCH)], volumes.usage)
         if run.node_count == 0:
             self._mark_unschedulable(key, stored, NO_NODES, 0, plain=True)
             return
@@ -455,6 +465,15 @@ def _placed_differently(old: Pod | None, new: Pod | None) -> bool:
         or old.metadata.labels != new.metadata.labels
         or (old.spec is not new.spec and old.spec != new.spec)
     )
+
+
+def _field_affinity(pod: Pod) -> NodeSelector | None:
+    """The pod's required node affinity when a term of it names nodes by field."""
+    affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+    if required is not None and any(t.match_fields for t in required.node_selector_terms):
+        return required
+    return None
 
 
 def _best_by_scan(
