@@ -10,6 +10,7 @@ from nodewright.api.core import Event, Node, NodeCondition, NodeSpec, NodeStatus
 from nodewright.api.karpenter import NodeClaim, NodeClaimResources
 from nodewright.api.meta import ObjectMeta, find_condition
 from nodewright.cluster.objects import mutable
+from nodewright.plugin import TemporaryProviderError
 from nodewright.plugin.host import PluginHost
 from nodewright.testing import FakeProvider, fake_node_class, make_node_claim
 from tests.harness import OperatorHarness
@@ -89,6 +90,42 @@ def test_a_registered_nodeclaim_is_never_timed_out() -> None:
     world.register(claim)
     world.sim.advance(timedelta(minutes=20))
     assert world.condition(claim, "Initialized") == ("True", "Initialized")
+
+
+def test_registration_waits_for_a_label_the_provider_does_not_know_yet() -> None:
+    # Karpenter's registration hooks (AWS's placement group partition): while the provider
+    # cannot say a label yet, the Node keeps its unregistered taint; then the label lands on
+    # the Node and fills the NodeClaim's empty placeholder.
+    world = FakeWorld()
+    rack = "testing.nodewright.dev/rack"
+    claim = make_node_claim("claim-1", world.node_class)
+    claim.metadata.labels[rack] = ""
+    claim = world.cluster.create(claim)
+    for _ in range(2):
+        world.fake.next_error("node_labels", TemporaryProviderError("rack not reported yet"))
+    world.fake.extra_node_labels = {rack: "r1"}
+    world.sim.advance(timedelta(seconds=1))
+    node = world.register(claim)
+    world.sim.advance(timedelta(seconds=1))
+    assert world.condition(claim, "Registered") == ("Unknown", "RegistrationHookPending")
+    current = world.cluster.get(NodeClaim, claim.name)
+    assert current is not None
+    found = find_condition(current.status.conditions, "Registered")
+    assert found is not None
+    assert found.message == "plugin 'fake': rack not reported yet"
+    waiting = world.cluster.get(Node, node.name)
+    assert waiting is not None
+    assert [t.key for t in waiting.spec.taints] == ["karpenter.sh/unregistered"]
+    world.sim.advance(timedelta(seconds=10))
+    assert world.condition(claim, "Registered") == ("True", "Registered")
+    registered = world.cluster.get(Node, node.name)
+    assert registered is not None
+    assert registered.spec.taints == []
+    assert registered.metadata.labels[rack] == "r1"
+    current = world.cluster.get(NodeClaim, claim.name)
+    assert current is not None
+    assert current.metadata.labels[rack] == "r1"
+    assert len(world.fake.calls_to("node_labels")) == 3
 
 
 def test_initialization_waits_for_readiness_startup_taints_and_extended_resources() -> None:

@@ -317,14 +317,21 @@ def nodewright_node_labels(node_claim: NodeClaim, instance: Instance) -> Mapping
     """Contribute labels for the Node of a launched NodeClaim.
 
     **Called** on every plugin that implements it (providers and others), once per NodeClaim,
-    when the Node registers. Results are merged into the Node's labels; two plugins giving
-    different values for one key is an error naming both, and keys in a restricted domain
-    are rejected unless the contributing provider owns that domain.
+    when the Node registers (``instance`` freshly read through ``nodewright_get``). Results
+    are merged into the Node's labels; two plugins giving different values for one key is an
+    error naming both, and keys in a restricted domain are rejected unless the contributing
+    provider owns that domain. A label the NodeClaim carries empty (a placeholder its launch
+    could not fill) takes the value on the NodeClaim too.
 
     **Returns** a mapping of label keys to values, or ``None``.
 
-    **Raises** nothing; an exception, or a value that is not a mapping of strings to
-    strings, is logged with the plugin's name and that plugin's labels are left out.
+    **Raises** :class:`~nodewright.plugin.errors.TemporaryProviderError` when a label it must
+    set is not known yet (Karpenter's registration hooks): registration waits, the Node keeps
+    its ``karpenter.sh/unregistered`` taint, the NodeClaim is ``Registered=Unknown`` (reason
+    ``RegistrationHookPending``, the error's message prefixed with the plugin's name), and the
+    hook is called again after the error's ``delay``. Any other exception, or a value that is
+    not a mapping of strings to strings, is logged with the plugin's name and that plugin's
+    labels are left out.
 
     **Idempotent**: yes; the core may ask again for the same NodeClaim.
     """

@@ -35,6 +35,7 @@ from nodewright.plugin.errors import (
     PluginError,
     PluginLoadError,
     ProviderError,
+    TemporaryProviderError,
 )
 from nodewright.plugin.loading import collect_plugins, describe_exception
 from nodewright.plugin.model import (
@@ -352,7 +353,9 @@ class PluginHost:
 
         A plugin that raises or returns garbage is recorded and skipped, as is a key in a
         restricted domain the plugin does not own; two plugins disagreeing on a value raise
-        :class:`PluginConflictError` naming both.
+        :class:`PluginConflictError` naming both. A plugin's
+        :class:`TemporaryProviderError` (a label not known yet) is raised, its message
+        prefixed with the plugin's name.
         """
         hook = "nodewright_node_labels"
         merged: dict[str, str] = {}
@@ -361,6 +364,9 @@ class PluginHost:
         for entry, impl in self._registry.contributors(hook):
             try:
                 result = call_impl(impl, node_claim=node_claim, instance=instance)
+            except TemporaryProviderError as pending:
+                # A label it must set is not known yet: registration waits for it.
+                raise TemporaryProviderError(f"{entry.where}: {pending}", pending.delay) from None
             except Exception as exc:
                 log.debug("%s of %s raised", hook, entry.where, exc_info=True)
                 self._record(

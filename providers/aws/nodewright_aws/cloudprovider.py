@@ -50,7 +50,12 @@ from nodewright_aws.offering import OfferingProvider
 from nodewright_aws.offline.catalog import load_catalog
 from nodewright_aws.offline.cloud import OfflineAWS
 from nodewright_aws.options import Settings, parse_settings
-from nodewright_aws.placementgroup import LOOKUP_ERRORS, PlacementGroupProvider, selector_text
+from nodewright_aws.placementgroup import (
+    LOOKUP_ERRORS,
+    PlacementGroupProvider,
+    registered_partition,
+    selector_text,
+)
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UnavailableOfferings
 from nodewright_aws.validation import DryRunValidation
@@ -367,6 +372,9 @@ class AWSProvider:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return REPAIR_POLICIES
+
+    def node_labels(self, node_claim: NodeClaim, instance: Instance) -> dict[str, str] | None:
+        return registered_partition(node_claim, instance)
 
     def is_drifted(self, node_claim: NodeClaim, node_class: NodeClass) -> str | None:
         assert isinstance(node_class, EC2NodeClass)

@@ -59,7 +59,7 @@ from nodewright_aws.launch import (
 from nodewright_aws.launchtemplate import LaunchTemplateProvider
 from nodewright_aws.nodeclass import EC2NodeClass
 from nodewright_aws.options import Settings
-from nodewright_aws.placementgroup import PlacementGroupProvider, chosen_partition
+from nodewright_aws.placementgroup import PARTITION, PlacementGroupProvider, chosen_partition
 from nodewright_aws.pricing import PricingProvider
 from nodewright_aws.unavailable import UNAVAILABLE_TTL, UnavailableOfferings
 
@@ -440,6 +440,9 @@ class InstanceProvider:
             asked[L.PLACEMENT_GROUP_ID] = group.id
             if partition is not None:
                 asked[L.PLACEMENT_GROUP_PARTITION] = str(partition)
+            elif group.strategy == PARTITION and L.PLACEMENT_GROUP_PARTITION not in instance.labels:
+                # EC2 chooses the partition; registration fills it in once EC2 reports it.
+                asked[L.PLACEMENT_GROUP_PARTITION] = ""
         if instance.capacity_type == CAPACITY_TYPE_RESERVED:
             asked[L.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(interruptible).lower()
         if asked:

@@ -7,7 +7,9 @@ strategy are offered; a ``partition`` group splits every offering into one per p
 (label ``karpenter.k8s.aws/placement-group-partition``, so pods can spread over partitions);
 the launch template places the instance in the group (and the NodeClaim's partition); the
 NodeClaim carries the group's ID as a label, and a NodeClaim whose label differs from the
-class's group has drifted (``PlacementGroupDrift``).
+class's group has drifted (``PlacementGroupDrift``). A NodeClaim launched into a partition
+group without naming a partition carries the partition label empty until its Node
+registers, which waits for EC2 to report the partition it chose.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from typing import Any
 
 import botocore.exceptions
 
-from nodewright.plugin import Offering, ProviderError, Requirement, Requirements
+from nodewright.plugin import (
+    Instance,
+    NodeClaim,
+    Offering,
+    ProviderError,
+    Requirement,
+    Requirements,
+    TemporaryProviderError,
+)
 from nodewright_aws import labels as L
 from nodewright_aws.clients import AWSClients, aws_errors, error_code
 from nodewright_aws.nodeclass import EC2NodeClass
@@ -176,3 +186,26 @@ def chosen_partition(requirements: Requirements, group: PlacementGroup | None) -
         return None
     numbers = sorted(int(v) for v in requirement.values if v.isdigit())
     return numbers[0] if numbers else None
+
+
+#: How soon registration asks EC2 again for a partition it has not reported yet.
+PARTITION_RETRY = timedelta(seconds=5)
+
+
+def registered_partition(node_claim: NodeClaim, instance: Instance) -> dict[str, str] | None:
+    """The partition label a Node registers with, when its NodeClaim was launched into a
+    partition group without naming a partition (the label is there, empty, and EC2 chose
+    one): the number a fresh description of ``instance`` gives. Karpenter's
+    PlacementGroupRegistrationHook, so spreads over partitions see every node's partition.
+    Raises TemporaryProviderError while EC2 does not report it yet (the Node waits)."""
+    labels = node_claim.metadata.labels
+    if L.PLACEMENT_GROUP_ID not in labels or labels.get(L.PLACEMENT_GROUP_PARTITION) != "":
+        return None
+    partition = instance.labels.get(L.PLACEMENT_GROUP_PARTITION)
+    if not partition:
+        raise TemporaryProviderError(
+            f"instance {instance.provider_id.rsplit('/', 1)[-1]} in placement group "
+            f"{labels[L.PLACEMENT_GROUP_ID]} has no partition number yet",
+            PARTITION_RETRY,
+        )
+    return {L.PLACEMENT_GROUP_PARTITION: partition}

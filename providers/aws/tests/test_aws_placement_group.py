@@ -1,6 +1,7 @@
 """placementGroupSelector: resolution (moto has no DescribePlacementGroups: a botocore hook
 answers it), readiness, the instance types a group's strategy admits, partition offerings,
-the launch template's placement, the NodeClaim's labels and PlacementGroupDrift."""
+the launch template's placement, the NodeClaim's labels, the partition EC2 chose filled in
+at registration, and PlacementGroupDrift."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import botocore.exceptions
+import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
@@ -16,6 +18,7 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
+from nodewright.plugin import TemporaryProviderError
 from nodewright.testing import launched_instance
 from nodewright_aws import labels as L
 from nodewright_aws.cloudprovider import AWSProvider
@@ -208,3 +211,43 @@ def test_a_nodeclaim_without_a_group_is_not_drifted_by_a_class_without_one(world
     claim = claim_for(provider, world, nc)
     assert L.PLACEMENT_GROUP_ID not in claim.metadata.labels
     assert provider.is_drifted(claim, nc) is None
+
+
+def test_a_node_in_a_partition_ec2_chose_registers_once_ec2_reports_it(world: World) -> None:
+    # Karpenter's PlacementGroupRegistrationHook: launched into a partition group without
+    # naming a partition, the NodeClaim carries the partition label empty; its Node registers
+    # with the partition a fresh DescribeInstances gives, and waits while it gives none.
+    provider, _ = provider_with_groups(world)
+    nc = node_class(placementGroupSelector={"name": "racks"})
+    claim = claim_for(provider, world, nc)
+    assert claim.metadata.labels[L.PLACEMENT_GROUP_ID] == "pg-0f0e0d0c"
+    assert claim.metadata.labels[L.PLACEMENT_GROUP_PARTITION] == ""
+    instance_id = (claim.status.provider_id or "").rsplit("/", 1)[-1]
+    with pytest.raises(TemporaryProviderError) as waiting:
+        provider.node_labels(claim, provider.get(claim.status.provider_id or ""))
+    assert str(waiting.value) == (
+        f"instance {instance_id} in placement group pg-0f0e0d0c has no partition number yet"
+    )
+
+    def report_partition(parsed: dict[str, Any], **_: Any) -> None:
+        for reservation in parsed.get("Reservations", []):
+            for described in reservation.get("Instances", []):
+                described.setdefault("Placement", {}).update(
+                    {"GroupId": "pg-0f0e0d0c", "PartitionNumber": 2}
+                )
+
+    provider.clients.ec2.meta.events.register("after-call.ec2.DescribeInstances", report_partition)
+    assert provider.node_labels(claim, provider.get(claim.status.provider_id or "")) == {
+        L.PLACEMENT_GROUP_PARTITION: "2"
+    }
+
+
+def test_only_a_partition_left_to_ec2_is_asked_for_at_registration(world: World) -> None:
+    provider, _ = provider_with_groups(world)
+    in_cluster_group = claim_for(
+        provider, world, node_class(placementGroupSelector={"name": "hpc"})
+    )
+    assert L.PLACEMENT_GROUP_PARTITION not in in_cluster_group.metadata.labels
+    plain = claim_for(provider, world, node_class())
+    for claim in (in_cluster_group, plain):
+        assert provider.node_labels(claim, provider.get(claim.status.provider_id or "")) is None

@@ -27,7 +27,12 @@ from nodewright.controllers.nodeclaim.lifecycle.ready import set_ready
 from nodewright.controllers.nodeclaim.lifecycle.step import ProviderStep
 from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes, record_outcome
 from nodewright.logfields import fields, ref
-from nodewright.plugin.errors import InstanceNotFoundError, PluginError, UnknownNodeClassError
+from nodewright.plugin.errors import (
+    InstanceNotFoundError,
+    PluginError,
+    TemporaryProviderError,
+    UnknownNodeClassError,
+)
 from nodewright.plugin.host import PluginHost
 
 log = logging.getLogger("nodewright.nodeclaim.lifecycle")
@@ -88,10 +93,35 @@ class Registration(ProviderStep):
                 "race conditions on Karpenter-managed nodes",
                 WARNING,
             )
+        provided = self._provider_labels(claim)
+        if isinstance(provided, TemporaryProviderError):
+            # A label the provider must set is not known yet (Karpenter's registration hooks):
+            # the Node keeps its unregistered taint until it is.
+            if set_condition(
+                claim.status.conditions,
+                CONDITION_REGISTERED,
+                "Unknown",
+                now,
+                reason="RegistrationHookPending",
+                message=str(provided),
+            ):
+                set_ready(claim, now)
+                self._cluster.update_status(claim)
+            return provided.delay
+        filled = {
+            key: value
+            for key, value in provided.items()
+            if claim.metadata.labels.get(key) == "" and value
+        }
+        if filled:
+            # A label the NodeClaim carried empty, a placeholder its launch could not fill (a
+            # placement group partition EC2 chose): the NodeClaim takes the value too.
+            claim.metadata.labels = {**claim.metadata.labels, **filled}
+            claim = mutable(self._cluster.update(claim))
         node = mutable(node)
         labels = dict(node.metadata.labels)
         labels.update(claim.metadata.labels)
-        labels.update(self._provider_labels(claim))
+        labels.update(provided)
         labels[REGISTERED_LABEL] = "true"
         node.metadata.labels = labels
         node.metadata.annotations = {**node.metadata.annotations, **claim.metadata.annotations}
@@ -130,11 +160,18 @@ class Registration(ProviderStep):
         ).inc()
         return timedelta(0)
 
-    def _provider_labels(self, claim: NodeClaim) -> dict[str, str]:
+    def _provider_labels(self, claim: NodeClaim) -> dict[str, str] | TemporaryProviderError:
+        """The providers' labels for the Node, or why registration must wait for them."""
         try:
             provider = self._catalog.provider_name(claim.spec.node_class_ref)
             instance = self._host.get(provider, claim.status.provider_id or "")
-            return self._host.node_labels(claim, instance)
         except (PluginError, InstanceNotFoundError, UnknownNodeClassError) as error:
+            log.warning("No provider labels for nodeclaim %s: %s", claim.name, error)
+            return {}
+        try:
+            return self._host.node_labels(claim, instance)
+        except TemporaryProviderError as pending:
+            return pending
+        except PluginError as error:
             log.warning("No provider labels for nodeclaim %s: %s", claim.name, error)
             return {}
