@@ -25,10 +25,12 @@ def request(
     body: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
     url: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any], Mapping[str, str]]:
     """Send one request (``path`` under the ARM endpoint, or a full ``url`` such as a
-    ``nextLink``); ARM's error as ``HttpResponseError`` (``ResourceNotFoundError`` on 404),
-    else the status, the JSON answer ({} when empty) and the headers."""
+    ``nextLink``, with the pipeline's per-request ``options``); ARM's error as
+    ``HttpResponseError`` (``ResourceNotFoundError`` on 404), else the status, the JSON answer
+    ({} when empty) and the headers."""
     params = None if url else {"api-version": AKS_API_VERSION}
     sent = HttpRequest(
         method,
@@ -37,7 +39,7 @@ def request(
         json=dict(body) if body is not None else None,
         headers=dict(headers or {}),
     )
-    response = client.send_request(sent)
+    response = client.send_request(sent, **dict(options or {}))
     if response.status_code == 404:
         raise ResourceNotFoundError(response=response, error_format=ARMErrorFormat)
     if response.status_code >= 400:

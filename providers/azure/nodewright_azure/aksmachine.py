@@ -55,7 +55,7 @@ from nodewright_azure.clients import azure_errors, message
 from nodewright_azure.drift import drift_annotations
 from nodewright_azure.errors import Attempt
 from nodewright_azure.instance import InstanceProvider, provider_id_of, vm_name
-from nodewright_azure.linuxosconfig import machine_linux_os_config, size_mb
+from nodewright_azure.linuxosconfig import kubelet_config, machine_linux_os_config
 from nodewright_azure.nodeclass import AKSNodeClassSpec
 
 log = logging.getLogger(__name__)
@@ -100,29 +100,6 @@ def node_image_version(image_id: str) -> str:
             "--provider-option azure.use-sig=true"
         )
     return "-".join(match.groups())
-
-
-def kubelet_config(spec: AKSNodeClassSpec) -> dict[str, Any] | None:
-    """The class's kubelet settings as the AKS API's ``kubeletConfig``."""
-    k = spec.kubelet
-    if k is None:
-        return None
-    values = {
-        "cpuManagerPolicy": k.cpu_manager_policy,
-        "cpuCfsQuota": k.cpu_cfs_quota,
-        "cpuCfsQuotaPeriod": k.cpu_cfs_quota_period,
-        "imageGcHighThreshold": k.image_gc_high_threshold_percent,
-        "imageGcLowThreshold": k.image_gc_low_threshold_percent,
-        "topologyManagerPolicy": k.topology_manager_policy,
-        "allowedUnsafeSysctls": k.allowed_unsafe_sysctls or None,
-        "containerLogMaxSizeMB": size_mb(k.container_log_max_size)
-        if k.container_log_max_size
-        else None,
-        "containerLogMaxFiles": k.container_log_max_files,
-        "podMaxPids": None if k.pod_pids_limit is None else min(k.pod_pids_limit, 2**31 - 1),
-        "failSwapOn": k.fail_swap_on,
-    }
-    return {key: value for key, value in values.items() if value is not None}
 
 
 @dataclass
@@ -266,7 +243,7 @@ class AKSMachineProvider:
             "nodeInitializationTaints": [_taint(t) for t in taints],
             "nodeTaints": [],
         }
-        kubelet = kubelet_config(spec)
+        kubelet = kubelet_config(spec.kubelet)
         if kubelet is not None:
             kubernetes["kubeletConfig"] = kubelet
         if spec.max_pods is not None:

@@ -52,13 +52,13 @@ from nodewright_azure.images import ImageProvider
 from nodewright_azure.instance import InstanceProvider, vm_name
 from nodewright_azure.instancetype import InstanceTypeProvider
 from nodewright_azure.launchtemplate import LaunchTemplateProvider
+from nodewright_azure.nodebootstrapping import NodeBootstrappingClient
 from nodewright_azure.nodeclass import API_VERSION_V1ALPHA2, AKSNodeClass, AKSNodeClassSpec
 from nodewright_azure.offering import OfferingProvider
 from nodewright_azure.offline.catalog import load_catalog
 from nodewright_azure.offline.cloud import OfflineAzure
 from nodewright_azure.options import (
     BOOTSTRAPPING_CLIENT,
-    SCRIPTLESS,
     Settings,
     SettingsError,
     parse_settings,
@@ -137,7 +137,10 @@ class AzureProvider:
             unavailable=self.unavailable,
             now=now,
         )
-        self.launch_templates = LaunchTemplateProvider(settings)
+        bootstrapping = None
+        if settings.provision_mode == BOOTSTRAPPING_CLIENT:
+            bootstrapping = NodeBootstrappingClient(settings, self.clients)
+        self.launch_templates = LaunchTemplateProvider(settings, bootstrapping)
         self.instances = InstanceProvider(
             settings=settings,
             clients=self.clients,
@@ -229,14 +232,6 @@ class AzureProvider:
                 ready=False,
                 reason="ProviderNotConfigured",
                 message="set " + ", ".join(f"--provider-option azure.{m}=..." for m in missing),
-            )
-        if self.settings.provision_mode == BOOTSTRAPPING_CLIENT:
-            return NodeClassReadiness(
-                ready=False,
-                reason="ProvisionModeNotSupported",
-                message=f"provision-mode {BOOTSTRAPPING_CLIENT} (custom data from the node "
-                f"bootstrapping server {self.settings.node_bootstrapping_server_url}) is not "
-                f"implemented; use {SCRIPTLESS} or an AKS machine API mode",
             )
         if not (spec.vnet_subnet_id or self.settings.vnet_subnet_id):
             return NodeClassReadiness(

@@ -1,6 +1,7 @@
 """Azure VMs (Karpenter Azure's instance provider): launch (the cheapest available offering
-an image boots, NIC first, then the VM), read, list this cluster's, delete (VM, then NIC), and
-follow creates that outlast the launch. A failed create is classified (capacity errors make
+an image boots, NIC first, then the VM, then under ``bootstrappingclient`` its CustomScript
+extension), read, list this cluster's, delete (VM, then NIC), and follow creates that outlast
+the launch. A failed create is classified (capacity errors make
 offerings unavailable) and what it left is deleted."""
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ from nodewright_azure.errors import Attempt, classify
 from nodewright_azure.images import ImageProvider, NodeImage
 from nodewright_azure.instancetype import InstanceTypeProvider
 from nodewright_azure.launchtemplate import LaunchTemplateProvider
+from nodewright_azure.nodebootstrapping import create_extension
 from nodewright_azure.nodeclass import AKSNodeClassSpec
-from nodewright_azure.options import Settings
+from nodewright_azure.options import BOOTSTRAPPING_CLIENT, Settings
 from nodewright_azure.pricing import PricingProvider
 from nodewright_azure.unavailable import OfferingKey, UnavailableOfferings
 
@@ -100,6 +102,9 @@ class _Create:
     poller: LROPoller[Any]
     attempt: Attempt
     request: LaunchRequest
+    #: The command its CustomScript extension runs once it exists (``bootstrappingclient``).
+    cse: str | None = None
+    tags: Mapping[str, str] | None = None
 
 
 class InstanceProvider:
@@ -171,14 +176,25 @@ class InstanceProvider:
         sku = self.instance_types.sku(instance_type.name)
         accelerated = bool(sku and sku.flag("AcceleratedNetworkingEnabled"))
         # Built before anything is created: a bootstrap that cannot be built leaves nothing.
-        custom_data = self.launch_templates.custom_data(
-            name,
-            request=request,
-            spec=spec,
-            instance_type=instance_type,
-            offering=offering,
-            sku=sku,
-        )
+        cse: str | None = None
+        if self.settings.provision_mode == BOOTSTRAPPING_CLIENT:
+            custom_data, cse = self.launch_templates.custom_scripts(
+                request=request,
+                spec=spec,
+                instance_type=instance_type,
+                offering=offering,
+                sku=sku,
+                image_id=image.id,
+            )
+        else:
+            custom_data = self.launch_templates.custom_data(
+                name,
+                request=request,
+                spec=spec,
+                instance_type=instance_type,
+                offering=offering,
+                sku=sku,
+            )
         from azure.mgmt.compute.models import VirtualMachine  # noqa: PLC0415
         from azure.mgmt.network.models import NetworkInterface  # noqa: PLC0415
 
@@ -226,8 +242,10 @@ class InstanceProvider:
             vm: Any
             if poller.done():
                 vm = poller.result()
+                if cse is not None:
+                    create_extension(compute, self.settings, name, cse, tags)
             else:
-                self.creates[name] = _Create(poller, attempt, request)
+                self.creates[name] = _Create(poller, attempt, request, cse, tags)
                 vm = self.get_vm(name)
                 if vm is None:
                     raise TemporaryProviderError(f"azure: VM {name} vanished while creating")
@@ -411,6 +429,9 @@ class InstanceProvider:
             self.creates.pop(name, None)
             try:
                 create.poller.result()
+                if create.cse is not None:
+                    compute, _ = self.clients.clients()
+                    create_extension(compute, self.settings, name, create.cse, create.tags or {})
             except HttpResponseError as error:
                 self.classify_failure(error, create.attempt, create.request)
                 self._cleanup(name)

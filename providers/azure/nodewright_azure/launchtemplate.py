@@ -1,6 +1,8 @@
 """What every VM of a launch is made with besides its size and zone (Karpenter Azure's
 launchtemplate provider): the tags, and the node bootstrap (custom data) built from the
-cluster options, the AKSNodeClass's kubelet settings and the NodeClaim's labels and taints."""
+cluster options, the AKSNodeClass's kubelet settings and the NodeClaim's labels and taints;
+under ``bootstrappingclient``, the custom data and extension command the node bootstrapping
+server gives for them."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from nodewright.plugin import (
     NodeClassNotReadyError,
     Offering,
 )
-from nodewright_azure import bootstrap, skus
+from nodewright_azure import bootstrap, nodebootstrapping, skus
 from nodewright_azure import labels as L
 from nodewright_azure.nodeclass import AKSNodeClassSpec
 from nodewright_azure.options import Settings
@@ -35,8 +37,14 @@ def read_option_file(path: str, option: str) -> str:
 
 
 class LaunchTemplateProvider:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        bootstrapping: nodebootstrapping.NodeBootstrappingClient | None = None,
+    ) -> None:
         self.settings = settings
+        #: The node bootstrapping server's client (``bootstrappingclient`` only).
+        self.bootstrapping = bootstrapping
 
     def tags(self, request: LaunchRequest, spec: AKSNodeClassSpec) -> dict[str, str]:
         """The NIC's and VM's tags: the class's (``/`` as ``_``), then nodewright's own."""
@@ -53,6 +61,38 @@ class LaunchTemplateProvider:
             }
         )
         return tags
+
+    def labels(
+        self,
+        *,
+        request: LaunchRequest,
+        spec: AKSNodeClassSpec,
+        instance_type: InstanceType,
+        offering: Offering,
+        sku: skus.Sku | None,
+    ) -> dict[str, str]:
+        """The node's labels: the size's, the offering's, AKS's, then the NodeClaim's."""
+        settings = self.settings
+        labels: dict[str, str] = {}
+        if sku is not None:
+            labels.update(skus.sku_labels(sku, spec))
+        labels.update(
+            {
+                INSTANCE_TYPE_LABEL: instance_type.name,
+                ZONE_LABEL: offering.zone,
+                CAPACITY_TYPE_LABEL: offering.capacity_type,
+                REGION_LABEL: settings.location,
+                **L.aks_node_labels(
+                    settings.resource_group,
+                    settings.network_plugin,
+                    spec.vnet_subnet_id or settings.vnet_subnet_id,
+                    dataplane=settings.network_dataplane,
+                    kubelet_identity=settings.kubelet_identity_client_id,
+                ),
+            }
+        )
+        labels.update(request.node_claim.metadata.labels)
+        return labels
 
     def custom_data(
         self,
@@ -84,28 +124,15 @@ class LaunchTemplateProvider:
             kubelet_identity_client_id=settings.kubelet_identity_client_id,
         )
         claim = request.node_claim
-        labels: dict[str, str] = {}
-        if sku is not None:
-            labels.update(skus.sku_labels(sku, spec))
-        labels.update(
-            {
-                INSTANCE_TYPE_LABEL: instance_type.name,
-                ZONE_LABEL: offering.zone,
-                CAPACITY_TYPE_LABEL: offering.capacity_type,
-                REGION_LABEL: settings.location,
-                **L.aks_node_labels(
-                    settings.resource_group,
-                    settings.network_plugin,
-                    spec.vnet_subnet_id or settings.vnet_subnet_id,
-                    dataplane=settings.network_dataplane,
-                    kubelet_identity=settings.kubelet_identity_client_id,
-                ),
-            }
-        )
-        labels.update(claim.metadata.labels)
         node = bootstrap.NodeBootstrap(
             node_name=name,
-            labels=labels,
+            labels=self.labels(
+                request=request,
+                spec=spec,
+                instance_type=instance_type,
+                offering=offering,
+                sku=sku,
+            ),
             taints=bootstrap.register_taints(claim.spec.taints, claim.spec.startup_taints),
             max_pods=spec.max_pods or settings.default_max_pods,
             kube_reserved_cpu_millis=skus.kube_reserved_cpu_millis(sku.cpus) if sku else 0,
@@ -114,3 +141,40 @@ class LaunchTemplateProvider:
             arch=skus.arch(sku) if sku else "amd64",
         )
         return bootstrap.custom_data(cluster, node)
+
+    def custom_scripts(
+        self,
+        *,
+        request: LaunchRequest,
+        spec: AKSNodeClassSpec,
+        instance_type: InstanceType,
+        offering: Offering,
+        sku: skus.Sku | None,
+        image_id: str,
+    ) -> tuple[str, str]:
+        """Under ``bootstrappingclient``: the VM's custom data and its extension's command,
+        from the node bootstrapping server."""
+        if self.bootstrapping is None:
+            raise NodeClassNotReadyError("the node bootstrapping client is not configured")
+        claim = request.node_claim
+        taints = tuple(claim.spec.taints)
+        every = bootstrap.register_taints(taints, claim.spec.startup_taints)
+        values = nodebootstrapping.provision_values(
+            settings=self.settings,
+            spec=spec,
+            instance_type=instance_type,
+            sku=sku,
+            image_id=image_id,
+            labels=self.labels(
+                request=request,
+                spec=spec,
+                instance_type=instance_type,
+                offering=offering,
+                sku=sku,
+            ),
+            taints=taints,
+            startup_taints=every[len(taints) :],
+            max_pods=spec.max_pods or self.settings.default_max_pods,
+        )
+        token = read_option_file(self.settings.bootstrap_token_file, "bootstrap-token-file")
+        return self.bootstrapping.get(values, token)

@@ -5,15 +5,19 @@ transparent huge page modes and 28 bounded sysctls, each checked as the CRD chec
 Where it takes effect is Karpenter Azure's: in an AKS machine's ``linuxOSConfig`` under the
 AKS machine API provision modes (:func:`machine_linux_os_config`), and in the provision
 profile the node bootstrapping server is given; the scriptless VM bootstrap leaves it out.
+The kubelet settings go to the same two places in the AKS API's form (:func:`kubelet_config`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from nodewright.plugin import Int32, Model, Rule, Schema, parse_resources, validations
+
+if TYPE_CHECKING:
+    from nodewright_azure.nodeclass import AKSKubeletConfiguration
 
 SIZE_PATTERN = r"^\d+(E|P|T|G|M|K|Ei|Pi|Ti|Gi|Mi|Ki)$"
 PORT_RANGE_PATTERN = r"^\d+ \d+$"
@@ -187,3 +191,26 @@ def machine_linux_os_config(config: LinuxOSConfig | None) -> dict[str, Any] | No
         names = {**{k: v[0] for k, v in BOUNDED.items()}, **OTHERS}
         out["sysctls"] = {names[k]: v for k, v in written.items() if k in names}
     return out
+
+
+def kubelet_config(k: AKSKubeletConfiguration | None) -> dict[str, Any] | None:
+    """The class's kubelet settings as the AKS API's ``kubeletConfig`` (an AKS machine's, a
+    provision profile's ``customKubeletConfig``)."""
+    if k is None:
+        return None
+    values = {
+        "cpuManagerPolicy": k.cpu_manager_policy,
+        "cpuCfsQuota": k.cpu_cfs_quota,
+        "cpuCfsQuotaPeriod": k.cpu_cfs_quota_period,
+        "imageGcHighThreshold": k.image_gc_high_threshold_percent,
+        "imageGcLowThreshold": k.image_gc_low_threshold_percent,
+        "topologyManagerPolicy": k.topology_manager_policy,
+        "allowedUnsafeSysctls": k.allowed_unsafe_sysctls or None,
+        "containerLogMaxSizeMB": size_mb(k.container_log_max_size)
+        if k.container_log_max_size
+        else None,
+        "containerLogMaxFiles": k.container_log_max_files,
+        "podMaxPids": None if k.pod_pids_limit is None else min(k.pod_pids_limit, 2**31 - 1),
+        "failSwapOn": k.fail_swap_on,
+    }
+    return {key: value for key, value in values.items() if value is not None}

@@ -311,6 +311,11 @@ def _machine_settings(values: Mapping[str, str]) -> dict[str, Any]:
         raise SettingsError(
             f"{NODEBOOTSTRAPPING_SERVER_URL} is required when {PROVISION_MODE} is {mode}"
         )
+    if mode == BOOTSTRAPPING_CLIENT and values.get(OFFLINE):
+        raise SettingsError(
+            f"{OFFLINE} and {PROVISION_MODE}={mode} conflict: the offline cloud has no node "
+            "bootstrapping server; simulate with the default provision mode"
+        )
     if mode in (MACHINE_API, MACHINE_API_BATCH):
         if values.get(OFFLINE):
             raise SettingsError(

@@ -10,8 +10,8 @@ on throttling, and error bodies shaped ``{"error": {"code", "message"}}``. TLS c
 This module holds the fake's state, its HTTPS server, injected faults and the routing of
 requests; the answers are in ``fake_azure_arm`` (errors, paging, long-running operations),
 ``fake_azure_entra`` (tokens), ``fake_azure_catalog`` (SKUs, gallery images, prices),
-``fake_azure_resources`` (VMs and NICs) and ``fake_azure_aks`` (AKS machines, node image
-versions).
+``fake_azure_resources`` (VMs, their extensions, and NICs) and ``fake_azure_aks`` (AKS
+machines, node image versions, the node bootstrapping server).
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ class FakeAzure:
         self.machines: dict[str, JSON] = {}
         self.machine_polls: dict[str, int] = {}
         self.machine_requests: list[tuple[str, JSON, str | None]] = []
+        #: The node bootstrapping server: every request's body, and its answer.
+        self.bootstrapping_requests: list[JSON] = []
+        self.bootstrapping_answer: JSON = fake_azure_aks.default_bootstrapping_answer()
+        #: VM extensions as received, by ``<resource group>/<vm>`` and extension name.
+        self.vm_extensions: dict[str, dict[str, JSON]] = {}
         #: Where AKS puts machines' VMs, and the node image versions AKS lists (use-sig).
         self.node_resource_group = "MC_rg_cluster_japaneast"
         self.node_image_versions: list[JSON] = fake_azure_catalog.default_node_image_versions()
@@ -227,6 +232,8 @@ class FakeAzure:
                     "AuthenticationFailed",
                     "Authentication failed. The 'Authorization' header is missing or invalid.",
                 )
+            if path.lower().endswith("/nodebootstrapping"):
+                return fake_azure_aks.node_bootstrapping(self, method, path, body)
             if "api-version" not in query:
                 return error(
                     400,
@@ -273,6 +280,17 @@ class FakeAzure:
         )
         if match:
             return operation_status(self, match.group(3), match.group(4))
+        match = re.fullmatch(
+            r"/resourceGroups/([^/]+)/providers/Microsoft\.Compute/virtualMachines/([^/]+)/"
+            r"extensions/([^/]+)",
+            rest,
+            re.IGNORECASE,
+        )
+        if match:
+            group, vm, name = match.groups()
+            return fake_azure_resources.extension(
+                self, method, path, body, group=group, vm=vm, name=name
+            )
         match = re.fullmatch(
             r"/resourceGroups/([^/]+)/providers/Microsoft\.(Compute/virtualMachines|Network/networkInterfaces)(?:/([^/]+))?",
             rest,

@@ -6,6 +6,7 @@ error when ``async_failures`` names it; a deleted one is ``Deleting`` for a read
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -108,3 +109,31 @@ def _read(fake: FakeAzure, name: str) -> JSON | None:
         del fake.machines[name]
         return None
     return copy.deepcopy(machine)
+
+
+#: The TLS bootstrap token's placeholder in the node bootstrapping server's answers.
+TOKEN_PLACEHOLDER = "{{.TokenID}}.{{.TokenSecret}}"
+
+
+def default_bootstrapping_answer() -> JSON:
+    """What the fake node bootstrapping server gives: a command and cloud-init custom data,
+    each with the token's placeholder."""
+    cloud_init = (
+        "#cloud-config\nwrite_files:\n- path: /var/lib/kubelet/token\n"
+        f"  content: {TOKEN_PLACEHOLDER}\n"
+    )
+    command = "/opt/azure/containers/provision_start.sh"
+    return {
+        "cse": f"{command} TLS_BOOTSTRAP_TOKEN={TOKEN_PLACEHOLDER}",
+        "customData": base64.b64encode(cloud_init.encode()).decode(),
+    }
+
+
+def node_bootstrapping(
+    fake: FakeAzure, method: str, path: str, body: bytes
+) -> tuple[int, dict[str, str], JSON | None]:
+    """The node bootstrapping server: GET with the provision values as its body."""
+    if method != "GET":
+        return error(405, "MethodNotAllowed", method)
+    fake.bootstrapping_requests.append(json.loads(body or b"{}"))
+    return 200, {}, copy.deepcopy(fake.bootstrapping_answer)

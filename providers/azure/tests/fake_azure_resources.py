@@ -246,3 +246,24 @@ def _delete(
         },
         None,
     )
+
+
+def extension(
+    fake: FakeAzure, method: str, path: str, body: bytes, *, group: str, vm: str, name: str
+) -> tuple[int, dict[str, str], JSON | None]:
+    """A VM extension: PUT stores it as received (its VM must exist) and answers it
+    provisioned, without its protected settings, as ARM does."""
+    key = f"{group.lower()}/{vm.lower()}"
+    if method != "PUT":
+        return error(405, "MethodNotAllowed", method)
+    if key not in fake.vms:
+        return error(404, "ResourceNotFound", f"The Resource 'virtualMachines/{vm}' was not found.")
+    payload: JSON = json.loads(body or b"{}")
+    fake.vm_extensions.setdefault(key, {})[name] = payload
+    answer = copy.deepcopy(payload)
+    answer["id"] = path
+    answer["name"] = name
+    properties = answer.setdefault("properties", {})
+    properties.pop("protectedSettings", None)
+    properties["provisioningState"] = "Succeeded"
+    return 200, {}, answer

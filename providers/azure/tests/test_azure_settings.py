@@ -136,15 +136,3 @@ def test_use_sig_takes_images_from_the_node_image_versions_api(
     launched_instance(provider.launch(request_for(provider, "default-65f84", D2_ZONE_2)))
     body = fake.vm_bodies[f"{RESOURCE_GROUP.lower()}/aks-default-65f84"]
     assert body["properties"]["storageProfile"]["imageReference"] == {"id": ids[0]}
-
-
-def test_the_bootstrapping_client_mode_is_refused_naming_it(
-    make_provider: Callable[..., AzureProvider],
-) -> None:
-    provider = make_provider(
-        provision_mode="bootstrappingclient",
-        nodebootstrapping_server_url="https://bootstrap.example",
-    )
-    readiness = provider.node_class_status(node_class())
-    assert (readiness.ready, readiness.reason) == (False, "ProvisionModeNotSupported")
-    assert "https://bootstrap.example" in readiness.message
