@@ -14,7 +14,8 @@ from prometheus_client import REGISTRY
 
 from nodewright.clock import SimulatedClock
 from nodewright.logfields import record_fields
-from tests.disruption.harness import Harness
+from tests.builders import pool_manifest
+from tests.disruption.harness import Harness, fake_type
 
 
 class LeapingClock(SimulatedClock):
@@ -82,3 +83,64 @@ def test_the_next_pass_searches_again_and_simulated_time_never_runs_out(tmp_path
     assert {kind: _timeouts(kind) for kind in ("multi", "single")} == before, (
         "simulated time stands still during a pass: no budget runs out"
     )
+
+
+def _two_pools(tmp_path: Path, clock: LeapingClock) -> tuple[Harness, dict[str, str]]:
+    """NodePools ``a`` and ``b``, each with a large node whose big pod fits nowhere cheaper
+    (tried first: the most to save) and a small node whose pod fits beside it. Single-node
+    consolidation tries a's large, b's large, a's small, b's small; the first small one goes."""
+    types = [
+        fake_type("small-instance-type", 2, 2, price=1.0),
+        fake_type("large-instance-type", 4, 4, price=2.0),
+    ]
+    harness = Harness(
+        tmp_path, types=types, clock=clock, pools=[pool_manifest("a"), pool_manifest("b")]
+    )
+    nodes = {}
+    for pool in ("a", "b"):
+        nodes[f"{pool}-large"] = harness.node("large-instance-type", pool=pool)
+        nodes[f"{pool}-small"] = harness.node("small-instance-type", pool=pool)
+        harness.bind_pods(nodes[f"{pool}-large"], 1, owner=f"{pool}-big", cpu="3")
+        harness.bind_pods(nodes[f"{pool}-small"], 1, owner=f"{pool}-little")
+    harness.start()
+    return harness, nodes
+
+
+def _chosen(harness: Harness) -> list[str]:
+    pending = harness.operator.disruption.pending
+    assert pending is not None, "a command waits for its validation"
+    return [candidate.name for candidate in pending.command.candidates]
+
+
+def test_without_a_timeout_pools_take_turns_by_name(tmp_path: Path) -> None:
+    harness, nodes = _two_pools(tmp_path, LeapingClock())
+    harness.operator.disruption.reconcile()
+    assert _chosen(harness) == [nodes["a-small"]]
+
+
+def test_pools_a_search_ran_out_of_time_before_reaching_go_first_next_time(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As Karpenter's single-node consolidation: the NodePools a search that timed out never
+    reached are tried first by the next search (then the others, turn by turn)."""
+    clock = LeapingClock()
+    harness, nodes = _two_pools(tmp_path, clock)
+    # Each reading moves 2 minutes: the search (3 minutes) tries a's large node, then stops.
+    clock.leap = timedelta(minutes=2)
+    with caplog.at_level(logging.INFO, logger="nodewright.disruption"):
+        harness.operator.disruption.reconcile()
+    clock.leap = timedelta(0)
+    assert harness.operator.disruption.pending is None
+    lines = {r.getMessage(): dict(record_fields(r)) for r in caplog.records}
+    assert lines["abandoning single-node consolidation due to timeout"] == {
+        "candidates_evaluated": 1
+    }
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="nodewright.disruption"):
+        harness.operator.disruption.reconcile()
+    lines = {r.getMessage(): dict(record_fields(r)) for r in caplog.records}
+    assert lines[
+        "prioritizing nodepools that have not yet been considered due to timeouts in previous runs"
+    ] == {"nodepools": "b"}
+    assert _chosen(harness) == [nodes["b-small"]], "pool b goes first: b's small node is taken"

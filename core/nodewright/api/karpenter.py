@@ -184,6 +184,8 @@ CONDITION_DRAINED = "Drained"
 CONDITION_INSTANCE_TERMINATING = "InstanceTerminating"
 #: Set on a NodeClaim while a disruption command holds it.
 CONDITION_DISRUPTION_REASON = "DisruptionReason"
+#: Whether the NodeClaim and its Node agree (the consistency checks).
+CONDITION_CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 
 
 __all__ = [

@@ -27,6 +27,7 @@ from nodewright.controllers.disruption.candidates import (
     pools_and_types,
 )
 from nodewright.controllers.disruption.conditions import NodeClaimDisruptionConditions
+from nodewright.controllers.disruption.consolidationstate import ConsolidationState
 from nodewright.controllers.disruption.drift import Drift
 from nodewright.controllers.disruption.emptiness import Emptiness
 from nodewright.controllers.disruption.methods import Command, Context, Method
@@ -93,6 +94,8 @@ class DisruptionController:
         self.pending: PendingCommand | None = None
         #: Every node's verdict, kept from changes.
         self.verdicts = NodeVerdicts(cluster.state, self.methods)
+        #: What the consolidated memos compare: changes that can change a search's answer.
+        self._consolidation_state = ConsolidationState(cluster.state)
         #: Existing nodes and their pods as the solver saw them, kept until they change.
         self._nodes = NodeCache()
         #: Pods as the solver takes them, kept until they change.
@@ -295,6 +298,7 @@ class DisruptionController:
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
             claim_templates=self._claim_templates,
             clock=self._clock,
+            consolidation_state=self._consolidation_state.refresh(),
         )
 
 

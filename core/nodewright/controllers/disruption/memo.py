@@ -6,25 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from nodewright.api.core import Node, Pod
-from nodewright.api.karpenter import NodeClaim, NodePool
-from nodewright.api.meta import KubeObject
-from nodewright.controllers.disruption.candidates import Candidate, Snapshot
+from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.methods import Context
 
 #: A "nothing to consolidate" verdict is reused this long if nothing changes.
 CONSOLIDATED_TTL = timedelta(minutes=5)
 
 
-#: The kinds consolidation decisions depend on: a change to any of them makes the cluster
-#: "unconsolidated" again.
-CONSOLIDATION_KINDS: tuple[type[KubeObject], ...] = (Node, NodeClaim, Pod, NodePool)
-
-
-def fingerprint(snapshot: Snapshot) -> int:
-    """A counter of the changes consolidation decisions depend on (not events)."""
-    state = snapshot.state
-    return sum(state.kind_version(kind) for kind in CONSOLIDATION_KINDS)
+def fingerprint(context: Context) -> tuple[int, list[tuple[str, object, bool, bool]]]:
+    """What a search's answer depends on, to compare (not events): the consolidation state
+    (:mod:`.consolidationstate`) and what the PodDisruptionBudgets allow, since relaxing a
+    budget can let a node go that it held back."""
+    return (context.consolidation_state, context.snapshot.pdbs.facts())
 
 
 class Memo:
@@ -40,7 +33,7 @@ class Memo:
 
     def __init__(self) -> None:
         #: (fingerprint, when, the candidates tried when budgets held some back, else None)
-        self._state: tuple[int, datetime, tuple[str, ...] | None] | None = None
+        self._state: tuple[object, datetime, tuple[str, ...] | None] | None = None
 
     def fresh(self, context: Context, tried: Sequence[Candidate] | None = None) -> bool:
         """Whether nothing changed since the search was marked (with ``tried``: since a search
@@ -48,7 +41,7 @@ class Memo:
         if self._state is None:
             return False
         digest, at, marked = self._state
-        if digest != fingerprint(context.snapshot) or context.now - at >= CONSOLIDATED_TTL:
+        if context.now - at >= CONSOLIDATED_TTL or digest != fingerprint(context):
             return False
         return marked is None or (tried is not None and marked == _names(tried))
 
@@ -56,7 +49,7 @@ class Memo:
         """Remember a search that found nothing (``tried``: the candidates budgets allowed,
         when they held others back)."""
         names = None if tried is None else _names(tried)
-        self._state = (fingerprint(context.snapshot), context.now, names)
+        self._state = (fingerprint(context), context.now, names)
 
 
 def _names(candidates: Sequence[Candidate]) -> tuple[str, ...]:

@@ -106,8 +106,11 @@ class Context:
         candidates: Callable[[], Sequence[Candidate]] | None = None,
         claim_templates: ClaimTemplates | None = None,
         clock: Clock | None = None,
+        consolidation_state: int = 0,
     ) -> None:
         self.snapshot = snapshot
+        #: Karpenter's consolidation state as of this pass (:mod:`.consolidationstate`).
+        self.consolidation_state = consolidation_state
         #: What consolidation's time budgets are measured on (the snapshot's instant, standing
         #: still, when none is given).
         self.clock: Clock = clock if clock is not None else SimulatedClock(snapshot.now)

@@ -74,6 +74,14 @@ class PdbLimits:
         matching = self.matching(pod)
         return len(matching) > 1 or any(limit.fully_blocking for limit in matching)
 
+    def facts(self) -> list[tuple[str, object, bool, bool]]:
+        """What disruption decisions read from the budgets: each one's selector, whether it
+        allows an eviction now and whether it never will (compared, not hashed)."""
+        return [
+            (limit.key, limit.budget.spec.selector, limit.allowed > 0, limit.fully_blocking)
+            for limit in self._limits
+        ]
+
 
 def namespace_limits(state: ClusterState, namespace: str) -> list[PdbLimit]:
     """The budgets of one namespace, by name, with what each allows now."""

@@ -28,6 +28,12 @@ class SingleNodeConsolidation(Consolidation):
     ) -> Command | None:
         if self.memo.fresh(context):
             return None
+        if self.unseen_pools:
+            log.info(
+                "prioritizing nodepools that have not yet been considered due to timeouts in "
+                "previous runs",
+                extra=fields(nodepools=", ".join(sorted(self.unseen_pools))),
+            )
         ordered = _interleave(self.order(candidates), self.unseen_pools)
         tried = [c for c in ordered if budgets.get(c.pool.name, 0) > 0]
         constrained = len(tried) < len(ordered)

@@ -3,7 +3,8 @@
 Single-node consolidation gives up after 3 minutes and multi-node consolidation after 1 minute,
 measured on the injected clock from the start of the search. A search that runs out counts in
 ``karpenter_voluntary_disruption_consolidation_timeouts_total`` and logs why; it is not
-remembered as "consolidated", so the next pass searches again.
+remembered as "consolidated", so the next pass searches again; a single-node search tries the
+NodePools the one that ran out never reached first.
 
 The clock is the operator's: wall-clock time under ``nodewright run``, simulated time under
 ``nodewright simulate``, where it does not move during a pass, so a simulation decides the same

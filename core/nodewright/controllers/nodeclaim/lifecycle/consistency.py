@@ -9,7 +9,7 @@ from collections.abc import Set
 from datetime import datetime, timedelta
 
 from nodewright.api.core import Node
-from nodewright.api.karpenter import NodeClaim
+from nodewright.api.karpenter import CONDITION_CONSISTENT_STATE_FOUND, NodeClaim
 from nodewright.api.meta import is_true, set_condition
 from nodewright.api.quantity import format_quantity
 from nodewright.clock import Clock, Poll
@@ -24,8 +24,6 @@ log = logging.getLogger("nodewright.nodeclaim.lifecycle")
 CONSISTENCY_SCAN_PERIOD = timedelta(minutes=10)
 #: A Node with less than this share of a requested resource's expected capacity is flagged.
 CONSISTENCY_THRESHOLD = 0.9
-
-CONDITION_CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 
 
 class Consistency:
