@@ -50,7 +50,7 @@ def spreads(*pairs: tuple[str, str]) -> str:
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
-#: (manifest, field, words of the refusal)
+#: (manifest, field, words of the refusal): its one problem
 REFUSED = [
     (
         pod("{restartPolicy: Sometimes, containers: [{name: app, image: x}]}"),
@@ -124,6 +124,140 @@ REFUSED = [
     ),
 ]
 
+
+def resources(requests: str = "", limits: str = "") -> str:
+    """A container's ``resources`` with these requests and limits (YAML flow mappings)."""
+    listed = ", ".join(
+        f"{side}: {{{values}}}"
+        for side, values in (("requests", requests), ("limits", limits))
+        if values
+    )
+    return f"{{containers: [{{name: app, image: x, resources: {{{listed}}}}}]}}"
+
+
+GPU = "example.com/gpu"
+HUGE = "hugepages-2Mi"
+MUST_EQUAL = f"must be equal to {GPU} limit of 2"
+NEEDS_LIMIT = "Required value: Limit must be set for non overcommitable resources"
+NOT_STANDARD = "must be a standard resource type or fully qualified"
+NOT_FOR_CONTAINERS = "must be a standard resource for containers"
+NOT_EXTENDED = "doesn't follow extended resource name standard"
+C0 = "spec.containers[0].resources"
+T0 = "spec.template.spec.containers[0].resources"
+
+#: (manifest, every (field, words) the API server reports of it): resource names and
+#: quantities. A Pod's unset requests take its limits before the server validates it (a
+#: template's do not), so a Pod's limit may be reported twice.
+REFUSED_SEVERAL: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+    (
+        pod(resources(f"{GPU}: 500m", f"{GPU}: 500m")),
+        (
+            (f"{C0}.limits[{GPU}]", 'Invalid value: "500m": must be an integer'),
+            (f"{C0}.requests[{GPU}]", 'Invalid value: "500m": must be an integer'),
+        ),
+    ),
+    (
+        pod(resources(limits=f"{GPU}: 1.5")),
+        (
+            (f"{C0}.limits[{GPU}]", 'Invalid value: "1500m": must be an integer'),
+            (f"{C0}.requests[{GPU}]", 'Invalid value: "1500m": must be an integer'),
+        ),
+    ),
+    (
+        deployment(resources(limits=f"{GPU}: 1.5")),
+        ((f"{T0}.limits[{GPU}]", 'Invalid value: "1500m": must be an integer'),),
+    ),
+    (
+        pod(
+            "{initContainers: [{name: i, image: x, resources: {limits: {example.com/gpu: 1.5}}}], "
+            "containers: [{name: app, image: x}]}"
+        ),
+        (
+            (f"spec.initContainers[0].resources.limits[{GPU}]", "must be an integer"),
+            (f"spec.initContainers[0].resources.requests[{GPU}]", "must be an integer"),
+        ),
+    ),
+    (pod(resources(f"{GPU}: 1")), ((f"{C0}.limits", NEEDS_LIMIT),)),
+    (
+        deployment(resources(f"{GPU}: 1, example.com/fpga: 1")),
+        ((f"{T0}.limits", NEEDS_LIMIT),),
+    ),
+    (
+        pod(resources(f"{GPU}: 1", f"{GPU}: 2")),
+        ((f"{C0}.requests", f'Invalid value: "1": {MUST_EQUAL}'),),
+    ),
+    (
+        pod(resources(f"{HUGE}: 2Mi", f"{HUGE}: 2Mi")),
+        ((C0, "Forbidden: HugePages require cpu or memory"),),
+    ),
+    (
+        deployment(resources("hugepages-1Gi: 1Gi")),
+        ((f"{T0}.limits", NEEDS_LIMIT), (T0, "Forbidden: HugePages require cpu or memory")),
+    ),
+    (
+        pod(resources(f"{HUGE}: 2Mi, cpu: 1", f"{HUGE}: 4Mi")),
+        ((f"{C0}.requests", f'Invalid value: "2Mi": must be equal to {HUGE} limit of 4Mi'),),
+    ),
+    (
+        pod(resources(f"{HUGE}: 3Mi, cpu: 1", f"{HUGE}: 3Mi")),
+        (
+            (
+                f"{C0}.limits[{HUGE}]",
+                f'Invalid value: "3Mi": 3Mi is not positive integer multiple of {HUGE}',
+            ),
+            (
+                f"{C0}.requests[{HUGE}]",
+                f'Invalid value: "3Mi": 3Mi is not positive integer multiple of {HUGE}',
+            ),
+        ),
+    ),
+    (
+        pod(resources("gpu: 1")),
+        (
+            (f"{C0}.requests[gpu]", f'Invalid value: "gpu": {NOT_STANDARD}'),
+            (f"{C0}.requests[gpu]", f'Invalid value: "gpu": {NOT_FOR_CONTAINERS}'),
+        ),
+    ),
+    (
+        deployment(resources(limits="gpu: 1")),
+        (
+            (f"{T0}.limits[gpu]", f'Invalid value: "gpu": {NOT_STANDARD}'),
+            (f"{T0}.limits[gpu]", f'Invalid value: "gpu": {NOT_FOR_CONTAINERS}'),
+        ),
+    ),
+    (
+        pod(resources("pods: 1")),
+        ((f"{C0}.requests[pods]", f'Invalid value: "pods": {NOT_FOR_CONTAINERS}'),),
+    ),
+    (
+        pod(resources("requests.example.com/foo: 1", "requests.example.com/foo: 1")),
+        (
+            (f"{C0}.limits[requests.example.com/foo]", NOT_EXTENDED),
+            (f"{C0}.requests[requests.example.com/foo]", NOT_EXTENDED),
+        ),
+    ),
+    (
+        pod(resources("cpu: 2000m, memory: 1.5Gi", "cpu: 1500m, memory: 1Gi")),
+        (
+            (
+                f"{C0}.requests",
+                'Invalid value: "2": must be less than or equal to cpu limit of 1500m',
+            ),
+            (
+                f"{C0}.requests",
+                'Invalid value: "1536Mi": must be less than or equal to memory limit of 1Gi',
+            ),
+        ),
+    ),
+    (
+        deployment(resources(f"{GPU}: -1", f"{GPU}: -1")),
+        (
+            (f"{T0}.limits[{GPU}]", 'Invalid value: "-1": must be greater than or equal to 0'),
+            (f"{T0}.requests[{GPU}]", 'Invalid value: "-1": must be greater than or equal to 0'),
+        ),
+    ),
+]
+
 #: Close to a refusal, yet accepted.
 ACCEPTED = [
     pod("{restartPolicy: OnFailure, containers: [{name: app, image: x}]}"),
@@ -136,4 +270,13 @@ ACCEPTED = [
     deployment(spec="  podManagementPolicy: Parallel\n", kind="StatefulSet"),
     job("{restartPolicy: OnFailure, containers: [{name: app, image: x}]}"),
     budget("AlwaysAllow"),
+    pod(resources(limits=f"{GPU}: 1")),
+    deployment(resources(limits=f"{GPU}: 1")),
+    pod(resources("cpu: 500m, memory: 1Gi, nvidia.com/gpu: 1", "nvidia.com/gpu: 1")),
+    pod(resources(f"{GPU}: 1.5k", f"{GPU}: 1.5k")),
+    pod(resources(f"{HUGE}: 2Mi, cpu: 1", f"{HUGE}: 2Mi")),
+    pod(resources(f"{HUGE}: 4Mi", f"{HUGE}: 4Mi, memory: 1Gi")),
+    pod(resources(f"{HUGE}: 0, memory: 1", f"{HUGE}: 0")),
+    pod(resources("kubernetes.io/foo: 500m")),
+    pod(resources("cpu: 1, memory: 1Gi", "cpu: 2, memory: 2Gi")),
 ]

@@ -179,10 +179,10 @@ def test_a_request_above_its_limit_and_a_negative_request() -> None:
         'requests: {cpu: "2", memory: -1Gi}\n            limits: {cpu: "1"}',
     )
     assert problems(text) == [
-        "13: spec.template.spec.containers[0].resources.requests[memory]: must be greater than "
-        "or equal to 0, got '-1Gi'",
-        "13: spec.template.spec.containers[0].resources.requests[cpu]: must be less than or "
-        "equal to the cpu limit ('1'), got '2'",
+        "13: spec.template.spec.containers[0].resources.requests[memory]: Invalid value: "
+        '"-1Gi": must be greater than or equal to 0',
+        "13: spec.template.spec.containers[0].resources.requests: Invalid value: "
+        '"2": must be less than or equal to cpu limit of 1',
     ]
 
 

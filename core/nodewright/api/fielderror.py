@@ -41,3 +41,9 @@ def unsupported_value(value: str, supported: Iterable[str]) -> str:
     """The API server's words for a value outside an enumeration."""
     listed = ", ".join(json.dumps(item) for item in supported)
     return f"Unsupported value: {json.dumps(value[:100])}: supported values: {listed}"
+
+
+def invalid_value(value: object, detail: str) -> str:
+    """The API server's words for a value a rule refuses."""
+    shown = json.dumps(value[:100] if isinstance(value, str) else value)
+    return f"Invalid value: {shown}: {detail}"

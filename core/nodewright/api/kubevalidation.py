@@ -13,7 +13,6 @@ camelCase path (``spec.template.spec.containers[0].resources.requests[cpu]``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from nodewright.api.apps import (
@@ -25,6 +24,7 @@ from nodewright.api.apps import (
     ReplicaSet,
     StatefulSet,
 )
+from nodewright.api.containerresources import check_container_resources, check_resource_list
 from nodewright.api.core import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
@@ -41,7 +41,7 @@ from nodewright.api.core import (
     PodTemplateSpec,
 )
 from nodewright.api.excerpt import excerpt
-from nodewright.api.fielderror import FieldError, FieldErrors, unsupported_value
+from nodewright.api.fielderror import FieldError, FieldErrors, invalid_value, unsupported_value
 from nodewright.api.meta import KubeObject, ObjectMeta
 from nodewright.api.names import (
     dns_label_problems,
@@ -49,7 +49,6 @@ from nodewright.api.names import (
     label_value_problems,
     qualified_name_problems,
 )
-from nodewright.api.quantity import QuantityError, parse_quantity
 from nodewright.api.resourcevalidation import check_pod_claims, check_resource_object
 
 #: The API server's limit on all of an object's annotations together (keys and values).
@@ -78,7 +77,7 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
     )
     _check_metadata(report, "metadata", obj.metadata, type(obj), top_level=True)
     if isinstance(obj, Pod):
-        _check_pod_spec(report, "spec", obj.spec)
+        _check_pod_spec(report, "spec", obj.spec, defaulted=True)
     elif isinstance(obj, Deployment | ReplicaSet | StatefulSet):
         _check_replicas(report, "spec.replicas", obj.spec.replicas)
         _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
@@ -89,8 +88,7 @@ def validate_object(obj: KubeObject) -> list[FieldError]:
             if policy is not None and policy not in POD_MANAGEMENT_POLICIES:
                 report.add(
                     "spec.podManagementPolicy",
-                    f"Invalid value: {json.dumps(policy[:100])}: must be 'OrderedReady' or "
-                    "'Parallel'",
+                    invalid_value(policy, "must be 'OrderedReady' or 'Parallel'"),
                 )
     elif isinstance(obj, DaemonSet):
         _check_workload(report, obj.spec.selector, obj.spec.template, required_selector=True)
@@ -228,7 +226,11 @@ def _check_template(report: FieldErrors, path: str, template: PodTemplateSpec) -
     _check_pod_spec(report, f"{path}.spec", template.spec)
 
 
-def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
+def _check_pod_spec(
+    report: FieldErrors, path: str, spec: PodSpec, *, defaulted: bool = False
+) -> None:
+    """``defaulted`` for a Pod's own spec: the API server gives a Pod's containers their
+    limits as requests where they set none before validating it, never a template's."""
     if not spec.containers:
         report.add(f"{path}.containers", "must have at least one container")
     names: dict[str, str] = {}
@@ -238,7 +240,7 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
     ):
         for index, container in enumerate(containers):
             where = f"{path}.{list_name}[{index}]"
-            _check_container(report, where, container)
+            _check_container(report, where, container, defaulted=defaulted)
             first = names.get(container.name)
             if first is not None and container.name:
                 report.add(
@@ -249,7 +251,7 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
         report.add(
             f"{path}.restartPolicy", unsupported_value(spec.restart_policy, RESTART_POLICIES)
         )
-    _check_resource_list(report, f"{path}.overhead", spec.overhead)
+    check_resource_list(report, f"{path}.overhead", spec.overhead)
     check_pod_claims(report, path, spec)
     check_labels(report, f"{path}.nodeSelector", spec.node_selector)
     if spec.affinity is not None:
@@ -318,15 +320,14 @@ def _check_pod_spec(report: FieldErrors, path: str, spec: PodSpec) -> None:
             )
 
 
-def _check_container(report: FieldErrors, path: str, container: Container) -> None:
+def _check_container(
+    report: FieldErrors, path: str, container: Container, *, defaulted: bool
+) -> None:
     if not container.name:
         report.add(f"{path}.name", "required field is missing")
     else:
         report.add_all(f"{path}.name", dns_label_problems(container.name))
-    requests = _check_resource_list(
-        report, f"{path}.resources.requests", container.resources.requests
-    )
-    limits = _check_resource_list(report, f"{path}.resources.limits", container.resources.limits)
+    check_container_resources(report, f"{path}.resources", container.resources, defaulted=defaulted)
     for index, port in enumerate(container.ports):
         where = f"{path}.ports[{index}]"
         if port.container_port == 0:
@@ -337,44 +338,12 @@ def _check_container(report: FieldErrors, path: str, container: Container) -> No
             _check_port_number(report, f"{where}.hostPort", port.host_port)
         if port.protocol not in PORT_PROTOCOLS:
             report.add(f"{where}.protocol", unsupported_value(port.protocol, PORT_PROTOCOLS))
-    for resource, request in requests.items():
-        limit = limits.get(resource)
-        if limit is not None and request > limit:
-            report.add(
-                f"{path}.resources.requests[{resource}]",
-                f"must be less than or equal to the {resource} limit "
-                f"({excerpt(container.resources.limits[resource])}), "
-                f"got {excerpt(container.resources.requests[resource])}",
-            )
 
 
 def _check_port_number(report: FieldErrors, path: str, port: int) -> None:
     low, high = PORT_RANGE
     if not low <= port <= high:
         report.add(path, f"Invalid value: {port}: must be between {low} and {high}, inclusive")
-
-
-def _check_resource_list(
-    report: FieldErrors, path: str, resources: Mapping[str, str]
-) -> dict[str, int]:
-    """Resource names and non-negative quantities; the parsed values, in milli-units."""
-    parsed: dict[str, int] = {}
-    for name, text in resources.items():
-        where = f"{path}[{name}]"
-        problems = qualified_name_problems(name)
-        if problems:
-            report.add_all(where, (f"resource name {p}" for p in problems))
-            continue
-        try:
-            value = parse_quantity(text)
-        except QuantityError as error:
-            report.add(where, str(error))
-            continue
-        if value < 0:
-            report.add(where, f"must be greater than or equal to 0, got {excerpt(text)}")
-            continue
-        parsed[name] = value
-    return parsed
 
 
 def _check_affinity(report: FieldErrors, path: str, affinity: Affinity) -> None:
@@ -470,8 +439,7 @@ def _check_deployment_strategy(report: FieldErrors, strategy: DeploymentStrategy
     elif _is_zero(rolling.max_surge) and _is_zero(rolling.max_unavailable):
         report.add(
             "spec.strategy.rollingUpdate.maxUnavailable",
-            f"Invalid value: {json.dumps(rolling.max_unavailable)}: may not be 0 when "
-            "`maxSurge` is 0",
+            invalid_value(rolling.max_unavailable, "may not be 0 when `maxSurge` is 0"),
         )
 
 
@@ -518,5 +486,5 @@ def _check_node(report: FieldErrors, node: Node) -> None:
                 f"{where}.effect",
                 f"must be one of {', '.join(TAINT_EFFECTS)}, got {excerpt(taint.effect)}",
             )
-    _check_resource_list(report, "status.capacity", node.status.capacity)
-    _check_resource_list(report, "status.allocatable", node.status.allocatable)
+    check_resource_list(report, "status.capacity", node.status.capacity)
+    check_resource_list(report, "status.allocatable", node.status.allocatable)

@@ -117,3 +117,47 @@ def format_quantity(milli: int, resource: str = "") -> str:
     if milli % 1000 == 0:
         return str(milli // 1000)
     return f"{milli}m"
+
+
+_DECIMAL_SUFFIXES = {
+    -9: "n",
+    -6: "u",
+    -3: "m",
+    0: "",
+    3: "k",
+    6: "M",
+    9: "G",
+    12: "T",
+    15: "P",
+    18: "E",
+}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def canonical_quantity(value: str) -> str:
+    """``value`` as the API server writes it back (``"1.5"`` is ``"1500m"``, ``"1024Mi"`` is
+    ``"1Gi"``, ``"0.5Gi"`` is ``"512Mi"``): its value rounded up to a nano-unit, in the form of
+    its suffix (binary, decimal or exponent), with the largest suffix that keeps it whole."""
+    text = value.strip()
+    exact = exact_quantity(text)
+    match = _PATTERN.match(text)
+    assert match is not None
+    scaled = abs(exact) * 10**9
+    nanos = -(-scaled.numerator // scaled.denominator)
+    sign = "-" if exact < 0 else ""
+    if nanos == 0:
+        return "0"
+    if match["suffix"] in _BINARY and nanos % 10**9 == 0 and nanos >= 1024 * 10**9:
+        units, power = nanos // 10**9, 0
+        while units % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+            units, power = units // 1024, power + 1
+        return f"{sign}{units}{_BINARY_SUFFIXES[power]}"
+    mantissa, exponent = nanos, -9
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    shift = exponent % 3  # down to a multiple of three
+    mantissa, exponent = mantissa * 10**shift, exponent - shift
+    if match["exp"] is not None:
+        return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
+    suffix = _DECIMAL_SUFFIXES.get(exponent)
+    return f"{sign}{mantissa}{suffix}" if suffix is not None else f"{sign}{mantissa}e{exponent}"
