@@ -222,13 +222,16 @@ def _nested(depth: int) -> Any:
     return value
 
 
-@st.composite
-def _mutated_tree(draw: st.DrawFn) -> list[dict[str, Any]]:
-    seed = draw(st.sampled_from(sorted(SEEDS)))
-    documents = copy.deepcopy(SEEDS[seed])
+def mutate_documents(
+    draw: st.DrawFn, documents: list[Any], values: list[Any] = AWKWARD_VALUES
+) -> None:
+    """Mutate ``documents`` in place, one to four times: a value replaced by one of
+    ``values``, a key dropped, renamed or added, a value wrapped, nested deep or grown long."""
     for _ in range(draw(st.integers(1, 4))):
         document = draw(st.sampled_from(documents))
         paths = [p for p in _paths(document) if p]
+        if not paths:
+            continue
         path = draw(st.sampled_from(paths))
         parent = _parent(document, path)
         key = path[-1]
@@ -236,7 +239,7 @@ def _mutated_tree(draw: st.DrawFn) -> list[dict[str, Any]]:
             st.sampled_from(["replace", "delete", "rename", "add", "wrap", "deepen", "grow"])
         )
         if action == "replace":
-            parent[key] = copy.deepcopy(draw(st.sampled_from(AWKWARD_VALUES)))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(values)))
         elif action == "delete":
             del parent[key]
         elif action == "rename" and isinstance(parent, dict):
@@ -251,16 +254,11 @@ def _mutated_tree(draw: st.DrawFn) -> list[dict[str, Any]]:
             parent[key] = _nested(draw(st.sampled_from([50, 99, 101, 150])))
         elif action == "grow":
             parent[key] = "y" * draw(st.sampled_from([63, 64, 254, 70_000, 300_000]))
-    return documents
 
 
-@st.composite
-def manifests(draw: st.DrawFn) -> tuple[str, str]:
-    """A manifest file: its text and suffix (``.yaml`` or ``.json``)."""
-    documents = draw(_mutated_tree())
-    if draw(st.integers(0, 9)) == 0:
-        return json.dumps(documents[0], indent=draw(st.sampled_from([None, 2, "\t"]))), ".json"
-    text = yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True)
+def mutate_text(draw: st.DrawFn, text: str) -> str:
+    """``text`` with up to two edits of the YAML itself: awkward text spliced in, the rest
+    cut off, a line re-indented or repeated."""
     for _ in range(draw(st.integers(0, 2))):
         position = draw(st.integers(0, len(text)))
         action = draw(st.sampled_from(["splice", "cut", "indent", "duplicate"]))
@@ -276,7 +274,25 @@ def manifests(draw: st.DrawFn) -> tuple[str, str]:
             end = text.find("\n", position)
             end = len(text) if end < 0 else end + 1
             text = text[:end] + text[start:end] + text[end:]
-    return text, ".yaml"
+    return text
+
+
+@st.composite
+def _mutated_tree(draw: st.DrawFn) -> list[dict[str, Any]]:
+    seed = draw(st.sampled_from(sorted(SEEDS)))
+    documents = copy.deepcopy(SEEDS[seed])
+    mutate_documents(draw, documents)
+    return documents
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> tuple[str, str]:
+    """A manifest file: its text and suffix (``.yaml`` or ``.json``)."""
+    documents = draw(_mutated_tree())
+    if draw(st.integers(0, 9)) == 0:
+        return json.dumps(documents[0], indent=draw(st.sampled_from([None, 2, "\t"]))), ".json"
+    text = yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True)
+    return mutate_text(draw, text), ".yaml"
 
 
 @dataclass
@@ -317,7 +333,13 @@ def _peak_rss() -> int:
 
 
 def run_command(command: str, path: Path) -> Outcome:
-    """Run ``nodewright COMMAND PATH`` in this process and check the property.
+    """Run ``nodewright COMMAND PATH`` in this process and check the property."""
+    return run_argv([command, str(path)], (str(path),))
+
+
+def run_argv(argv: list[str], named: tuple[str, ...]) -> Outcome:
+    """Run ``nodewright ARGV`` in this process and check the property, each ``error:`` or
+    ``warning:`` line naming one of ``named`` (the input's file, or the option given).
 
     CPU time is the calling thread's (other jobs on the machine do not count). A run that
     has not answered after :data:`MAX_WALL_SECONDS` is interrupted and counts as hung (the
@@ -331,11 +353,11 @@ def run_command(command: str, path: Path) -> Outcome:
     signal.setitimer(signal.ITIMER_REAL, MAX_WALL_SECONDS)
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            exit_code = main([command, str(path)])
+            exit_code = main(argv)
     except _Hung:
         exit_code = f"no answer within {MAX_WALL_SECONDS} s"
     except SystemExit as exit_:
-        exit_code = f"SystemExit({exit_.code})"
+        exit_code = exit_.code if exit_.code == 2 else f"SystemExit({exit_.code})"
     except BaseException as error:  # the property: nothing escapes
         exit_code = f"{type(error).__name__}: {str(error)[:300]}"
     finally:
@@ -344,12 +366,14 @@ def run_command(command: str, path: Path) -> Outcome:
         cpu = time.thread_time() - started
         growth = max(0, _peak_rss() - rss_before)
         logging.getLogger("nodewright").handlers.clear()
-    outcome = Outcome(command, exit_code, stdout.getvalue(), stderr.getvalue(), cpu, growth)
-    outcome.violations = _violations(outcome, str(path))
+    outcome = Outcome(
+        " ".join(argv[:1]), exit_code, stdout.getvalue(), stderr.getvalue(), cpu, growth
+    )
+    outcome.violations = _violations(outcome, named)
     return outcome
 
 
-def _violations(outcome: Outcome, file: str) -> list[str]:
+def _violations(outcome: Outcome, named: tuple[str, ...]) -> list[str]:
     found: list[str] = []
     if outcome.exit_code not in (0, 2):
         found.append(f"exit {outcome.exit_code}")
@@ -359,8 +383,9 @@ def _violations(outcome: Outcome, file: str) -> list[str]:
     if crashed:
         found.append(f"a controller crashed: {outcome.stdout[crashed.start() :][:200]!r}")
     for line in outcome.stderr.splitlines():
-        if line.startswith(("error:", "warning:")) and file not in line:
-            found.append(f"line without the file name: {line[:200]!r}")
+        told = line.startswith(("error:", "warning:")) or ": error: " in line  # argparse's
+        if told and not any(name in line for name in named):
+            found.append(f"line naming none of {named}: {line[:200]!r}")
         if len(line) > MAX_LINE_LENGTH:
             found.append(f"line of {len(line)} characters")
     if outcome.cpu_seconds > MAX_CPU_SECONDS:

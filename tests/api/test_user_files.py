@@ -172,6 +172,43 @@ def test_a_kwok_catalog_problem_names_the_file_line_and_entry(
     assert f"{path}:1: instance type #0 ('a'): offering #0: no zone" in line
 
 
+KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+    "users:\n- name: u\n  user: {token: t}\n"
+    "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "problem"),
+    [
+        ("- name: c\n", "- {}\n- name: c\n", "4: clusters[0].name: required, a non-empty string"),
+        (
+            "server: 'https://127.0.0.1:1'",
+            "server: [a]",
+            "5: clusters[0].cluster.server: must be a string",
+        ),
+        ("user: {token: t}", "user: {exec: [a]}", "8: users[0].user.exec: must be a mapping"),
+        (
+            "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+            "contexts: 3\n",
+            "9: contexts: must be a list",
+        ),
+        ("current-context: x", "current-context: [x]", "12: current-context: must be a string"),
+    ],
+)
+def test_a_kubeconfig_not_shaped_as_one_names_the_file_line_and_field(
+    before: str, after: str, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "kubeconfig"
+    assert before in KUBECONFIG
+    path.write_text(KUBECONFIG.replace(before, after))
+    code, err = _run(_argv("kubeconfig", path), capsys)
+    assert code == 2
+    (line,) = err.splitlines()
+    assert f"cannot read the kubeconfig: {path}:{problem}" in line, line
+
+
 @pytest.mark.parametrize(
     "text",
     [

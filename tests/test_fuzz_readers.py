@@ -1,0 +1,42 @@
+"""Fuzzing every other reader of user input in the suite: mutated scenarios, dumps,
+scheduler configurations, KWOK catalog files, kubeconfigs and command-line options through
+``simulate`` exit 0 or 2, print no traceback, name the file (or the option) on every error
+line, and stay within 30 s of CPU and 400 MiB of memory growth each.
+
+The generators and the property are ``bench/fuzz_readers.py``'s; here a few seeded inputs per
+reader (the same on every run), without the values at the documented limits, whose cost
+docs/simulate.md states. The long run is in bench/README.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.bench_modules import load_bench
+
+fuzzing = load_bench("fuzz_readers")
+
+#: Inputs per reader: a few seconds each (a kubeconfig that reaches for its server, a few
+#: seconds of retries).
+EXAMPLES = {"kubeconfig": 4}
+DEFAULT_EXAMPLES = 10
+
+
+@pytest.mark.parametrize("reader", fuzzing.READERS)
+def test_mutated_inputs_of_every_reader_keep_the_property(reader: str) -> None:
+    @settings(
+        max_examples=EXAMPLES.get(reader, DEFAULT_EXAMPLES),
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(fuzzing.reader_inputs(reader))
+    def check(case: Any) -> None:
+        outcome = fuzzing.check_reader_input(case)
+        assert outcome.violations == [], (case, outcome.stderr[:2000])
+
+    check()
