@@ -255,7 +255,10 @@ spec:
 def test_an_efa_workload_in_a_placement_group_launches_offline(tmp_path: Path) -> None:
     """An EFA-capable type of the catalog that can join a cluster group, launched into the
     group (the offline account holds one for any name), the group's ID on the node."""
-    app = DEPLOYMENT.replace('{cpu: "1"}', '{cpu: "1", vpc.amazonaws.com/efa: "1"}')
+    app = DEPLOYMENT.replace(
+        '{requests: {cpu: "1"}}',
+        '{requests: {cpu: "1", vpc.amazonaws.com/efa: "1"}, limits: {vpc.amazonaws.com/efa: "1"}}',
+    )
     code, report = simulate_manifests(
         tmp_path,
         {"class.yaml": HPC_CLASS, "pool.yaml": EFA_POOL, "app.yaml": app},
