@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar, overload
 
 from nodewright.api.karpenter import REQUIREMENT_OPERATORS
 from nodewright.api.labels import RESTRICTED_LABELS, WELL_KNOWN_LABELS, normalize_label
@@ -34,6 +35,7 @@ _UNBOUNDED = 2**63 - 1  # what Karpenter reports as the size of a complement set
 _INT64_MIN = -(2**63)
 #: What Go's ``strconv.Atoi`` accepts: an optional sign and ASCII digits, nothing else.
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_T = TypeVar("_T")
 
 
 class RequirementError(ValueError):
@@ -261,6 +263,18 @@ class Requirements(Mapping[str, Requirement]):
 
     def __getitem__(self, key: str) -> Requirement:
         return self._items[key]
+
+    @overload
+    def get(self, key: str, /) -> Requirement | None: ...
+    @overload
+    def get(self, key: str, default: Requirement | _T, /) -> Requirement | _T: ...
+    def get(self, key: str, default: object = None, /) -> object:
+        # The solver asks for keys most requirements do not have: a dict lookup rather
+        # than Mapping's try/except.
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodewright.api.labels import HOSTNAME_LABEL, KNOWN_EPHEMERAL_TAINTS
+from nodewright.api.labels import HOSTNAME_LABEL, KNOWN_EPHEMERAL_TAINTS, normalize_label
 from nodewright.scheduling.model import ExistingNode, PodRequest
 from nodewright.scheduling.solver.constraints import (
     LASTING,
-    PASSING,
     Refusal,
     port_conflict,
     untolerated,
 )
 from nodewright.scheduling.solver.devices import DeviceRound
+from nodewright.scheduling.solver.nodetopology import PodGroups, TopologyCheck
 from nodewright.scheduling.solver.preferences import PodState
 from nodewright.scheduling.taints import Taint
 from nodewright.scheduling.topology import Topology
@@ -47,6 +47,9 @@ class ExistingNodeState:
         self.pods: list[PodRequest] = []
         self.hostname = node.labels.get(HOSTNAME_LABEL, node.name)
         self.label_requirements = node.label_requirements
+        #: Whether its requirement on each key but the hostname is just its label there
+        #: (no deprecated label key stands for another): topology answers go by label.
+        self.by_label = all(normalize_label(key) == key for key in node.labels)
         self.volumes = {driver: set(ids) for driver, ids in node.volumes.items()}
 
     def _volume_problem(self, pod: PodRequest) -> bool:
@@ -93,21 +96,41 @@ class ExistingNodeState:
             alternative.matches_labels(labels) for alternative in pod.volume_requirements
         )
 
-    def plan(self, state: PodState, topology: Topology) -> Refusal | None:
-        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology)."""
-        if not self.admits(state):
+    def still_admits(self, state: PodState) -> bool:
+        """:meth:`admits`, for a pod this node admitted before this solve placed pods here:
+        only its room, ports and volume slots can have changed since. (Nothing it holds
+        goes below zero: a pod is placed only where each of its requests fits.)"""
+        pod = state.pod
+        if pod.host_ports and port_conflict(pod.host_ports, self.ports) is not None:
+            return False
+        remaining = self.remaining
+        for name, value in pod.requests.items():
+            if value > 0 and value > remaining.get(name, 0):
+                return False
+        return not (pod.volumes and self._volume_problem(pod))
+
+    def plan(
+        self,
+        state: PodState,
+        admitted: bool = False,
+        check: TopologyCheck | None = None,
+    ) -> Refusal | None:
+        """None when the pod fits here (kube-scheduler's view plus Karpenter's topology).
+
+        ``admitted``: the caller knows the node admits the pod as it stands. ``check``: the
+        pod's topology answers, kept for the rest of this attempt to place it (see
+        :mod:`.nodetopology`).
+        """
+        if not admitted and not self.admits(state):
             return LASTING
-        labels = self.node.labels
         if state.topology is not None and state.topology.constraining:
-            added, group = topology.requirements(
-                state.topology, state.strict, self.label_requirements, self.hostname
+            if check is None:
+                check = TopologyCheck(PodGroups(state))
+            refusal = check.refusal(
+                self.node.labels, self.label_requirements, self.hostname, self.by_label
             )
-            if group is not None:
-                return LASTING if group.monotonic else PASSING
-            for requirement in added:
-                domain = labels.get(requirement.key)
-                if domain is None or not requirement.has(domain):
-                    return PASSING if state.topology.volatile else LASTING
+            if refusal is not None:
+                return refusal
         if state.pod.claims and self.devices is not None:
             problem = self.devices.plan_node(self.node, state.pod, self.label_requirements)
             if problem is not None:

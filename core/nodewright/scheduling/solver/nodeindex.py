@@ -5,6 +5,12 @@ A solve gives each pod to the first existing node, in a fixed order, that takes 
 it as they stand (resources, taints, ports, labels, volumes): placing pods only ever takes
 room away, so no other node can take that kind of pod during a solve. A trial
 (:class:`TrialNodes`) walks only those, and copies a node the first time it places a pod there.
+
+Walking them asks less than a full solve does, for the same answers: a node the trial has
+not touched is known to admit the pod, a node it has placed pods on is asked only about
+the room, ports and volume slots left, and past the leading nodes (where only a yes counts,
+not why a node says no) a zone that turns the pod away turns away each of its nodes unasked
+(:mod:`.nodetopology`).
 """
 
 from __future__ import annotations
@@ -12,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from nodewright.scheduling.model import ExistingNode, PodRequest
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.solver.constraints import LASTING
 from nodewright.scheduling.solver.existingnode import ExistingNodeState
+from nodewright.scheduling.solver.nodetopology import PodGroups, TopologyCheck
 from nodewright.scheduling.solver.preferences import PodState
 from nodewright.scheduling.topology import Topology
 
@@ -29,6 +38,19 @@ class NodeIndex:
             if node.node_claim is not None and node.node_claim != node.name:
                 self._named.setdefault(node.node_claim, []).append(position)
         self._admitting: dict[tuple[object, ...], list[int]] = {}
+        self._domains: dict[tuple[str, ...], list[tuple[str | None, ...] | None]] = {}
+
+    def domains(self, keys: tuple[str, ...]) -> list[tuple[str | None, ...] | None]:
+        """Per node, its labels on ``keys``; None for a node whose topology answers do not
+        go by label (see :class:`~.existingnode.ExistingNodeState`)."""
+        found = self._domains.get(keys)
+        if found is None:
+            found = [
+                tuple(node.node.labels.get(key) for key in keys) if node.by_label else None
+                for node in self.states
+            ]
+            self._domains[keys] = found
+        return found
 
     def named(self, names: Collection[str]) -> set[int]:
         """Positions of the nodes whose name or NodeClaim is one of ``names``."""
@@ -67,6 +89,9 @@ class TrialNodes:
         self.excluded = excluded
         self.changed: dict[int, ExistingNodeState] = {}
         self._admitting: dict[int, list[int]] = {}
+        #: Per pod topology (the solve keeps each one for its whole length) and strict
+        #: requirements: the pod's groups.
+        self._groups: dict[tuple[int, Requirements], PodGroups] = {}
 
     def add(self, state: PodState, topology: Topology, skips: dict[int, int]) -> bool:
         """Place the pod on the first node that takes it; ``skips`` counts, per pod shape,
@@ -77,20 +102,47 @@ class TrialNodes:
             admitting = self._admitting[shape] = self.index.admitting(state)
         skip = skips.get(shape, 0)
         states = self.index.states
+        changed = self.changed
+        excluded = self.excluded
+        groups_key = (id(state.topology), state.strict)
+        groups = self._groups.get(groups_key)
+        if groups is None:
+            groups = self._groups[groups_key] = PodGroups(state)
+        check = TopologyCheck(groups)
+        keys = groups.domain_keys
+        domains = self.index.domains(keys) if keys else None
+        #: Per node labels on ``keys``: whether the groups that answer by domain refuse.
+        away: dict[tuple[str | None, ...], bool] = {}
         for position in range(skip, len(admitting)):
             index = admitting[position]
-            if index in self.excluded:
+            if index in excluded:
                 if position == skip:
                     skip += 1
                     skips[shape] = skip
                 continue
-            node = self.changed.get(index)
+            node = changed.get(index)
+            if domains is not None and position != skip:
+                # Past the leading nodes only whether a node takes the pod matters, not
+                # why it would not: a domain that refuses turns the node away unasked.
+                labels = domains[index]
+                if labels is not None:
+                    refused = away.get(labels)
+                    if refused is None:
+                        shown = states[index]
+                        refused = check.turns_away(shown.node.labels, shown.label_requirements)
+                        away[labels] = refused
+                    if refused:
+                        continue
             if node is None:
-                node = states[index]
-            refusal = node.plan(state, topology)
+                # As it stands: it admits the pod, or it would not be in ``admitting``.
+                refusal = states[index].plan(state, True, check)
+            elif node.still_admits(state):
+                refusal = node.plan(state, True, check)
+            else:
+                refusal = LASTING
             if refusal is None:
-                if index not in self.changed:
-                    node = self.changed[index] = node.copy()
+                if node is None:
+                    node = changed[index] = states[index].copy()
                 node.commit(state, topology)
                 return True
             if position == skip and refusal.lasting:

@@ -49,6 +49,7 @@ from nodewright.scheduling.solver.existingnode import ExistingNodeState
 from nodewright.scheduling.solver.nodeclaim import OpenNodeClaim, Plan
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
 from nodewright.scheduling.solver.nodeindex import TrialNodes
+from nodewright.scheduling.solver.nodetopology import PodGroups, TopologyCheck
 from nodewright.scheduling.solver.preferences import PodState
 from nodewright.scheduling.solver.reservations import ReservationError, Reservations
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
@@ -422,9 +423,10 @@ class Scheduler:
         shape = state.shape
         skip = self.node_skip.get(shape, 0)
         topology = self.topology
+        check = TopologyCheck(PodGroups(state))
         for index in range(skip, len(self.nodes)):
             node = self.nodes[index]
-            refusal = node.plan(state, topology)
+            refusal = node.plan(state, False, check)
             if refusal is None:
                 node.commit(state, topology)
                 return True
