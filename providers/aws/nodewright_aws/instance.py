@@ -365,6 +365,7 @@ class InstanceProvider:
         groups: dict[str, list[Override]] = {}
         types_by_name: dict[str, InstanceType] = {}
         overridden: set[tuple[str, str]] = set()
+        templates: dict[tuple[str, int, str | None, bool, int], str] = {}
         for price, name, option, offering in choices:
             # A partition group offers each (type, zone) once per partition: one override.
             if name not in kept or (name, offering.zone) in overridden:
@@ -373,19 +374,26 @@ class InstanceProvider:
             if ami is None:
                 continue
             interruptible = offering.labels.get(L.CAPACITY_RESERVATION_INTERRUPTIBLE) == "true"
-            template = self.launch_templates.ensure_for(
-                request,
-                node_class,
-                resolution=resolution,
-                ami=ami,
-                max_pods=option.capacity.get("pods", 0) // 1000,
-                capacity_type=capacity_type,
-                tags=template_tags,
-                reservation_id=offering.reservation.id if offering.reservation else None,
-                interruptible=interruptible,
-                efa_count=option.capacity.get(L.EFA_RESOURCE, 0) // 1000 if wants_efa else 0,
-                placement=placement,
-            )
+            max_pods = option.capacity.get("pods", 0) // 1000
+            reservation_id = offering.reservation.id if offering.reservation else None
+            efa_count = option.capacity.get(L.EFA_RESOURCE, 0) // 1000 if wants_efa else 0
+            # The rest of a template's inputs are the claim's: types alike share one.
+            key = (ami.id, max_pods, reservation_id, interruptible, efa_count)
+            template = templates.get(key)
+            if template is None:
+                template = templates[key] = self.launch_templates.ensure_for(
+                    request,
+                    node_class,
+                    resolution=resolution,
+                    ami=ami,
+                    max_pods=max_pods,
+                    capacity_type=capacity_type,
+                    tags=template_tags,
+                    reservation_id=reservation_id,
+                    interruptible=interruptible,
+                    efa_count=efa_count,
+                    placement=placement,
+                )
             groups.setdefault(template, []).append(
                 Override(name, offering.zone, subnets_by_zone[offering.zone], ami.id, price)
             )
