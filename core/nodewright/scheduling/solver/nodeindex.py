@@ -92,6 +92,9 @@ class TrialNodes:
         #: Per pod topology (the solve keeps each one for its whole length) and strict
         #: requirements: the pod's groups.
         self._groups: dict[tuple[int, Requirements], PodGroups] = {}
+        #: Per pod shape: nodes past the leading ones (``skips``) that turned it away for
+        #: a lasting reason, and so turn away every later pod of that shape too.
+        self._dead: dict[int, set[int]] = {}
 
     def add(self, state: PodState, topology: Topology, skips: dict[int, int]) -> bool:
         """Place the pod on the first node that takes it; ``skips`` counts, per pod shape,
@@ -101,6 +104,9 @@ class TrialNodes:
         if admitting is None:
             admitting = self._admitting[shape] = self.index.admitting(state)
         skip = skips.get(shape, 0)
+        dead = self._dead.get(shape)
+        if dead is None:
+            dead = self._dead[shape] = set()
         states = self.index.states
         changed = self.changed
         excluded = self.excluded
@@ -115,7 +121,7 @@ class TrialNodes:
         away: dict[tuple[str | None, ...], bool] = {}
         for position in range(skip, len(admitting)):
             index = admitting[position]
-            if index in excluded:
+            if index in excluded or index in dead:
                 if position == skip:
                     skip += 1
                     skips[shape] = skip
@@ -145,9 +151,12 @@ class TrialNodes:
                     node = changed[index] = states[index].copy()
                 node.commit(state, topology)
                 return True
-            if position == skip and refusal.lasting:
-                skip += 1
-                skips[shape] = skip
+            if refusal.lasting:
+                if position == skip:
+                    skip += 1
+                    skips[shape] = skip
+                else:
+                    dead.add(index)
         return False
 
     def placed(self) -> dict[str, list[PodRequest]]:

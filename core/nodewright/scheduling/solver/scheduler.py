@@ -210,8 +210,9 @@ class Scheduler:
         self.topo_refused: dict[int, dict[OpenNodeClaim, tuple[int, TopologyGroup, int]]] = {}
         self._pod_topology: dict[
             tuple[str, tuple[tuple[str, str], ...], tuple[TopologyTerm, ...]],
-            tuple[PodTopology, tuple[object, ...]],
+            tuple[PodTopology, int],
         ] = {}
+        self._signatures: dict[tuple[tuple[TopologyTerm, ...], tuple[bool, ...]], int] = {}
 
     def _terms(self, pods: Sequence[PodRequest]) -> tuple[list[TopologyTerm], list[TopologyTerm]]:
         """The topology terms the pods state (preferred ones while preferences are
@@ -230,7 +231,7 @@ class Scheduler:
     def _prepare(self, state: PodState) -> None:
         """Work out the pod's topology groups and its shape after a (re)set or relaxation."""
         pod = state.pod
-        signature: tuple[object, ...] = ()
+        signature = 0  # no topology groups in this solve
         if self.topology.groups or self.topology.inverse:
             active = state.active_terms()
             key = (pod.namespace, state.label_key, active)
@@ -239,10 +240,10 @@ class Scheduler:
                 topology = self.topology.for_pod(
                     pod.namespace, pod.labels, state.label_key, active, pod.required_anti_affinity
                 )
-                signature = (
-                    tuple(g.term for g in topology.constraining),
-                    tuple(topology.selects),
-                )
+                # The groups' terms and whether each selects the pod, numbered (from 1) so
+                # the shape keys below hash a number rather than the terms.
+                terms = (tuple(g.term for g in topology.constraining), tuple(topology.selects))
+                signature = self._signatures.setdefault(terms, len(self._signatures) + 1)
                 found = (topology, signature)
                 self._pod_topology[key] = found
             state.topology, signature = found
