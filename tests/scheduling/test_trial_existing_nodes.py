@@ -180,3 +180,20 @@ def test_a_node_labelled_with_the_deprecated_zone_key_is_judged_by_its_requireme
     result = _both(pods, nodes)
     assert _where(result) == {"node-1": [pods[0].name], "node-2": [pods[1].name]}
     assert [p.name for p in result.new_node_claims[0].pods] == [pods[2].name]
+
+
+def test_a_node_that_turned_a_pod_away_for_now_takes_a_later_pod_of_the_same_kind() -> None:
+    # Zone 1 stays too full throughout, so node-1 leads and never moves out of the way;
+    # node-2 carries a deprecated label, so it is asked in full: it turns the first pod away
+    # (zone 2 is ahead of zone 3) and takes the second once zone 3 has caught up. Only
+    # lasting refusals may be remembered past the leading nodes.
+    nodes = [
+        _node("node-1", Z1),
+        _node("node-2", Z2, labels={"beta.kubernetes.io/arch": "amd64"}),
+        _node("node-3", Z3, allocatable={"cpu": "1", "memory": "4Gi", "pods": "110"}),
+    ]
+    web = {"app": "web"}
+    running = [_placed(nodes[0], web), _placed(nodes[0], web), _placed(nodes[1], web)]
+    pods = [make_pod(labels=web, cpu="1", spread=[spread(ZONE_LABEL)]) for _ in range(2)]
+    result = _both(pods, nodes, running)
+    assert _where(result) == {"node-2": [pods[1].name], "node-3": [pods[0].name]}
