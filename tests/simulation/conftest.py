@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from nodewright.clock import SimulatedClock
+from nodewright.cluster.memory import MemoryCluster
 from nodewright.commands import main
+from nodewright.simulation.kubernetes import EmbeddedKubernetes
 
 ROOT = Path(__file__).resolve().parents[2]
 DUMP = ROOT / "examples" / "what-if" / "cluster-dump.yaml"
@@ -69,3 +72,20 @@ def example() -> dict[str, Any]:
 def item(dump: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
     """The dump's object of that kind and name."""
     return next(i for i in dump["items"] if i["kind"] == kind and i["metadata"]["name"] == name)
+
+
+@pytest.fixture
+def clock() -> SimulatedClock:
+    return SimulatedClock()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, clock: SimulatedClock) -> MemoryCluster:
+    """The in-memory cluster of the embedded-Kubernetes tests; a module's ``CLUSTER_SEED``
+    (default 11) seeds the names it generates."""
+    return MemoryCluster(clock, seed=getattr(request.module, "CLUSTER_SEED", 11))
+
+
+@pytest.fixture
+def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
+    return EmbeddedKubernetes(cluster, clock)

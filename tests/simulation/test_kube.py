@@ -6,8 +6,6 @@ import re
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
 from nodewright.api.apps import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, StorageClass
 from nodewright.api.core import (
     Node,
@@ -31,22 +29,6 @@ from tests.simulation.kube_builders import (
     scheduled_message,
     settle,
 )
-
-
-@pytest.fixture
-def clock() -> SimulatedClock:
-    return SimulatedClock()
-
-
-@pytest.fixture
-def cluster(clock: SimulatedClock) -> MemoryCluster:
-    return MemoryCluster(clock, seed=11)
-
-
-@pytest.fixture
-def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
-    return EmbeddedKubernetes(cluster, clock)
-
 
 # --- workloads ----------------------------------------------------------------------------------
 

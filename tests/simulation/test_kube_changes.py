@@ -34,20 +34,7 @@ from tests.simulation.kube_builders import (
     unavailable,
 )
 
-
-@pytest.fixture
-def clock() -> SimulatedClock:
-    return SimulatedClock()
-
-
-@pytest.fixture
-def cluster(clock: SimulatedClock) -> MemoryCluster:
-    return MemoryCluster(clock, seed=3)
-
-
-@pytest.fixture
-def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
-    return EmbeddedKubernetes(cluster, clock)
+CLUSTER_SEED = 3
 
 
 def daemon_set(name: str) -> DaemonSet:

@@ -3,11 +3,8 @@ their own node's devices, and node affinity by the node's name."""
 
 from __future__ import annotations
 
-import pytest
-
 from nodewright.api.core import Node, Pod
 from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests.builders import NAMESPACE
@@ -19,21 +16,6 @@ from tests.simulation.kube_builders import (
     scheduled_message,
     settle,
 )
-
-
-@pytest.fixture
-def clock() -> SimulatedClock:
-    return SimulatedClock()
-
-
-@pytest.fixture
-def cluster(clock: SimulatedClock) -> MemoryCluster:
-    return MemoryCluster(clock, seed=11)
-
-
-@pytest.fixture
-def kube(cluster: MemoryCluster, clock: SimulatedClock) -> EmbeddedKubernetes:
-    return EmbeddedKubernetes(cluster, clock)
 
 
 def _gpu_world(cluster: MemoryCluster) -> None:

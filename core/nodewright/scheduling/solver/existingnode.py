@@ -79,13 +79,9 @@ class ExistingNodeState:
         pod = state.pod
         if untolerated(pod.tolerations, self.taints, state.relaxed_taints):
             return False
-        if pod.host_ports and port_conflict(pod.host_ports, self.ports) is not None:
+        if not self._has_room(pod):
             return False
-        remaining = self.remaining
-        for name, value in pod.requests.items():
-            if value > 0 and value > remaining.get(name, 0):
-                return False
-        if any(value < 0 for value in remaining.values()):
+        if any(value < 0 for value in self.remaining.values()):
             return False
         labels = self.node.labels
         if not state.requirements.matches_labels(labels):
@@ -101,13 +97,17 @@ class ExistingNodeState:
         only its room, ports and volume slots can have changed since. (Nothing it holds
         goes below zero: a pod is placed only where each of its requests fits.)"""
         pod = state.pod
+        return self._has_room(pod) and not (pod.volumes and self._volume_problem(pod))
+
+    def _has_room(self, pod: PodRequest) -> bool:
+        """Its host ports are free here and each of its requests fits in what is left."""
         if pod.host_ports and port_conflict(pod.host_ports, self.ports) is not None:
             return False
         remaining = self.remaining
         for name, value in pod.requests.items():
             if value > 0 and value > remaining.get(name, 0):
                 return False
-        return not (pod.volumes and self._volume_problem(pod))
+        return True
 
     def plan(
         self,
