@@ -21,6 +21,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 #: What Chromium needs to run headless here: as root, on a machine with no network but the
 #: package registries (without the last four it keeps trying to reach Google's hosts).
 FLAGS = (
@@ -204,6 +206,25 @@ class Browser:
     def screenshot(self, page: Path, shot: Path, width: int, height: int) -> None:
         """A PNG of ``page`` in a window of that size (the whole page when tall enough)."""
         self._run(f"--window-size={width},{height}", f"--screenshot={shot}", page.as_uri())
+
+
+def browser_or_skip(workdir: Path) -> Browser:
+    """Headless Chromium for a page test, or the test skipped, saying it was not checked."""
+    try:
+        return Browser(chromium(), workdir)
+    except ChromiumMissing as missing:
+        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
+
+
+def assert_shown_whole(browser: Browser, page: Path, shot: Path) -> None:
+    """Nothing on ``page`` overflows, wraps or leaves its chart at 1280 and 1600 px, and it
+    renders to a PNG screenshot of the whole page at 1280 px."""
+    for width in (1280, 1600):
+        layout = browser.layout(page, width)
+        assert layout.problems() == [], f"at {width} px"
+    browser.screenshot(page, shot, 1280, layout.page_height)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 10_000
 
 
 class ParsedPage(HTMLParser):

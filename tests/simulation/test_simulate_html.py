@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.commands import main
-from tests.simulation.browser import Browser, ChromiumMissing, ParsedPage, chromium
+from tests.simulation.browser import ParsedPage, assert_shown_whole, browser_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "inflate"
@@ -86,25 +86,12 @@ def test_headless_chromium_shows_the_page_whole_offline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     page = _scale_down_page(tmp_path, capsys)
-    try:
-        browser = Browser(chromium(), tmp_path)
-    except ChromiumMissing as missing:
-        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
-    for width in (1280, 1600):
-        layout = browser.layout(page, width)
-        assert layout.problems() == [], f"at {width} px"
-    shot = tmp_path / "shot.png"
-    browser.screenshot(page, shot, 1280, layout.page_height)
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.stat().st_size > 10_000
+    assert_shown_whole(browser_or_skip(tmp_path), page, tmp_path / "shot.png")
 
 
 def test_the_layout_check_finds_what_a_person_would_see_broken(tmp_path: Path) -> None:
     """The check the page tests rely on fails on each fault it looks for."""
-    try:
-        browser = Browser(chromium(), tmp_path)
-    except ChromiumMissing as missing:
-        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
+    browser = browser_or_skip(tmp_path)
     page = tmp_path / "broken.html"
     page.write_text(
         "<!DOCTYPE html><html><body><main>"

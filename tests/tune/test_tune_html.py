@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.commands import main
-from tests.simulation.browser import Browser, ChromiumMissing, ParsedPage, chromium
+from tests.simulation.browser import ParsedPage, assert_shown_whole, browser_or_skip
 from tests.tune.conftest import INFLATE, SPACE, Tune, TuneRun
 
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
@@ -162,14 +162,4 @@ def test_an_html_path_that_cannot_be_written_is_refused_before_running(
 def test_headless_chromium_shows_the_tune_page_whole_offline(tune: Tune, tmp_path: Path) -> None:
     _page(tune, tmp_path, SPACE + "constraints:\n  maxDisruptionsPerHour: 0\n")
     page = tmp_path / "tune.html"
-    try:
-        browser = Browser(chromium(), tmp_path)
-    except ChromiumMissing as missing:
-        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
-    for width in (1280, 1600):
-        layout = browser.layout(page, width)
-        assert layout.problems() == [], f"at {width} px"
-    shot = tmp_path / "shot.png"
-    browser.screenshot(page, shot, 1280, layout.page_height)
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.stat().st_size > 10_000
+    assert_shown_whole(browser_or_skip(tmp_path), page, tmp_path / "shot.png")

@@ -20,7 +20,7 @@ import pytest
 
 from nodewright.commands import main
 from providers.aws.tests.eks_dump import ZONES, eks_dump
-from tests.simulation.browser import Browser, ChromiumMissing, chromium
+from tests.simulation.browser import browser_or_skip
 
 #: The dump's nodes and what they cost on demand (us-east-1 list prices, not modelled).
 LIST_PRICES = {"m5.xlarge": 0.192, "c5.xlarge": 0.17, "r5.xlarge": 0.252, "m5.large": 0.096}
@@ -185,10 +185,7 @@ def test_the_page_explains_the_saving_and_fits_the_window(with_spot: WhatIfRun) 
         assert f">{unit}</text>" in charts
     assert charts.count('class="grid"') > 20
     assert "<title>0:00:00 to " in charts
-    try:
-        browser = Browser(chromium(), with_spot.page.parent)
-    except ChromiumMissing as missing:
-        pytest.skip(f"NOT CHECKED IN A BROWSER: {missing}")
+    browser = browser_or_skip(with_spot.page.parent)
     for width in (1280, 1600):
         layout = browser.layout(with_spot.page, width)
         assert layout.problems() == [], f"at {width} px"
