@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceSlice
-from nodewright.scheduling.dra.allocator import AllocationError, Allocator, Target
+from nodewright.scheduling.dra.allocator import Allocator, Target
 from nodewright.scheduling.dra.claims import ClaimSpec, read_claim
+from nodewright.scheduling.dra.cluster import HeldDevices
 from nodewright.scheduling.dra.constraints import build_bindings
 from nodewright.scheduling.dra.devices import (
     AttributeBinding,
@@ -21,6 +22,7 @@ from nodewright.scheduling.dra.devices import (
     ResourceSliceTemplate,
 )
 from nodewright.scheduling.dra.pools import PublishedSlice, published_slice
+from nodewright.scheduling.dra.search import AllocationError
 from nodewright.scheduling.requirements import Requirements
 
 GPU = "gpu.example.com"
@@ -218,7 +220,7 @@ def test_published_devices_come_before_templates_and_held_ones_are_skipped() -> 
     target = new_claim({"box": (gpus(1),)})
     first = Allocator([shared]).allocate(target, [claim("c", exactly())])
     assert first.devices["box"] == [(DeviceID(GPU, "shared", "gpu-x"), False)]
-    held = Allocator([shared], allocated=frozenset({DeviceID(GPU, "shared", "gpu-x")}))
+    held = Allocator([shared], HeldDevices(frozenset({DeviceID(GPU, "shared", "gpu-x")})))
     assert held.allocate(target, [claim("c", exactly())]).devices["box"][0][1] is True
 
 
@@ -314,11 +316,3 @@ def test_claims_it_cannot_allocate_say_why(request_: dict[str, Any], message: st
     with pytest.raises(AllocationError, match=message) as caught:
         Allocator([]).allocate(new_claim({"gpu": (gpus(1),)}), [claim("c", request_)])
     assert str(caught.value).startswith('validating claim "c": ')
-
-
-def test_devices_it_does_not_allocate_are_named_when_they_would_have_matched() -> None:
-    shared = ResourceSliceTemplate(GPU, "p", (Device("gpu-0", allow_multiple_allocations=True),))
-    with pytest.raises(
-        AllocationError, match="allow multiple allocations are not allocated by nodewright"
-    ):
-        Allocator([]).allocate(new_claim({"gpu": (shared,)}), [claim("c", exactly())])

@@ -84,7 +84,7 @@ def test_devices_are_free_only_when_every_consumer_is_a_leaving_pod() -> None:
         ),
     ]
     held = held_devices(claims, {"u2", "u3"})
-    assert held == {DeviceID(GPU, "p", d) for d in ("d0", "d2", "d3")}
+    assert held.exclusive == {DeviceID(GPU, "p", d) for d in ("d0", "d2", "d3")}
 
 
 def test_slices_of_nodes_outside_the_pass_are_not_used() -> None:

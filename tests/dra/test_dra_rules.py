@@ -8,10 +8,10 @@ import pytest
 from nodewright.api.manifests.kinds import KindRegistry
 from nodewright.api.manifests.loading import load_text
 from tests.api.refusals import refusals
-from tests.dra.rule_cases import ACCEPTED, REFUSED
+from tests.dra.rule_cases import ACCEPTED, REFUSED, REFUSED_OFFLINE
 
 
-@pytest.mark.parametrize(("manifest", "field", "words"), REFUSED)
+@pytest.mark.parametrize(("manifest", "field", "words"), REFUSED + REFUSED_OFFLINE)
 def test_refused_like_the_api_server(manifest: str, field: str, words: str) -> None:
     errors = refusals(manifest)
     assert any(e.field == field and words in e.message for e in errors), [

@@ -10,6 +10,7 @@ from typing import Any
 from nodewright.api.labels import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL, ZONE_LABEL
 from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from nodewright.scheduling.dra.claims import ClaimSpec, read_claim
+from nodewright.scheduling.dra.cluster import HeldDevices
 from nodewright.scheduling.dra.devices import DeviceID
 from nodewright.scheduling.dra.pools import published_slice
 from nodewright.scheduling.model import ExistingNode, PodRequest
@@ -149,7 +150,7 @@ def test_an_existing_node_with_a_free_published_device_takes_the_pod() -> None:
 def test_an_existing_nodes_held_device_sends_the_pod_to_a_new_node() -> None:
     facts = DeviceFacts(
         slices=(_node_slice("gpu-node", "gpu-0"),),
-        held=frozenset({DeviceID(GPU_DRIVER, "gpu-node", "gpu-0")}),
+        held=HeldDevices(frozenset({DeviceID(GPU_DRIVER, "gpu-node", "gpu-0")})),
     )
     result = solve([gpu_pod(gpu_claim("c"))], [_node("gpu-node", "one-gpu")], [POOL], devices=facts)
     assert result.existing_nodes == {}

@@ -12,7 +12,7 @@ so an object read from a cluster and written back loses nothing.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
@@ -125,6 +125,11 @@ class DeviceRequestAllocationResult(Model):
     driver: str = ""
     pool: str = ""
     device: str = ""
+    #: For a shared device: this allocation's share, and what it takes of each capacity.
+    share_id: str | None = Field(default=None, alias="shareID")
+    consumed_capacity: dict[str, str] | None = None
+
+    _normalise = field_validator("consumed_capacity", mode="before")(_quantities)
 
 
 class DeviceAllocationResult(Model):
@@ -182,10 +187,54 @@ class DeviceAttribute(Model):
     version_value: str | None = Field(default=None, alias="version")
 
 
+class CapacityRequestPolicyRange(Model):
+    min: str | None = None
+    max: str | None = None
+    step: str | None = None
+
+    _normalise = field_validator("min", "max", "step", mode="before")(_quantity)
+
+
+class CapacityRequestPolicy(Model):
+    """How a shared device's capacity is handed out to requests."""
+
+    default: str | None = None
+    valid_values: list[str] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+    _normalise = field_validator("default", mode="before")(_quantity)
+
+    @field_validator("valid_values", mode="before")
+    @classmethod
+    def _values(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [_quantity(v) for v in value]
+        return value
+
+
 class DeviceCapacity(Model):
+    value: str = "0"
+    request_policy: CapacityRequestPolicy | None = None
+
+    _normalise = field_validator("value", mode="before")(_quantity)
+
+
+class Counter(Model):
     value: str = "0"
 
     _normalise = field_validator("value", mode="before")(_quantity)
+
+
+class CounterSet(Model):
+    """A pool's budget that partitionable devices draw on (``sharedCounters``)."""
+
+    name: str = ""
+    counters: dict[str, Counter] = Field(default_factory=dict)
+
+
+class DeviceCounterConsumption(Model):
+    counter_set: str = ""
+    counters: dict[str, Counter] = Field(default_factory=dict)
 
 
 class Device(Model):
@@ -193,8 +242,8 @@ class Device(Model):
     attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
     capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
     allow_multiple_allocations: bool | None = None
-    #: Counters of the pool it uses up (a partitionable device), kept as given.
-    consumes_counters: list[dict[str, Any]] = Field(default_factory=list)
+    #: Counters of the pool it uses up (a partitionable device).
+    consumes_counters: list[DeviceCounterConsumption] = Field(default_factory=list)
     #: Per-device reach (with ``spec.perDeviceNodeSelection``).
     node_name: str | None = None
     node_selector: NodeSelector | None = None
@@ -216,8 +265,8 @@ class ResourceSliceSpec(Model):
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
     devices: list[Device] = Field(default_factory=list)
-    #: Counter sets partitionable devices draw on, kept as given.
-    shared_counters: list[dict[str, Any]] | None = None
+    #: Counter sets partitionable devices draw on.
+    shared_counters: list[CounterSet] | None = None
 
 
 class ResourceSlice(KubeObject):

@@ -15,6 +15,11 @@ from nodewright.api.cel.parse import CelError, CelUnsupported
 from nodewright.api.cel.program import compile_selector
 from nodewright.api.cel.values import Semver, VersionError
 from nodewright.api.core import PodSpec
+from nodewright.api.devicesharing import (
+    check_capacity,
+    check_consumes_counters,
+    check_shared_counters,
+)
 from nodewright.api.excerpt import excerpt
 from nodewright.api.fielderror import FieldErrors, unsupported_value
 from nodewright.api.names import dns_label_problems, dns_subdomain_problems
@@ -283,6 +288,9 @@ def _check_slice(report: FieldErrors, obj: ResourceSlice) -> None:
             _check_attribute(report, f"{where}.attributes[{name}]", value)
         for name in device.capacity:
             _check_attribute_name(report, f"{where}.capacity[{name}]", name)
+        check_capacity(report, where, device)
+        check_consumes_counters(report, where, device.consumes_counters)
+    check_shared_counters(report, spec.shared_counters, bool(spec.devices))
 
 
 def check_pod_claims(report: FieldErrors, path: str, spec: PodSpec) -> None:

@@ -34,7 +34,9 @@ What hooks take and return
     :class:`RepairPolicy`, :class:`InstanceType`, :class:`InstanceTypeOverhead`,
     :class:`Offering`, :class:`Reservation`; the DRA devices an instance type offers,
     :class:`DynamicResources` (:class:`ResourceSliceTemplate`, :class:`Device`,
-    :class:`AttributeBinding`, :class:`DeviceID`, :class:`Semver`), checked by
+    :class:`AttributeBinding`, :class:`DeviceID`, :class:`Semver`; shared devices'
+    :class:`RequestPolicy` and :class:`ValidRange`, partitionable devices'
+    :class:`CounterSet` and :class:`CounterConsumption`), checked by
     :func:`dynamic_resources_problem`, and the slices a node's drivers publish for them,
     :func:`node_slices`;
     :data:`DEFAULT_RECONCILE_PERIOD`,
@@ -189,6 +191,8 @@ from nodewright.plugin.model import (
     UNAVAILABLE_OFFERING_TTL,
     AttributeBinding,
     ClockLike,
+    CounterConsumption,
+    CounterSet,
     Device,
     DeviceID,
     DynamicResources,
@@ -204,8 +208,10 @@ from nodewright.plugin.model import (
     ProviderContext,
     ProviderInfo,
     RepairPolicy,
+    RequestPolicy,
     Reservation,
     ResourceSliceTemplate,
+    ValidRange,
 )
 from nodewright.plugin.names import ENTRY_POINT_GROUP, NAME
 from nodewright.plugin.offlinecatalog import (
@@ -265,6 +271,8 @@ __all__ = [
     "ClusterState",
     "Condition",
     "ConflictError",
+    "CounterConsumption",
+    "CounterSet",
     "CrdGenerationError",
     "Device",
     "DeviceID",
@@ -316,6 +324,7 @@ __all__ = [
     "ProviderPlugin",
     "QuantityError",
     "RepairPolicy",
+    "RequestPolicy",
     "Requirement",
     "RequirementError",
     "Requirements",
@@ -332,6 +341,7 @@ __all__ = [
     "Taint",
     "TemporaryProviderError",
     "UnknownNodeClassError",
+    "ValidRange",
     "catalog_differences",
     "column",
     "decode_catalog",

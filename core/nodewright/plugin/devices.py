@@ -40,11 +40,34 @@ def _device_problem(template: ResourceSliceTemplate, device: object) -> str | No
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_STRING_LENGTH:
             return f"{where} attribute {name!r} is longer than {MAX_ATTRIBUTE_STRING_LENGTH}"
     for name, quantity in device.capacity.items():
-        try:
-            exact_quantity(quantity)
-        except (QuantityError, AttributeError, TypeError):
+        if not _is_quantity(quantity):
             return f"{where} capacity {name!r} is {quantity!r}, not a quantity"
+    for name, policy in device.request_policies.items():
+        if not device.allow_multiple_allocations:
+            return (
+                f"{where} has a request policy for {name!r} but does not allow multiple allocations"
+            )
+        amounts = [policy.default, *policy.valid_values]
+        if policy.valid_range is not None:
+            amounts += [policy.valid_range.min, policy.valid_range.max, policy.valid_range.step]
+        if any(a is not None and not _is_quantity(a) for a in amounts):
+            return f"{where} request policy for {name!r} has an amount that is not a quantity"
+    sets = {c.name: c.counters for c in template.shared_counters}
+    for use in device.consumes_counters:
+        if use.counter_set not in sets:
+            return f"{where} draws on counter set {use.counter_set!r}, which its slice lacks"
+        for counter, amount in use.counters.items():
+            if counter not in sets[use.counter_set] or not _is_quantity(amount):
+                return f"{where} draws {counter!r} of {use.counter_set!r}, which it lacks"
     return None
+
+
+def _is_quantity(value: object) -> bool:
+    try:
+        exact_quantity(value)  # type: ignore[arg-type]
+    except (QuantityError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def _template_problem(template: object) -> str | None:
@@ -58,6 +81,12 @@ def _template_problem(template: object) -> str | None:
         return (
             f"slice {template.driver}/{template.pool} has more than {MAX_DEVICES_PER_SLICE} devices"
         )
+    for counter_set in template.shared_counters:
+        if any(not _is_quantity(v) for v in counter_set.counters.values()):
+            return (
+                f"counter set {counter_set.name!r} of {template.driver}/{template.pool} has an "
+                "amount that is not a quantity"
+            )
     names: set[str] = set()
     for device in template.devices:
         problem = _device_problem(template, device)

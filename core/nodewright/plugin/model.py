@@ -13,10 +13,14 @@ from nodewright.cluster.state import Change, ChangeFeed, ClusterState
 from nodewright.plugin.crd import node_class_crd
 from nodewright.scheduling.dra.devices import (
     AttributeBinding,
+    CounterConsumption,
+    CounterSet,
     Device,
     DeviceID,
     DynamicResources,
+    RequestPolicy,
     ResourceSliceTemplate,
+    ValidRange,
 )
 from nodewright.scheduling.instancetype import (
     InstanceType,
@@ -245,6 +249,8 @@ DEFAULT_RECONCILE_PERIOD = timedelta(seconds=10)
 __all__ = [
     "CAPACITY_TYPES",
     "AttributeBinding",
+    "CounterConsumption",
+    "CounterSet",
     "Device",
     "DeviceID",
     "DynamicResources",
@@ -259,6 +265,8 @@ __all__ = [
     "ProviderContext",
     "ProviderInfo",
     "RepairPolicy",
+    "RequestPolicy",
     "Reservation",
     "ResourceSliceTemplate",
+    "ValidRange",
 ]

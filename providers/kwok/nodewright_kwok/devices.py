@@ -12,12 +12,29 @@ In a catalog entry::
             - name: gpu-0
               attributes: {model: {string: A100}, memoryGB: {int: 80}}
               capacity: {memory: 80Gi}
+        - driver: shared.example.com       # a device several claims share
+          pool: shared
+          devices:
+            - name: accel-0
+              allowMultipleAllocations: true
+              capacity:
+                memory:
+                  value: 16Gi
+                  requestPolicy: {default: 1Gi, validRange: {min: 1Gi, step: 1Gi}}
+        - driver: mig.example.com          # partitions drawing on one GPU's counters
+          pool: mig
+          sharedCounters: [{name: gpu-0, counters: {memory: {value: 40Gi}}}]
+          devices:
+            - name: half-0
+              consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 20Gi}}}]
       attributeBindings:
         - attribute: pci.example.com/root
           devices: [{driver: gpu.example.com, pool: gpus, device: gpu-0}, ...]
 
-Attribute values take the ResourceSlice API's form (exactly one of ``int``, ``bool``,
-``string``, ``version``).
+Attribute values, capacities (a quantity, or ``value`` with a ``requestPolicy``),
+``allowMultipleAllocations``, ``consumesCounters`` and ``sharedCounters`` take the
+ResourceSlice API's form (an attribute has exactly one of ``int``, ``bool``, ``string``,
+``version``).
 """
 
 from __future__ import annotations
@@ -26,11 +43,15 @@ from typing import Any
 
 from nodewright.plugin import (
     AttributeBinding,
+    CounterConsumption,
+    CounterSet,
     Device,
     DeviceID,
     DynamicResources,
+    RequestPolicy,
     ResourceSliceTemplate,
     Semver,
+    ValidRange,
     dynamic_resources_problem,
 )
 
@@ -71,28 +92,99 @@ def _attribute(name: str, raw: Any) -> int | bool | str | Semver:
     return item  # type: ignore[no-any-return]
 
 
-def _capacity(name: str, raw: Any) -> str:
-    if isinstance(raw, dict):
-        _only(raw, ("value",), f"capacity {name!r}")
-        raw = raw.get("value")
+def _amount(raw: Any, what: str) -> str:
     if isinstance(raw, bool) or not isinstance(raw, str | int):
-        raise ValueError(f"capacity {name!r} must be a quantity such as '80Gi'")
+        raise ValueError(f"{what} must be a quantity such as '80Gi'")
     return str(raw)
+
+
+def _policy(name: str, raw: Any) -> RequestPolicy:
+    what = f"capacity {name!r} requestPolicy"
+    fields = _mapping(raw, what)
+    _only(fields, ("default", "validValues", "validRange"), what)
+    default = fields.get("default")
+    values = fields.get("validValues") or []
+    if not isinstance(values, list):
+        raise ValueError(f"{what}.validValues must be a list")
+    valid_range = None
+    if "validRange" in fields:
+        bounds = _mapping(fields["validRange"], f"{what}.validRange")
+        _only(bounds, ("min", "max", "step"), f"{what}.validRange")
+        if "min" not in bounds:
+            raise ValueError(f"{what}.validRange needs a 'min'")
+        valid_range = ValidRange(
+            _amount(bounds["min"], f"{what}.validRange.min"),
+            *(
+                None if key not in bounds else _amount(bounds[key], f"{what}.validRange.{key}")
+                for key in ("max", "step")
+            ),
+        )
+    return RequestPolicy(
+        default=None if default is None else _amount(default, f"{what}.default"),
+        valid_values=tuple(_amount(v, f"{what}.validValues[]") for v in values),
+        valid_range=valid_range,
+    )
+
+
+def _capacity(name: str, raw: Any) -> tuple[str, RequestPolicy | None]:
+    policy = None
+    if isinstance(raw, dict):
+        _only(raw, ("value", "requestPolicy"), f"capacity {name!r}")
+        if "requestPolicy" in raw:
+            policy = _policy(name, raw["requestPolicy"])
+        raw = raw.get("value")
+    return _amount(raw, f"capacity {name!r}"), policy
+
+
+def _counters(raw: Any, what: str) -> dict[str, str]:
+    counters: dict[str, str] = {}
+    for name, value in _mapping(raw, what).items():
+        entry = _mapping(value, f"{what}[{name}]")
+        _only(entry, ("value",), f"{what}[{name}]")
+        counters[name] = _amount(entry.get("value"), f"{what}[{name}].value")
+    return counters
+
+
+def _counter_list(raw: Any, key: str, what: str) -> list[tuple[str, dict[str, str]]]:
+    """``[{<key>: name, counters: {...}}]`` as (name, counters)."""
+    if not isinstance(raw, list):
+        raise ValueError(f"{what} must be a list")
+    found: list[tuple[str, dict[str, str]]] = []
+    for index, item in enumerate(raw):
+        entry = _mapping(item, f"{what}[{index}]")
+        _only(entry, (key, "counters"), f"{what}[{index}]")
+        name = entry.get(key)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}[{index}] needs a '{key}'")
+        found.append((name, _counters(entry.get("counters", {}), f"{what}[{index}].counters")))
+    return found
 
 
 def _device(raw: Any) -> Device:
     fields = _mapping(raw, "a device")
-    _only(fields, ("name", "attributes", "capacity"), "a device")
+    known = ("name", "attributes", "capacity", "allowMultipleAllocations", "consumesCounters")
+    _only(fields, known, "a device")
     name = fields.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("a device needs a 'name'")
     attributes = {
         k: _attribute(k, v) for k, v in _mapping(fields.get("attributes", {}), "attributes").items()
     }
-    capacity = {
+    capacities = {
         k: _capacity(k, v) for k, v in _mapping(fields.get("capacity", {}), "capacity").items()
     }
-    return Device(name, attributes, capacity)
+    shared = fields.get("allowMultipleAllocations", False)
+    if not isinstance(shared, bool):
+        raise ValueError(f"device {name!r}: allowMultipleAllocations must be true or false")
+    uses = _counter_list(fields.get("consumesCounters", []), "counterSet", "consumesCounters")
+    return Device(
+        name,
+        attributes,
+        {k: value for k, (value, _) in capacities.items()},
+        allow_multiple_allocations=shared,
+        consumes_counters=tuple(CounterConsumption(n, c) for n, c in uses),
+        request_policies={k: p for k, (_, p) in capacities.items() if p is not None},
+    )
 
 
 def parse_dynamic_resources(raw: Any) -> DynamicResources:
@@ -102,7 +194,7 @@ def parse_dynamic_resources(raw: Any) -> DynamicResources:
     slices: list[ResourceSliceTemplate] = []
     for index, item in enumerate(fields.get("resourceSlices") or []):
         entry = _mapping(item, f"resourceSlices[{index}]")
-        _only(entry, ("driver", "pool", "devices"), f"resourceSlices[{index}]")
+        _only(entry, ("driver", "pool", "devices", "sharedCounters"), f"resourceSlices[{index}]")
         driver, pool = entry.get("driver"), entry.get("pool")
         if not isinstance(driver, str) or not isinstance(pool, str) or not driver or not pool:
             raise ValueError(f"resourceSlices[{index}] needs a 'driver' and a 'pool'")
@@ -111,9 +203,11 @@ def parse_dynamic_resources(raw: Any) -> DynamicResources:
             raise ValueError(f"resourceSlices[{index}].devices must be a list")
         try:
             parsed = tuple(_device(d) for d in devices)
+            sets = _counter_list(entry.get("sharedCounters", []), "name", "sharedCounters")
         except ValueError as error:
             raise ValueError(f"resourceSlices[{index}]: {error}") from error
-        slices.append(ResourceSliceTemplate(driver, pool, parsed))
+        counter_sets = tuple(CounterSet(n, c) for n, c in sets)
+        slices.append(ResourceSliceTemplate(driver, pool, parsed, counter_sets))
     bindings: list[AttributeBinding] = []
     for index, item in enumerate(fields.get("attributeBindings") or []):
         entry = _mapping(item, f"attributeBindings[{index}]")

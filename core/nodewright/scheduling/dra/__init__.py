@@ -2,9 +2,10 @@
 
 Karpenter with ``IGNORE_DRA_REQUESTS=true`` (its default) leaves such pods out of every
 scheduling simulation, with a ``FailedScheduling`` event, and does not count daemonset pods
-with claims as node overhead; nodewright does the same. With the setting false Karpenter
-allocates devices from ResourceSlices and DeviceClasses; nodewright has no such allocator, so
-it refuses that value (see :mod:`nodewright.settings`) instead of pretending to place the pods.
+with claims as node overhead; nodewright does the same. With the setting false both allocate
+devices from ResourceSlices, DeviceClasses and the devices instance types declare (the
+modules of this package: :mod:`.allocator` and its :mod:`.search`, shared devices'
+:mod:`.capacity`, partitionable devices' :mod:`.counters`).
 """
 
 from __future__ import annotations

@@ -20,39 +20,43 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from nodewright.api.cel.parse import CelError
 from nodewright.api.labels import WELL_KNOWN_LABELS
 from nodewright.api.resource import MAX_RESULTS_PER_CLAIM
+from nodewright.scheduling.dra.capacity import add, consumed_capacity
 from nodewright.scheduling.dra.claims import ClaimSpec, RequestSpec
+from nodewright.scheduling.dra.cluster import HeldDevices
 from nodewright.scheduling.dra.constraints import (
     AttributeBindings,
     MatchAttribute,
-    try_constraints,
+)
+from nodewright.scheduling.dra.counters import (
+    Counters,
+    PoolKey,
+    cluster_budgets,
+    draw,
+    template_budgets,
 )
 from nodewright.scheduling.dra.devices import DeviceID, ResourceSliceTemplate
 from nodewright.scheduling.dra.pools import (
     Candidate,
     Pool,
     PublishedSlice,
-    filter_pools,
     gather_pools,
+)
+from nodewright.scheduling.dra.search import (
+    AllocationError,
+    Choice,
+    Claim,
+    Request,
+    Search,
 )
 from nodewright.scheduling.dra.tracker import Tracker
 from nodewright.scheduling.requirements import Requirements
 
-#: Device tries one ``allocate`` may make before it gives up (Karpenter stops after 5 s).
-SEARCH_BUDGET = 200_000
 NO_INSTANCE_TYPE = "no instance type can satisfy the allocation"
-#: Said when a device that would have matched is one nodewright does not allocate.
-UNSUPPORTED_DEVICES = (
-    "matching devices that share counters or allow multiple allocations are not allocated "
-    "by nodewright"
-)
-
-
-class AllocationError(Exception):
-    """The claims cannot be met on the target, in Karpenter's words."""
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,11 @@ class ClaimAllocation:
     devices: dict[str, list[tuple[DeviceID, bool]]] = field(default_factory=dict)
     contributed: dict[str, Requirements] = field(default_factory=dict)
     used_templates: bool = False
-    #: Per instance type: (request name, device) in request order, as a claim's
-    #: ``status.allocation`` lists them.
-    results: dict[str, list[tuple[str, DeviceID]]] = field(default_factory=dict)
+    #: Per instance type: (request name, device, the share taken of a shared device) in
+    #: request order, as a claim's ``status.allocation`` lists them.
+    results: dict[str, list[tuple[str, DeviceID, Mapping[str, Fraction] | None]]] = field(
+        default_factory=dict
+    )
 
     @property
     def requirements(self) -> Requirements:
@@ -98,123 +104,11 @@ class Allocation:
     requirements: Requirements
     devices: dict[str, list[tuple[DeviceID, bool]]] = field(default_factory=dict)
     claims: dict[str, ClaimAllocation] = field(default_factory=dict)
-
-
-@dataclass
-class _Request:
-    spec: RequestSpec
-    #: For ``All``: the matching published devices, and template devices per instance type.
-    cluster: list[Candidate] = field(default_factory=list)
-    templates: dict[str, list[Candidate]] = field(default_factory=dict)
-
-
-@dataclass
-class _Claim:
-    spec: ClaimSpec
-    requests: list[_Request]
-    constraints: list[MatchAttribute]
-
-
-class _Search:
-    """One instance type's depth-first search over the unallocated claims."""
-
-    def __init__(
-        self,
-        allocator: Allocator,
-        target: Target,
-        claims: list[_Claim],
-        *,
-        instance_type: str,
-        requirements: Requirements,
-        pools: list[Pool],
-        templates: list[Candidate],
-    ) -> None:
-        self.allocator = allocator
-        self.target = target
-        self.claims = claims
-        self.instance_type = instance_type
-        self.requirements = requirements
-        self.pools = pools
-        self.templates = templates
-        #: (claim index, request name, device) in the order chosen.
-        self.chosen: list[tuple[int, str, Candidate]] = []
-        self.chosen_ids: set[tuple[DeviceID, bool]] = set()
-
-    def slots(self, request: _Request) -> int:
-        if request.spec.all_devices:
-            return len(request.cluster) + len(request.templates.get(self.instance_type, ()))
-        return request.spec.count
-
-    def run(self, claim: int = 0, request: int = 0, slot: int = 0) -> bool:
-        while True:
-            if claim >= len(self.claims):
-                return True
-            requests = self.claims[claim].requests
-            if request >= len(requests):
-                claim, request, slot = claim + 1, 0, 0
-                continue
-            if slot >= self.slots(requests[request]):
-                request, slot = request + 1, 0
-                continue
-            break
-        current = requests[request]
-        if current.spec.all_devices:
-            pinned = [*current.cluster, *current.templates.get(self.instance_type, ())]
-            return self.attempt(claim, request, slot, pinned[slot])
-        for pool in self.pools:
-            if pool.incomplete:
-                continue
-            for candidate in pool.devices:
-                if self.attempt(claim, request, slot, candidate):
-                    return True
-        return any(self.attempt(claim, request, slot, c) for c in self.templates)
-
-    def attempt(self, claim: int, request: int, slot: int, candidate: Candidate) -> bool:
-        allocator = self.allocator
-        allocator.steps += 1
-        if allocator.steps > SEARCH_BUDGET:
-            raise AllocationError(
-                f"device search gave up after {SEARCH_BUDGET} tries; simplify the claims"
-            )
-        identity = (candidate.id, candidate.template)
-        if identity in self.chosen_ids:
-            return False
-        if allocator.tracker.taken(
-            candidate.id, candidate.template, self.target.id, self.instance_type
-        ):
-            return False
-        data = self.claims[claim]
-        spec = data.requests[request].spec
-        if not allocator.selected(candidate, claim, request, spec):
-            return False
-        if not candidate.device.allocatable:
-            allocator.unsupported_matched = True
-            return False
-        added = try_constraints(data.constraints, spec.name, candidate)
-        if added is None:
-            return False
-        before = self.requirements
-        pools = self.pools
-        if candidate.topology is not None:
-            if not before.compatible(candidate.topology, allocator.allow_undefined):
-                for constraint in reversed(added):
-                    constraint.remove(spec.name)
-                return False
-            self.requirements = before.add(candidate.topology)
-            self.pools = filter_pools(
-                pools, self.requirements, self.target.node_name, allocator.allow_undefined
-            )
-        self.chosen.append((claim, spec.name, candidate))
-        self.chosen_ids.add(identity)
-        if self.run(claim, request, slot + 1):
-            return True
-        self.chosen.pop()
-        self.chosen_ids.discard(identity)
-        self.requirements = before
-        self.pools = pools
-        for constraint in reversed(added):
-            constraint.remove(spec.name)
-        return False
+    #: Per instance type: what is taken of shared devices, and drawn on counter sets.
+    shares: dict[str, dict[tuple[DeviceID, bool], dict[str, Fraction]]] = field(
+        default_factory=dict
+    )
+    counters: dict[str, dict[tuple[PoolKey, bool], Counters]] = field(default_factory=dict)
 
 
 class Allocator:
@@ -223,22 +117,26 @@ class Allocator:
     def __init__(
         self,
         slices: Sequence[PublishedSlice],
-        allocated: frozenset[DeviceID] = frozenset(),
+        held: HeldDevices | None = None,
         bindings: AttributeBindings | None = None,
         deleting_pods: frozenset[str] = frozenset(),
         allow_undefined: frozenset[str] = WELL_KNOWN_LABELS,
     ) -> None:
         self.slices = tuple(slices)
-        self.tracker = Tracker(preallocated=allocated)
+        held = held or HeldDevices()
+        self.tracker = Tracker(
+            preallocated=held.exclusive,
+            preallocated_capacity=held.shared,
+            budgets=cluster_budgets(self.slices, held),
+        )
         self.bindings: AttributeBindings = bindings or {}
         self.deleting_pods = deleting_pods
         self.allow_undefined = allow_undefined
         #: Claims allocated in this pass, by ``namespace/name``.
         self.claims: dict[str, ClaimAllocation] = {}
         self.steps = 0
-        #: A device nodewright does not allocate matched a request in the last search.
-        self.unsupported_matched = False
         self._matches: dict[tuple[DeviceID, bool, int, int], bool] = {}
+        self._shares: dict[tuple[DeviceID, bool, int], dict[str, Fraction] | None] = {}
 
     # -- the search ------------------------------------------------------------------------
 
@@ -253,6 +151,13 @@ class Allocator:
                 known = False
             self._matches[key] = known
         return known
+
+    def share(self, candidate: Candidate, spec: RequestSpec) -> dict[str, Fraction] | None:
+        """What one allocation of the shared device for ``spec`` takes (None: it cannot)."""
+        key = (candidate.id, candidate.template, id(spec))
+        if key not in self._shares:
+            self._shares[key] = consumed_capacity(candidate.device, spec.capacity)
+        return self._shares[key]
 
     def _classify(
         self, target: Target, claims: Sequence[ClaimSpec]
@@ -304,14 +209,14 @@ class Allocator:
         claims: list[ClaimSpec],
         pools: list[Pool],
         templates: Mapping[str, list[Candidate]],
-    ) -> list[_Claim]:
-        prepared: list[_Claim] = []
+    ) -> list[Claim]:
+        prepared: list[Claim] = []
         for claim in claims:
             if claim.problem is not None:
                 raise AllocationError(f'validating claim "{claim.name}": {claim.problem}')
-            requests: list[_Request] = []
+            requests: list[Request] = []
             for spec in claim.requests:
-                request = _Request(spec)
+                request = Request(spec)
                 if spec.all_devices:
                     request.cluster = self._all_in_cluster(claim, spec, pools)
                     for instance_type, candidates in templates.items():
@@ -321,7 +226,7 @@ class Allocator:
                 requests.append(request)
             self._check_total(claim, requests)
             constraints = [MatchAttribute(m.attribute, m.requests) for m in claim.match_attributes]
-            prepared.append(_Claim(claim, requests, constraints))
+            prepared.append(Claim(claim, requests, constraints))
         return prepared
 
     def _all_in_cluster(
@@ -342,7 +247,7 @@ class Allocator:
         return matched
 
     @staticmethod
-    def _check_total(claim: ClaimSpec, requests: list[_Request]) -> None:
+    def _check_total(claim: ClaimSpec, requests: list[Request]) -> None:
         limit = MAX_RESULTS_PER_CLAIM
         base = sum(r.spec.count + len(r.cluster) for r in requests)
         if base > limit:
@@ -373,8 +278,8 @@ class Allocator:
         if not unallocated:
             return Allocation(target.id, target.instance_types, requirements)
         self.steps = 0
-        self.unsupported_matched = False
         self._matches = {}
+        self._shares = {}
         pools = gather_pools(self.slices, requirements, target.node_name, self.allow_undefined)
         templates = {
             name: [
@@ -395,7 +300,7 @@ class Allocator:
                     constraint.reset(
                         bindings.get((constraint.attribute, target.node_pool, instance_type), {})
                     )
-            search = _Search(
+            search = Search(
                 self,
                 target,
                 prepared,
@@ -403,18 +308,24 @@ class Allocator:
                 requirements=requirements,
                 pools=pools,
                 templates=templates.get(instance_type, []),
+                template_budget=template_budgets(
+                    (s.driver, s.pool, s.shared_counters)
+                    for s in target.templates.get(instance_type, ())
+                ),
             )
             if not search.run():
                 continue
             surviving.append(instance_type)
-            chosen = [(c.id, c.template) for _, _, c in search.chosen]
-            result.devices[instance_type] = chosen
-            for index, request_name, candidate in search.chosen:
-                meta = metas[index]
+            _record(result, instance_type, search.chosen)
+            for choice in search.chosen:
+                candidate = choice.candidate
+                meta = metas[choice.claim]
                 meta.devices.setdefault(instance_type, []).append(
                     (candidate.id, candidate.template)
                 )
-                meta.results.setdefault(instance_type, []).append((request_name, candidate.id))
+                meta.results.setdefault(instance_type, []).append(
+                    (choice.request, candidate.id, choice.share)
+                )
                 meta.used_templates = meta.used_templates or candidate.template
                 if candidate.topology is not None:
                     meta.contributed[instance_type] = meta.contributed.get(
@@ -423,8 +334,6 @@ class Allocator:
             # The next instance type may not need requirements this one rules out.
             requirements = search.requirements
         if not surviving:
-            if self.unsupported_matched:
-                raise AllocationError(f"{NO_INSTANCE_TYPE} ({UNSUPPORTED_DEVICES})")
             raise AllocationError(NO_INSTANCE_TYPE)
         result.instance_types = tuple(surviving)
         result.requirements = requirements
@@ -437,6 +346,7 @@ class Allocator:
         """Record a placed pod's allocation."""
         for instance_type, devices in allocation.devices.items():
             self.tracker.take(allocation.target, instance_type, devices)
+        self.tracker.take_shares(allocation.target, allocation.shares, allocation.counters)
         for key, meta in allocation.claims.items():
             self.claims[key] = meta
 
@@ -463,6 +373,24 @@ class Allocator:
                 for device, _ in devices
             }
         )
+
+
+def _record(result: Allocation, instance_type: str, chosen: Sequence[Choice]) -> None:
+    """What the choices for ``instance_type`` hold: whole devices, shares of shared devices,
+    draws on counter sets."""
+    whole = result.devices.setdefault(instance_type, [])
+    shares = result.shares.setdefault(instance_type, {})
+    drawn = result.counters.setdefault(instance_type, {})
+    for choice in chosen:
+        candidate = choice.candidate
+        identity = (candidate.id, candidate.template)
+        if choice.share is None:
+            whole.append(identity)
+        else:
+            add(shares.setdefault(identity, {}), choice.share)
+        if candidate.device.consumes_counters:
+            pool = (candidate.id.driver, candidate.id.pool)
+            draw(drawn.setdefault((pool, candidate.template), {}), candidate.device)
 
 
 def _matches(candidate: Candidate, spec: RequestSpec) -> bool:

@@ -10,10 +10,12 @@ that needs the claim allocated. A claim already allocated needs no such reading.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from nodewright.api.cel.parse import CelError, CelUnsupported
 from nodewright.api.cel.program import Program, compile_selector
+from nodewright.api.quantity import QuantityError, exact_quantity
 from nodewright.api.resource import (
     ALL,
     MAX_RESULTS_PER_CLAIM,
@@ -39,6 +41,8 @@ class RequestSpec:
     #: Every matching device (``All``) rather than ``count`` of them.
     all_devices: bool = False
     count: int = 1
+    #: ``capacity.requests``: what it asks of a shared device's capacities.
+    capacity: Mapping[str, Fraction] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class ClaimSpec:
     allocation_topology: Requirements | None = None
     #: The allocated devices.
     devices: tuple[DeviceID, ...] = ()
+    #: Shared devices among them, with what the claim's results take of their capacities.
+    consumed: Mapping[DeviceID, Mapping[str, Fraction]] = field(default_factory=dict, hash=False)
     #: UIDs of the pods in ``status.reservedFor``.
     reserved_pods: tuple[str, ...] = ()
     #: ``status.reservedFor`` names something other than a pod.
@@ -124,15 +130,17 @@ def _read(claim: ResourceClaim, classes: Mapping[str, DeviceClass]) -> ClaimSpec
                 f'{where}: DeviceClass "{exact.device_class_name}" not found: '
                 f'deviceclasses.resource.k8s.io "{exact.device_class_name}" not found'
             )
-        if exact.capacity is not None and exact.capacity.requests:
-            raise ClaimProblem(
-                f"{where}: capacity requests (consumable capacity) are not allocated by nodewright"
-            )
+        capacity: dict[str, Fraction] = {}
+        for capacity_name, amount in (exact.capacity.requests if exact.capacity else {}).items():
+            try:
+                capacity[capacity_name] = exact_quantity(amount)
+            except QuantityError as exc:
+                raise ClaimProblem(f"{where}: capacity request {capacity_name!r}: {exc}") from None
         selectors = _selectors(device_class.spec.selectors, where, exact.device_class_name)
         selectors += _selectors(exact.selectors, where, None)
         all_devices = exact.allocation_mode == ALL
         count = 0 if all_devices else (exact.count if exact.count is not None else 1)
-        requests.append(RequestSpec(request.name, selectors, all_devices, count))
+        requests.append(RequestSpec(request.name, selectors, all_devices, count, capacity))
     total = sum(r.count for r in requests)
     if total > MAX_RESULTS_PER_CLAIM:
         raise ClaimProblem(
@@ -160,9 +168,20 @@ def read_claim(claim: ResourceClaim, classes: Mapping[str, DeviceClass]) -> Clai
     topology = None
     if allocation.node_selector is not None:
         topology = Requirements().add(*selector_terms(allocation.node_selector))
+    consumed: dict[DeviceID, dict[str, Fraction]] = {}
+    for r in allocation.devices.results:
+        if r.consumed_capacity is None:
+            continue
+        share = consumed.setdefault(DeviceID(r.driver, r.pool, r.device), {})
+        for name, amount in r.consumed_capacity.items():
+            try:
+                share[name] = share.get(name, Fraction(0)) + exact_quantity(amount)
+            except QuantityError:
+                continue
     return replace(
         spec,
         allocated=True,
         allocation_topology=topology,
         devices=tuple(DeviceID(r.driver, r.pool, r.device) for r in allocation.devices.results),
+        consumed=consumed,
     )

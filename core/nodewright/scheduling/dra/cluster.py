@@ -4,8 +4,11 @@ pod uses, the devices claims hold, and the published slices a pass may allocate 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 from nodewright.api.core import Pod
+from nodewright.scheduling.dra.capacity import add
 from nodewright.scheduling.dra.claims import ClaimSpec
 from nodewright.scheduling.dra.devices import DeviceID
 from nodewright.scheduling.dra.pools import PublishedSlice
@@ -43,27 +46,58 @@ def pod_claims(pod: Pod, claims: Mapping[str, ClaimSpec]) -> list[ClaimSpec]:
     return found
 
 
-def held_devices(claims: Iterable[ClaimSpec], leaving_pods: Collection[str]) -> frozenset[DeviceID]:
+@dataclass(frozen=True)
+class HeldDevices:
+    """What claims in the cluster hold (Karpenter's device-allocation index, less what
+    leaving pods give back): devices held whole, and shared devices with what their claims
+    take of each capacity."""
+
+    exclusive: frozenset[DeviceID] = frozenset()
+    shared: Mapping[DeviceID, Mapping[str, Fraction]] = field(default_factory=dict)
+
+    def __contains__(self, device: object) -> bool:
+        return device in self.exclusive or device in self.shared
+
+
+def held_devices(claims: Iterable[ClaimSpec], leaving_pods: Collection[str]) -> HeldDevices:
     """Devices allocated claims hold, less those every consumer of which is a pod leaving its
-    node (Karpenter's device-allocation index): a device shared by claims counts their pods
-    together, and one whose claims all have only pods as consumers, none of them, is free."""
+    node: a device shared by claims counts their pods together, and one whose claims all have
+    only pods as consumers, none of them, is free. A shared device (its results carry
+    ``consumedCapacity``) that stays held gives back the share of each claim whose pods all
+    leave."""
     pods: dict[DeviceID, list[str]] = {}
     releasable: dict[DeviceID, bool] = {}
+    shares: dict[DeviceID, list[tuple[tuple[str, ...], Mapping[str, Fraction]]]] = {}
     for claim in claims:
         if not claim.allocated:
             continue
         only_pods = bool(claim.reserved_pods) and not claim.reserved_by_other
-        for device in claim.devices:
+        for device in dict.fromkeys(claim.devices):
             pods.setdefault(device, []).extend(claim.reserved_pods)
             releasable[device] = releasable.get(device, True) and only_pods
-    held: set[DeviceID] = set()
+            share = claim.consumed.get(device)
+            if share is not None:
+                shares.setdefault(device, []).append((claim.reserved_pods, share))
+    exclusive: set[DeviceID] = set()
+    shared: dict[DeviceID, dict[str, Fraction]] = {}
     for device, consumers in pods.items():
         if releasable[device] and not consumers:
             continue
         if consumers and all(uid in leaving_pods for uid in consumers):
             continue
-        held.add(device)
-    return frozenset(held)
+        if device not in shares:
+            exclusive.add(device)
+            continue
+        left: dict[str, Fraction] = {}
+        for _, share in shares[device]:
+            add(left, share)
+        for holders, share in shares[device]:
+            if holders and all(uid in leaving_pods for uid in holders):
+                add(left, share, -1)
+        kept = {name: amount for name, amount in left.items() if amount > 0}
+        if kept:
+            shared[device] = kept
+    return HeldDevices(frozenset(exclusive), shared)
 
 
 def usable_slices(slices: Iterable[PublishedSlice], nodes: Collection[str]) -> list[PublishedSlice]:

@@ -36,30 +36,74 @@ class DeviceID:
 
 
 @dataclass(frozen=True)
+class ValidRange:
+    """The amounts a capacity request may take: ``min``, then every ``step`` above it (any
+    amount when no step), up to ``max`` (no bound when empty)."""
+
+    min: str
+    max: str | None = None
+    step: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestPolicy:
+    """How a shared device's capacity is handed out (``capacity.requestPolicy``): the amount
+    a request that names no amount takes (``default``), and the amounts a request is rounded
+    up to (``valid_values``, ascending, or ``valid_range``)."""
+
+    default: str | None = None
+    valid_values: tuple[str, ...] = ()
+    valid_range: ValidRange | None = None
+
+
+@dataclass(frozen=True)
+class CounterConsumption:
+    """What a partitionable device uses up of one counter set of its pool."""
+
+    counter_set: str
+    counters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CounterSet:
+    """A budget that the devices of a pool draw on (``sharedCounters``): counter -> amount."""
+
+    name: str
+    counters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Device:
     """One device, as a ResourceSlice lists it.
 
     ``attributes`` and ``capacity`` are keyed by qualified name (``gpu.example.com/model``,
     or ``model``, which takes the driver as its domain); capacities are quantities
-    (``"80Gi"``). Devices that share counters with others (partitionable devices) or that
-    several claims may share (``allowMultipleAllocations``) are listed but not allocated by
-    nodewright.
+    (``"80Gi"``). A device with ``allow_multiple_allocations`` is shared: each allocation
+    takes a share of its capacity (``request_policies`` say how much), until none is left. A
+    partitionable device draws on its pool's counter sets (``consumes_counters``): it can be
+    allocated only while they last.
     """
 
     name: str
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     capacity: Mapping[str, str] = field(default_factory=dict)
     allow_multiple_allocations: bool = False
-    consumes_counters: bool = False
-
-    @property
-    def allocatable(self) -> bool:
-        """False for the kinds of device nodewright does not allocate."""
-        return not (self.allow_multiple_allocations or self.consumes_counters)
+    consumes_counters: tuple[CounterConsumption, ...] = ()
+    #: Capacity name -> its request policy (shared devices only).
+    request_policies: Mapping[str, RequestPolicy] = field(default_factory=dict)
 
     @functools.cached_property
     def exact_capacity(self) -> Mapping[str, Fraction]:
         return {name: exact_quantity(value) for name, value in self.capacity.items()}
+
+    @functools.cached_property
+    def exact_counters(self) -> tuple[tuple[str, str, Fraction], ...]:
+        """(counter set, counter, amount) for each counter the device uses up."""
+        return tuple(
+            (use.counter_set, name, exact_quantity(value))
+            for use in self.consumes_counters
+            for name, value in use.counters.items()
+        )
 
     def selector_input(self, driver: str) -> DeviceInput:
         return DeviceInput(
@@ -85,6 +129,8 @@ class ResourceSliceTemplate:
     driver: str
     pool: str
     devices: tuple[Device, ...] = ()
+    #: The counter sets the pool's partitionable devices draw on.
+    shared_counters: tuple[CounterSet, ...] = ()
 
 
 @dataclass(frozen=True)

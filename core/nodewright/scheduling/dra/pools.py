@@ -15,8 +15,18 @@ from dataclasses import dataclass, field
 from nodewright.api import core as api
 from nodewright.api.cel.values import Semver, VersionError
 from nodewright.api.labels import HOSTNAME_LABEL, WELL_KNOWN_LABELS
-from nodewright.api.resource import DeviceAttribute, ResourceSlice
-from nodewright.scheduling.dra.devices import AttributeValue, Device, DeviceID
+from nodewright.api.resource import Device as ApiDevice
+from nodewright.api.resource import DeviceAttribute, DeviceCapacity, ResourceSlice
+from nodewright.scheduling.dra.counters import budget, draws_known
+from nodewright.scheduling.dra.devices import (
+    AttributeValue,
+    CounterConsumption,
+    CounterSet,
+    Device,
+    DeviceID,
+    RequestPolicy,
+    ValidRange,
+)
 from nodewright.scheduling.requirements import Requirement, RequirementError, Requirements
 
 
@@ -36,8 +46,8 @@ class PublishedSlice:
     all_nodes: bool = False
     #: The Node that owns the slice (ownerReference), if any.
     owner_node: str | None = None
-    #: Declares shared counters (a partitionable device's budget): reachable everywhere.
-    shared_counters: bool = False
+    #: The counter sets it declares (a partitionable device's budget): reachable everywhere.
+    shared_counters: tuple[CounterSet, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,27 +115,47 @@ def selector_terms(selector: api.NodeSelector) -> tuple[Requirements, ...]:
     return tuple(terms)
 
 
+def _policy(capacity: DeviceCapacity) -> RequestPolicy | None:
+    policy = capacity.request_policy
+    if policy is None:
+        return None
+    valid = policy.valid_range
+    return RequestPolicy(
+        default=policy.default,
+        valid_values=tuple(policy.valid_values or ()),
+        valid_range=None
+        if valid is None or valid.min is None
+        else ValidRange(valid.min, valid.max, valid.step),
+    )
+
+
+def read_device(d: ApiDevice) -> Device:
+    """A published device as plain data (attributes nodewright cannot read are left out)."""
+    attributes = {
+        name: value for name, raw in d.attributes.items() if (value := _attribute(raw)) is not None
+    }
+    return Device(
+        name=d.name,
+        attributes=attributes,
+        capacity={name: c.value for name, c in d.capacity.items()},
+        allow_multiple_allocations=bool(d.allow_multiple_allocations),
+        consumes_counters=tuple(
+            CounterConsumption(use.counter_set, {k: v.value for k, v in use.counters.items()})
+            for use in d.consumes_counters
+        ),
+        request_policies={
+            name: policy for name, c in d.capacity.items() if (policy := _policy(c)) is not None
+        },
+    )
+
+
 def published_slice(obj: ResourceSlice) -> PublishedSlice:
     """A ResourceSlice as plain data. Devices with per-device node selection
     (``perDeviceNodeSelection``) are left out: nodewright does not allocate them."""
     spec = obj.spec
     devices: list[Device] = []
     if not spec.per_device_node_selection:
-        for d in spec.devices:
-            attributes = {
-                name: value
-                for name, raw in d.attributes.items()
-                if (value := _attribute(raw)) is not None
-            }
-            devices.append(
-                Device(
-                    name=d.name,
-                    attributes=attributes,
-                    capacity={name: c.value for name, c in d.capacity.items()},
-                    allow_multiple_allocations=bool(d.allow_multiple_allocations),
-                    consumes_counters=bool(d.consumes_counters),
-                )
-            )
+        devices = [read_device(d) for d in spec.devices]
     return PublishedSlice(
         name=obj.name,
         driver=spec.driver,
@@ -137,7 +167,10 @@ def published_slice(obj: ResourceSlice) -> PublishedSlice:
         node_selector=None if spec.node_selector is None else selector_terms(spec.node_selector),
         all_nodes=bool(spec.all_nodes),
         owner_node=obj.node_owner(),
-        shared_counters=bool(spec.shared_counters),
+        shared_counters=tuple(
+            CounterSet(c.name, {k: v.value for k, v in c.counters.items()})
+            for c in spec.shared_counters or ()
+        ),
     )
 
 
@@ -197,6 +230,9 @@ def gather_pools(
                 seen.add(device.name)
                 identity = DeviceID(driver, name, device.name)
                 pool.devices.append(Candidate(device, identity, False, topology))
+        counters, valid = budget(c for s in members for c in s.shared_counters)
+        if not valid or not draws_known(counters, (d for s in members for d in s.devices)):
+            pool.invalid = True
         if pool.invalid:
             pool.devices = []
             pools.append(pool)

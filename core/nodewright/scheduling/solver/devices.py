@@ -13,13 +13,15 @@ FailedScheduling event.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.api.labels import INSTANCE_TYPE_LABEL, WELL_KNOWN_LABELS
-from nodewright.scheduling.dra.allocator import Allocation, AllocationError, Allocator, Target
+from nodewright.scheduling.dra.allocator import Allocation, Allocator, Target
+from nodewright.scheduling.dra.cluster import HeldDevices
 from nodewright.scheduling.dra.constraints import build_bindings
-from nodewright.scheduling.dra.devices import DeviceID, DynamicResources, ResourceSliceTemplate
+from nodewright.scheduling.dra.devices import DynamicResources, ResourceSliceTemplate
 from nodewright.scheduling.dra.pools import PublishedSlice
+from nodewright.scheduling.dra.search import AllocationError
 from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest
 from nodewright.scheduling.requirements import Requirements
 
@@ -35,8 +37,8 @@ class DeviceFacts:
     #: Published slices the solve may allocate from (those of nodes in the solve, and those
     #: no node owns).
     slices: tuple[PublishedSlice, ...] = ()
-    #: Devices claims hold (less those only leaving pods hold).
-    held: frozenset[DeviceID] = frozenset()
+    #: Devices claims hold (less those only leaving pods hold), and shares of shared ones.
+    held: HeldDevices = field(default_factory=HeldDevices)
     #: UIDs of pods leaving their nodes (deleting, or on nodes being removed): claims only
     #: they hold are allocated again.
     leaving_pods: frozenset[str] = frozenset()

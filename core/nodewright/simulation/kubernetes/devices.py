@@ -14,8 +14,10 @@ allocation and reserves it for the pod.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from nodewright.api.core import (
     NodeSelector,
@@ -38,11 +40,13 @@ from nodewright.api.resource import (
 from nodewright.cluster import ClusterError
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.state import Key, is_terminal
-from nodewright.scheduling.dra.allocator import AllocationError, Allocator, Target
+from nodewright.scheduling.dra.allocator import Allocator, Target
+from nodewright.scheduling.dra.capacity import quantity_text
 from nodewright.scheduling.dra.claims import ClaimSpec, read_claim
 from nodewright.scheduling.dra.cluster import MissingClaim, held_devices, pod_claims
 from nodewright.scheduling.dra.devices import DeviceID
 from nodewright.scheduling.dra.pools import NODE_NAME_FIELD, published_slice
+from nodewright.scheduling.dra.search import AllocationError
 from nodewright.scheduling.requirements import Requirements
 from nodewright.simulation.kubernetes.ownership import controller_ref
 
@@ -152,8 +156,8 @@ class PodDevices:
 
     claims: list[ClaimSpec]
     allocator: Allocator
-    #: node name -> claim key -> (request, device) chosen there.
-    found: dict[str, dict[str, list[tuple[str, DeviceID]]]]
+    #: node name -> claim key -> (request, device, share of a shared device) chosen there.
+    found: dict[str, dict[str, list[tuple[str, DeviceID, Mapping[str, Fraction] | None]]]]
 
     def fits(self, node_name: str, labels: Mapping[str, str]) -> bool:
         """Whether the node's published devices meet the pod's claims."""
@@ -194,6 +198,12 @@ def pod_devices(pod: Pod, cluster: MemoryCluster) -> PodDevices | str:
     return PodDevices(claims, Allocator(slices, held), {})
 
 
+def _share_id(claim: str, index: int) -> str:
+    """A result's ``shareID`` on a shared device: kube-scheduler draws a random UUID; the
+    simulation derives one from the claim and the result, so runs repeat."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"resourceclaim/{claim}/{index}"))
+
+
 def write_allocations(cluster: MemoryCluster, pod: Pod, devices: PodDevices, node: str) -> None:
     """``pod`` was bound to ``node``: allocate its claims there and reserve them for it."""
     chosen = devices.found.get(node, {})
@@ -208,9 +218,16 @@ def write_allocations(cluster: MemoryCluster, pod: Pod, devices: PodDevices, nod
         if updated.status.allocation is None:
             results = [
                 DeviceRequestAllocationResult(
-                    request=request, driver=device.driver, pool=device.pool, device=device.device
+                    request=request,
+                    driver=device.driver,
+                    pool=device.pool,
+                    device=device.device,
+                    share_id=None if share is None else _share_id(spec.key, index),
+                    consumed_capacity=None
+                    if share is None
+                    else {name: quantity_text(amount) for name, amount in share.items()},
                 )
-                for request, device in chosen.get(spec.key, [])
+                for index, (request, device, share) in enumerate(chosen.get(spec.key, []))
             ]
             # Devices a node's slices publish are reached from that node only.
             updated.status.allocation = AllocationResult(
