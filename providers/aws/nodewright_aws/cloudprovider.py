@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -142,6 +141,7 @@ class AWSProvider:
             now=now,
             placement_group=self.placement_groups.lookup,
             shifted_zones=self.zonal_shifts.shifted,
+            price_modelled=self._price_modelled,
         )
         self.launch_templates = LaunchTemplateProvider(clients, settings, self.cluster, now)
         self.validation = DryRunValidation(
@@ -339,21 +339,16 @@ class AWSProvider:
     ) -> dict[str, list[Offering]]:
         assert isinstance(node_class, EC2NodeClass)
         self._offline_subnets(node_class)
-        found = self.offering_provider.offerings(node_class, instance_types)
+        return self.offering_provider.offerings(node_class, instance_types)
+
+    def _price_modelled(self, instance_type: str, capacity_type: str) -> bool:
+        """Offline, every spot price is modelled, and the on-demand prices of unlisted types."""
         if self.offline is None:
-            return found
-        # Offline, every spot price is modelled, and the on-demand prices of unlisted types.
-        listed = self.offline.catalog.listed
-        return {
-            name: [
-                replace(offering, price_modelled=True)
-                if offering.capacity_type == CAPACITY_TYPE_SPOT
-                or (offering.capacity_type == CAPACITY_TYPE_ON_DEMAND and name not in listed)
-                else offering
-                for offering in offerings
-            ]
-            for name, offerings in found.items()
-        }
+            return False
+        return capacity_type == CAPACITY_TYPE_SPOT or (
+            capacity_type == CAPACITY_TYPE_ON_DEMAND
+            and instance_type not in self.offline.catalog.listed
+        )
 
     # -- instances -------------------------------------------------------------------------
 

@@ -1,6 +1,13 @@
 """Instance types from DescribeInstanceTypes, derived as Karpenter's AWS provider does, and
 :class:`InstanceTypeProvider`, which discovers them (and their zones) every 12 hours.
 
+Building the region's ~700 types for a class is the costly part, and its inputs rarely
+change: the provider keeps each class's built types and builds again only what an input
+change touches. A type's requirements, capacity and overhead depend on the discovered data
+and the class's shaping fields (:func:`shape_key`); its zone IDs and partitions on the
+class's subnets and placement group, which are put on the built types without building them
+again.
+
 Labels follow ``computeRequirements`` (every ``karpenter.k8s.aws/*`` key is defined; an
 unknown value is DoesNotExist), capacity ``computeCapacity`` (ENI-limited pods, VM memory
 overhead, -64 MiB on arm64) and overhead ``kubeReservedResources`` / ``evictionThreshold``.
@@ -9,6 +16,7 @@ overhead, -64 MiB on arm64) and overhead ``kubeReservedResources`` / ``evictionT
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -51,6 +59,31 @@ _WINDOWS_BUILDS = {
 DEFAULT_EPHEMERAL_STORAGE = 20 * GIB
 #: How often DescribeInstanceTypes and DescribeInstanceTypeOfferings are read again.
 DISCOVERY_REFRESH = timedelta(hours=12)
+#: EC2NodeClass spec fields no instance type's requirements, capacity or overhead reads,
+#: nor which types the class can launch: a change to one builds nothing again. (The resolved
+#: placement group does bear on types; it keys them apart from the spec.) A field missing
+#: here, a new one say, is read as shaping: it costs a rebuild, never a stale type.
+NOT_SHAPING = frozenset(
+    {
+        "subnet_selector_terms",
+        "security_group_selector_terms",
+        "capacity_reservation_selector_terms",
+        "placement_group_selector",
+        "associate_public_ip_address",
+        "user_data",
+        "role",
+        "instance_profile",
+        "tags",
+        "ip_prefix_count",
+        "detailed_monitoring",
+        "metadata_options",
+        "context",
+    }
+)
+#: How many sets of built types (one per shaping input) are kept.
+BUILT_SETS = 16
+#: Serials of discovered data: each refresh that finds other data takes the next one.
+_DATA_VERSIONS = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -331,6 +364,23 @@ class InstanceTypeData:
     infos: dict[str, dict[str, Any]] = field(default_factory=dict)
     zones: dict[str, frozenset[str]] = field(default_factory=dict)
     refreshed_at: datetime | None = None
+    #: Which discovered data this is: equal versions, equal data.
+    version: int = 0
+
+
+def shape_key(spec: EC2NodeClassSpec | None) -> str:
+    """What of a class's spec shapes its instance types (AMI family, kubelet, block devices,
+    instance store, network interfaces, CPU options, connection tracking), as text; "" for
+    no class (a type's defaults)."""
+    return "" if spec is None else spec.model_dump_json(exclude=set(NOT_SHAPING))
+
+
+@dataclass
+class _Listed:
+    """A class's last list: what it was made from, and the types."""
+
+    key: tuple[object, ...]
+    types: list[InstanceType]
 
 
 class InstanceTypeProvider:
@@ -353,6 +403,12 @@ class InstanceTypeProvider:
         #: The class's resolved placement group (None: none, or not known now).
         self.placement_group = placement_group
         self.data = InstanceTypeData()
+        #: (data version, shape key) -> type name -> the type as built (no zone IDs yet).
+        self._built: dict[tuple[int, str], dict[str, InstanceType]] = {}
+        #: EC2NodeClass name -> its last list.
+        self._listed: dict[str, _Listed] = {}
+        #: How many instance types were built (each is built once per input that shapes it).
+        self.builds = 0
 
     def refresh(self, force: bool = False) -> InstanceTypeData:
         now = self.now()
@@ -386,7 +442,13 @@ class InstanceTypeProvider:
                     if offering["InstanceType"] not in infos:
                         continue
                     zones.setdefault(offering["InstanceType"], set()).add(offering["Location"])
-        self.data = InstanceTypeData(infos, {k: frozenset(v) for k, v in zones.items()}, now)
+        found = {k: frozenset(v) for k, v in zones.items()}
+        same = infos == self.data.infos and found == self.data.zones
+        version = self.data.version if same else next(_DATA_VERSIONS)
+        self.data = InstanceTypeData(infos, found, now, version)
+        if not same:
+            self._built.clear()
+            self._listed.clear()
         return self.data
 
     def _wanted(self, name: str) -> bool:
@@ -401,24 +463,28 @@ class InstanceTypeProvider:
     def list(self, node_class: EC2NodeClass) -> list[InstanceType]:
         """The class's instance types (those it can launch: see :mod:`compatibility`), each
         with the zone IDs of the class's subnets and, in a partition placement group, the
-        group's partitions."""
+        group's partitions. The same list as last time while none of its inputs changed."""
         try:
             data = self.refresh()
         except MissingConfigurationError as error:
             raise TemporaryProviderError(str(error)) from None
-        settings = CapacitySettings(
-            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
-        )
-        region = self.clients.region
         zone_ids = self.zone_ids(node_class)
         group = self.placement_group(node_class)
+        shape = shape_key(node_class.spec)
+        key = (data.version, shape, tuple(sorted(zone_ids.items())), group)
+        listed = self._listed.get(node_class.name)
+        if listed is not None and listed.key == key:
+            return list(listed.types)
+        built = self._built_set(data.version, shape)
         partitions = partition_requirement(group)
         types = []
         for name in sorted(data.infos):
             info = data.infos[name]
             if not compatible(info, node_class.spec, group):
                 continue
-            built = build_instance_type(info, region, node_class.spec, settings)
+            base = built.get(name)
+            if base is None:
+                base = built[name] = self._build(info, node_class.spec)
             ids = sorted(zone_ids[z] for z in data.zones.get(name, ()) if z in zone_ids)
             extra = [
                 Requirement.of(L.ZONE_ID, "In", ids)
@@ -428,11 +494,28 @@ class InstanceTypeProvider:
             if partitions is not None:
                 extra.append(partitions)
             types.append(
-                InstanceType(
-                    built.name, built.requirements.add(*extra), built.capacity, built.overhead
-                )
+                InstanceType(base.name, base.requirements.add(*extra), base.capacity, base.overhead)
             )
-        return types
+        self._listed[node_class.name] = _Listed(key, types)
+        return list(types)
+
+    def _built_set(self, version: int, shape: str) -> dict[str, InstanceType]:
+        """The types built so far for this data and shape (the last ``BUILT_SETS`` kept)."""
+        key = (version, shape)
+        found = self._built.pop(key, None)
+        if found is None:
+            found = {}
+            while len(self._built) >= BUILT_SETS:
+                del self._built[next(iter(self._built))]
+        self._built[key] = found  # most recently used last
+        return found
+
+    def _build(self, info: Mapping[str, Any], spec: EC2NodeClassSpec | None) -> InstanceType:
+        self.builds += 1
+        settings = CapacitySettings(
+            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
+        )
+        return build_instance_type(info, self.clients.region, spec, settings)
 
     def build(self, name: str, node_class: EC2NodeClass | None = None) -> InstanceType | None:
         """A type as the class shapes it (for describing a running instance): the capacity and
@@ -446,8 +529,9 @@ class InstanceTypeProvider:
         info = data.infos.get(name)
         if info is None:
             return None
-        settings = CapacitySettings(
-            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
-        )
         spec = node_class.spec if node_class is not None else None
-        return build_instance_type(info, self.clients.region, spec, settings)
+        built = self._built_set(data.version, shape_key(spec))
+        found = built.get(name)
+        if found is None:
+            found = built[name] = self._build(info, spec)
+        return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -163,14 +163,7 @@ def split_by_partition(
     if not partitions:
         return list(offerings)
     return [
-        Offering(
-            o.zone,
-            o.capacity_type,
-            o.price,
-            available=o.available,
-            labels={**o.labels, L.PLACEMENT_GROUP_PARTITION: partition},
-            reservation=o.reservation,
-        )
+        replace(o, labels={**o.labels, L.PLACEMENT_GROUP_PARTITION: partition})
         for o in offerings
         for partition in partitions
     ]

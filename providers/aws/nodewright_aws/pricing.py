@@ -12,6 +12,7 @@ it from the Pricing API with :func:`parse_price_list` (see the package README).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +30,8 @@ STATIC_TABLE = "static_prices.json"
 FALLBACK_REGION = "us-east-1"
 #: How often both price sources are asked again.
 PRICING_REFRESH = timedelta(hours=12)
+#: Serials of what price books know: each book, and each change to one, takes the next.
+_VERSIONS = itertools.count(1)
 
 
 def load_static_prices() -> dict[str, dict[str, float]]:
@@ -129,15 +132,22 @@ class PriceBook:
         self.on_demand: dict[str, float] = dict(table.get(region) or table.get(FALLBACK_REGION, {}))
         self.spot: dict[tuple[str, str], float] = {}
         self.spot_refreshed = False
+        #: Which prices these are: equal versions, equal prices (a new one with every change
+        #: made through the update methods).
+        self.version = next(_VERSIONS)
 
     def update_on_demand(self, prices: Mapping[str, float]) -> None:
-        if prices:
+        if any(self.on_demand.get(name) != price for name, price in prices.items()):
             self.on_demand.update(prices)
+            self.version = next(_VERSIONS)
 
     def update_spot(self, prices: Mapping[tuple[str, str], float]) -> None:
-        if prices:
+        if not prices:
+            return
+        if not self.spot_refreshed or any(self.spot.get(k) != v for k, v in prices.items()):
             self.spot.update(prices)
             self.spot_refreshed = True
+            self.version = next(_VERSIONS)
 
     def on_demand_price(self, instance_type: str) -> float | None:
         return self.on_demand.get(instance_type)
