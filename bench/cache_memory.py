@@ -5,8 +5,11 @@ run`` in ``bench/cluster.py`` (a KWOK pause pod of the ``inflate`` Deployment, i
 NodeClaim, ``managedFields`` included). The script makes ``--count`` copies of each (unique
 names, uids and resourceVersions, the rest as a Deployment's pods share it), parses them as
 the caches do, and prints the memory each one keeps (tracemalloc, after a collection): as the
-server sent it, and as the cache keeps it (trimmed, interned and compacted; see
-``nodewright.cluster.kube.slim``).
+server sent it, and as the cache keeps it (trimmed, interned and compacted, see
+``nodewright.cluster.kube.slim``; for read-only kinds such as pods, equal parts held once, see
+``nodewright.cluster.kube.shared``). The copies differ only in name, uid and resourceVersion,
+so a cached pod here shares more than a Deployment's pods do (they also differ in node, IP,
+service-account volume and times: ``bench/cache_churn.py`` has those).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from typing import Any
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.api.meta import KubeObject, compact
-from nodewright.cluster.kube.slim import slimmed
+from nodewright.cluster.kube.shared import SharedParts
+from nodewright.cluster.kube.slim import READ_ONLY, slimmed
 
 SERVED = Path(__file__).resolve().parent / "data" / "served_objects.json"
 KINDS: tuple[type[KubeObject], ...] = (Pod, Node, NodeClaim)
@@ -47,10 +51,12 @@ def as_served(kind: type[KubeObject]) -> Callable[[bytes], KubeObject]:
 
 
 def as_cached(kind: type[KubeObject]) -> Callable[[bytes], KubeObject]:
+    parts = SharedParts() if kind in READ_ONLY else None
+
     def parse(text: bytes) -> KubeObject:
         obj = kind.model_validate(slimmed(kind, json.loads(text)))
         compact(obj)
-        return obj
+        return obj if parts is None else parts.share(obj)
 
     return parse
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from nodewright.api.meta import KubeObject, compact
 from nodewright.cluster import ClusterError
 from nodewright.cluster.kube.routing import collection_path, plural_of
+from nodewright.cluster.kube.shared import SharedParts
 from nodewright.cluster.kube.slim import READ_ONLY, slimmed
 from nodewright.cluster.kube.transport import json_object, raise_for
 
@@ -62,6 +63,9 @@ class Informer:
         self._past: dict[Key, list[KubeObject]] = {}
         #: Kinds nodewright never writes back need no past versions.
         self._keeps_past = kind not in READ_ONLY
+        #: Read-only kinds hold equal parts of their objects once (used on this cache's
+        #: thread only: see :mod:`~nodewright.cluster.kube.shared`).
+        self._shared = SharedParts() if kind in READ_ONLY else None
         self.lists = 0
         self.relists_on_gone = 0
         self._thread = threading.Thread(
@@ -233,7 +237,14 @@ class Informer:
             log.warning("ignoring %s %s: field %s: %s", self.kind.KIND, name, field, message)
             return None
         compact(obj)
+        if self._shared is not None:
+            obj = self._shared.share(obj)
         return obj
+
+    def _dropped(self, count: int = 1) -> None:
+        """Note (on this cache's thread) that objects left the cache."""
+        if self._shared is not None:
+            self._shared.changed(count)
 
     def list_now(self) -> None:
         """LIST the whole kind, a page at a time, and replace the cache with it."""
@@ -246,7 +257,9 @@ class Informer:
             )
             objects.clear()
             version = self._list_pages(objects, None) or ""
+        dropped = len(self.objects)
         self._replace(objects, version)
+        self._dropped(dropped)
         self.lists += 1
         self.synced.set()
 
@@ -374,6 +387,8 @@ class Informer:
                 if kind == "BOOKMARK":
                     self.resource_version = version or self.resource_version
                     self._forget_tombstones()
+                    if self._shared is not None:
+                        self._shared.settle()
                     continue
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
                     continue
@@ -384,6 +399,8 @@ class Informer:
                     self.resource_version = version
                 if obj is not None:
                     self._apply(kind, obj)
+                    if kind == "DELETED":
+                        self._dropped()
             return True
         finally:
             self._cluster._untrack(raw)
