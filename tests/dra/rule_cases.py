@@ -256,6 +256,14 @@ REFUSED += [
     ),
     (
         resource_slice(
+            f"{{driver: gpu.example.com, nodeName: n1, {POOL}, sharedCounters: {COUNTERS}, "
+            "devices: []}"
+        ),
+        "spec",
+        "only one of `sharedCounters` or `devices` is allowed",
+    ),
+    (
+        resource_slice(
             f"{{driver: gpu.example.com, nodeName: n1, {POOL}, "
             "sharedCounters: [{name: a, counters: {m: {value: 1}}}, "
             "{name: a, counters: {m: {value: 1}}}]}"

@@ -58,7 +58,7 @@ def test_pods_with_gpu_claims_get_a_gpu_node_and_a_device_each() -> None:
     assert node.metadata.labels[INSTANCE_TYPE_LABEL].startswith("g4-")
     # The provider published the node's GPUs, as its DRA driver would.
     slices = [s for s in simulation.cluster.list(ResourceSlice) if s.spec.node_name == node.name]
-    assert [len(s.spec.devices) for s in slices] == [4]
+    assert [len(s.spec.devices or []) for s in slices] == [4]
     claims = simulation.cluster.list(ResourceClaim)
     assert len(claims) == 3
     devices = set()

@@ -204,7 +204,7 @@ def _check_counter_names(report: FieldErrors, where: str, counters: Mapping[str,
 def check_shared_counters(
     report: FieldErrors, sets: Sequence[CounterSet] | None, has_devices: bool
 ) -> None:
-    """A slice's ``sharedCounters``."""
+    """A slice's ``sharedCounters`` (beside ``devices``, even an empty list, refused)."""
     if not sets:
         return
     if has_devices:

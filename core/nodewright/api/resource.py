@@ -264,7 +264,8 @@ class ResourceSliceSpec(Model):
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
-    devices: list[Device] = Field(default_factory=list)
+    #: Absent, not empty, beside ``sharedCounters``: the API server refuses even ``[]`` there.
+    devices: list[Device] | None = None
     #: Counter sets partitionable devices draw on.
     shared_counters: list[CounterSet] | None = None
 

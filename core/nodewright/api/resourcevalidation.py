@@ -268,10 +268,11 @@ def _check_slice(report: FieldErrors, obj: ResourceSlice) -> None:
         report.add("spec", f"{choices}, but multiple fields are set")
     if spec.node_name:
         report.add_all("spec.nodeName", dns_subdomain_problems(spec.node_name))
-    if len(spec.devices) > MAX_DEVICES_PER_SLICE:
+    devices = spec.devices or []
+    if len(devices) > MAX_DEVICES_PER_SLICE:
         report.add("spec.devices", f"must have at most {MAX_DEVICES_PER_SLICE} items")
     names: set[str] = set()
-    for index, device in enumerate(spec.devices):
+    for index, device in enumerate(devices):
         where = f"spec.devices[{index}]"
         report.add_all(f"{where}.name", dns_label_problems(device.name))
         if device.name in names:
@@ -290,7 +291,7 @@ def _check_slice(report: FieldErrors, obj: ResourceSlice) -> None:
             _check_attribute_name(report, f"{where}.capacity[{name}]", name)
         check_capacity(report, where, device)
         check_consumes_counters(report, where, device.consumes_counters)
-    check_shared_counters(report, spec.shared_counters, bool(spec.devices))
+    check_shared_counters(report, spec.shared_counters, spec.devices is not None)
 
 
 def check_pod_claims(report: FieldErrors, path: str, spec: PodSpec) -> None:

@@ -155,7 +155,7 @@ def published_slice(obj: ResourceSlice) -> PublishedSlice:
     spec = obj.spec
     devices: list[Device] = []
     if not spec.per_device_node_selection:
-        devices = [read_device(d) for d in spec.devices]
+        devices = [read_device(d) for d in spec.devices or ()]
     return PublishedSlice(
         name=obj.name,
         driver=spec.driver,
