@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.clock import Clock, next_deadline
-from nodewright.cluster import Cluster, ReadOnlyViolation
+from nodewright.cluster import Cluster, ReadOnlyViolation, object_version
 from nodewright.cluster.fence import NotLeaderError
 from nodewright.controllers import Controller
 from nodewright.controllers.capacitybuffer.controller import CapacityBuffers
@@ -49,7 +49,13 @@ RETRY_AFTER = timedelta(seconds=5)
 
 class Operator:
     def __init__(
-        self, cluster: Cluster, host: PluginHost, clock: Clock, options: Options | None = None
+        self,
+        cluster: Cluster,
+        host: PluginHost,
+        clock: Clock,
+        options: Options | None = None,
+        *,
+        skip_unchanged: bool = False,
     ) -> None:
         self.cluster = cluster
         self.host = host
@@ -128,6 +134,12 @@ class Operator:
         #: When each controller has something due by time alone (for a :class:`Poll`, its
         #: deadline rather than the poll).
         self._deadlines: dict[str, datetime] = {}
+        #: Whether a pass leaves out the controllers it cannot give anything to do (see
+        #: :meth:`_unchanged_for`): a simulation, where nothing changes but what the passes
+        #: write. ``nodewright run`` runs every controller whenever it wakes.
+        self.skip_unchanged = skip_unchanged
+        #: What each controller saw when it last started (:meth:`_inputs`).
+        self._seen: dict[str, tuple[int, int, int, int]] = {}
 
     def _gated_controllers(self) -> list[Controller]:
         """The controllers of the feature gates that are on."""
@@ -147,8 +159,30 @@ class Operator:
 
     def resync(self) -> None:
         """Have every controller look at every object on the next pass."""
+        self._seen.clear()
         for controller in self.controllers:
             controller.resync()
+
+    def _inputs(self) -> tuple[int, int, int, int]:
+        """Counters of everything a controller reads that a pass can change: the cluster's
+        objects (Events aside: nothing reads them), the instance types the catalog hands
+        out, the providers' background work that ran, and the capacity buffers' virtual
+        pods."""
+        return (
+            object_version(self.cluster),
+            self.catalog.generation,
+            self.host.work_done,
+            self.virtual_pods.version,
+        )
+
+    def _unchanged_for(self, name: str, now: datetime) -> bool:
+        """Whether running controller ``name`` now provably changes nothing: nothing it reads
+        changed since it last started, and nothing it has is due by time (a poll it asked
+        for only looks again, see :class:`~nodewright.clock.Poll`)."""
+        if not self.skip_unchanged or self._seen.get(name) != self._inputs():
+            return False
+        deadline = self._deadlines.get(name)
+        return deadline is None or now < deadline
 
     def run_once(self) -> datetime | None:
         """Run every controller once; return when the earliest of them wants to run again.
@@ -161,6 +195,9 @@ class Operator:
         metrics.cluster_sync.record(True, self.clock.now())
         for controller in self.controllers:
             now = self.clock.now()
+            if self._unchanged_for(controller.name, now):
+                continue
+            self._seen[controller.name] = self._inputs()
             started = time.perf_counter()
             failed = False
             try:

@@ -144,6 +144,39 @@ NOT_FOR_CONTAINERS = "must be a standard resource for containers"
 NOT_EXTENDED = "doesn't follow extended resource name standard"
 C0 = "spec.containers[0].resources"
 T0 = "spec.template.spec.containers[0].resources"
+#: apimachinery's words for a malformed qualified name's name part and prefix.
+NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+PREFIX_PART = (
+    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+    "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+    "'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+TWO_SLASHES = (
+    "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+    "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with "
+    "an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+)
+
+
+def malformed(name: str, *words: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A pod asking for resource ``name`` (request and limit), and the server's ``words``
+    about the name, each said of both."""
+    quoted = f'"{name}"'
+    return (
+        pod(resources(f"{quoted}: 1", f"{quoted}: 1")),
+        tuple(
+            (f"{C0}.{side}[{name}]", f"Invalid value: {quoted}: {each}")
+            for side in ("limits", "requests")
+            for each in words
+        ),
+    )
+
 
 #: (manifest, every (field, words) the API server reports of it): resource names and
 #: quantities. A Pod's unset requests take its limits before the server validates it (a
@@ -236,6 +269,14 @@ REFUSED_SEVERAL: list[tuple[str, tuple[tuple[str, str], ...]]] = [
             (f"{C0}.requests[requests.example.com/foo]", NOT_EXTENDED),
         ),
     ),
+    malformed("bad name!", NAME_PART, NOT_FOR_CONTAINERS),
+    malformed("-gpu", NAME_PART, NOT_FOR_CONTAINERS),
+    malformed("example.com/bad name", NAME_PART, NOT_EXTENDED),
+    malformed("Example_.com/gpu", PREFIX_PART, NOT_EXTENDED),
+    malformed("a/b/c", TWO_SLASHES, NOT_EXTENDED),
+    malformed("/gpu", "prefix part must be non-empty", NOT_EXTENDED),
+    malformed("example.com/", "name part must be non-empty", NAME_PART, NOT_EXTENDED),
+    malformed(f"example.com/{'a' * 64}", "name part must be no more than 63 bytes", NOT_EXTENDED),
     (
         pod(resources("cpu: 2000m, memory: 1.5Gi", "cpu: 1500m, memory: 1Gi")),
         (

@@ -8,7 +8,6 @@ must write nothing and record no event.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +36,16 @@ def _resync_both(harness: Harness) -> Callable[[], None]:
     return resync
 
 
+def every_pass(harness: Harness) -> None:
+    """Run every controller on every pass, as ``nodewright run`` does (a simulation leaves
+    out those with nothing to do): the resync asked for before each step then runs at once."""
+    harness.sim.operator.skip_unchanged = False
+
+
 @contextmanager
 def checked(harness: Harness) -> Iterator[None]:
     """Ask for a full resync before every step; afterwards assert it never found anything."""
+    every_pass(harness)
     harness.sim.on_step = _resync_both(harness)
     yield
     harness.sim.on_step = None
@@ -148,7 +154,8 @@ def test_the_check_notices_a_missing_invalidation(
     monkeypatch.setattr(conditions_module.NodeClaimDisruptionConditions, "_note", _dropping(kind))
     harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
     conditions = harness.operator.disruption.conditions
-    harness.sim.on_step = functools.partial(conditions.resync, at_once=False)
+    every_pass(harness)
+    harness.sim.on_step = conditions.resync
     _scenario(harness)
     assert conditions.missed > 0
 
@@ -173,6 +180,7 @@ def test_the_check_notices_a_missing_verdict_invalidation(
     monkeypatch.setattr(verdicts_module.NodeVerdicts, "_changed_nodes", _verdicts_ignoring(kind))
     harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
     disruption = harness.operator.disruption
+    every_pass(harness)
     harness.sim.on_step = disruption.resync
     _scenario(harness)
     assert disruption.verdicts.missed > 0
@@ -190,6 +198,7 @@ def test_the_check_notices_a_do_not_disrupt_duration_running_out_unseen(
     monkeypatch.setattr(verdicts_module.NodeVerdicts, "_store", store)
     harness = Harness(tmp_path, pools=[pool_manifest(consolidate_after="30s")])
     disruption = harness.operator.disruption
+    every_pass(harness)
     harness.sim.on_step = disruption.resync
     _scenario(harness)
     assert disruption.verdicts.missed > 0

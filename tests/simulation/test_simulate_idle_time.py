@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from nodewright.clock import SIMULATION_EPOCH
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
 
@@ -47,3 +48,23 @@ def test_an_emptied_node_is_consolidated_at_its_time_within_one_long_advance(
     assert timedelta(hours=2) <= waited <= timedelta(hours=2, minutes=1), (emptied, node)
     assert result.nodes() == []
     assert result.report["simulatedSeconds"] >= 9 * 3600
+
+
+def test_a_node_left_alone_is_reported_unconsolidatable_every_15_minutes(
+    simulate: Simulate,
+) -> None:
+    """The repeats of an event are what a long idle stretch with pods costs: the run skips
+    every pass that cannot change anything, yet the event is recorded as Karpenter's
+    recorder records it, once per 15-minute dedupe window, on the node and its NodeClaim."""
+    pool = node_pool(requirements=ON_DEMAND, disruption="{consolidationPolicy: WhenEmpty}")
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("web", 2), "- advance: 24h\n")
+    assert result.exit_code == 0, result.stderr
+    events = result.events("Unconsolidatable")
+    assert sorted(e["object"].split("/")[0] for e in events) == ["node", "nodeclaim"]
+    for event in events:
+        assert event["message"] == (
+            'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
+        )
+        first = at(event["time"])
+        end = SIMULATION_EPOCH + timedelta(seconds=result.report["simulatedSeconds"])
+        assert int(event["count"]) == (end - first) // timedelta(minutes=15) + 1, (event, end)

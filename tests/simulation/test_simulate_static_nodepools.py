@@ -86,10 +86,10 @@ def test_scaling_a_missing_pool_or_with_a_namespace_is_refused(simulate: Simulat
 
 
 def test_scaling_past_the_simulation_bound_is_refused(simulate: Simulate) -> None:
-    scenario = "- scale: {kind: NodePool, name: warm, replicas: 10001}\n"
+    scenario = "- scale: {kind: NodePool, name: warm, replicas: 1001}\n"
     result = simulate(static_pool() + KWOK_NODE_CLASS, scenario, *GATE)
     assert result.exit_code == 2
-    assert "static NodePools would ask for 10001 nodes; a simulation runs at most" in (
+    assert "static NodePools would ask for 1001 nodes; a simulation runs at most 1000" in (
         result.stderr
     )
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from nodewright.api.core import ResourceRequirements
 from nodewright.api.excerpt import excerpt
 from nodewright.api.fielderror import FieldErrors, invalid_value
-from nodewright.api.names import qualified_name_problems
+from nodewright.api.names import qualified_name_problems, qualified_name_server_problems
 from nodewright.api.quantity import QuantityError, canonical_quantity, parse_quantity
 
 #: Names a resource may have without a domain: the API server's standard resources (those of
@@ -79,9 +79,9 @@ def check_resource_list(
     parsed: dict[str, int] = {}
     for name, text in resources.items():
         where = f"{path}[{name}]"
-        problems = qualified_name_problems(name)
+        problems = qualified_name_server_problems(name)
         if problems:
-            report.add_all(where, (f"resource name {p}" for p in problems))
+            report.add_all(where, (invalid_value(name, p) for p in problems))
             continue
         try:
             value = parse_quantity(text)
@@ -165,9 +165,9 @@ def _check_entries(once: _Report, path: str, resources: Mapping[str, str]) -> di
 
 
 def _check_name(once: _Report, where: str, name: str) -> None:
-    problems = qualified_name_problems(name)
+    problems = qualified_name_server_problems(name)
     for problem in problems:
-        once.add(where, f"resource name {problem}")
+        once.add(where, invalid_value(name, problem))
     if "/" not in name:
         if not problems and name not in STANDARD_RESOURCES and not _quota_huge_pages(name):
             once.add(

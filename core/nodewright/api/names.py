@@ -92,3 +92,46 @@ def label_value_problems(value: str) -> list[str]:
             f"with a letter or digit, got {excerpt(value)}"
         )
     return problems
+
+
+#: apimachinery's words for what a qualified name's name part must be.
+_NAME_PART_WORDS = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+#: apimachinery's words for what an RFC 1123 subdomain must be.
+_SUBDOMAIN_WORDS = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def qualified_name_server_problems(value: str) -> list[str]:
+    """Problems with ``value`` as a qualified name (``[prefix/]name``), in the API server's
+    words (apimachinery's ``IsQualifiedName``), as it reports a resource name."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a valid label key {_NAME_PART_WORDS} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix.encode()) > _DNS_SUBDOMAIN_MAX:
+                problems.append(f"prefix part must be no more than {_DNS_SUBDOMAIN_MAX} bytes")
+            if not _DNS_SUBDOMAIN.fullmatch(prefix):
+                problems.append(f"prefix part {_SUBDOMAIN_WORDS}")
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name.encode()) > _NAME_PART_MAX:
+        problems.append(f"name part must be no more than {_NAME_PART_MAX} bytes")
+    if not _QUALIFIED_NAME_PART.fullmatch(name):
+        problems.append(f"name part {_NAME_PART_WORDS}")
+    return problems

@@ -136,3 +136,11 @@ class Cluster(Protocol):
         happens (the in-memory store) has nothing to do.
         """
         ...
+
+
+def object_version(cluster: Cluster) -> int:
+    """A change counter for "did anything a controller reads change": the cluster's
+    :meth:`~Cluster.resource_version` less the writes to Events. No controller reads Events
+    (Karpenter's do not watch them), so a pass that only recorded one, such as a repeat of
+    ``Unconsolidatable`` every 15 minutes, changes nothing the next pass would look at."""
+    return cluster.resource_version() - cluster.state.kind_version(Event)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from nodewright.api.karpenter import NodeClass, NodeClassReference
 from nodewright.clock import Clock
-from nodewright.cluster import Cluster
+from nodewright.cluster import Cluster, object_version
 from nodewright.plugin.errors import PluginError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.instancetype import InstanceType
@@ -43,7 +43,7 @@ class _Entry:
     fetched_at: datetime
     generation: int | None
     instance_types: list[InstanceType]
-    #: The cluster's resourceVersion when the offerings were last priced.
+    #: The cluster's version (Events aside) when the offerings were last priced.
     priced_at: int
     #: Some offering is in a capacity reservation: re-price after every cluster change.
     reserved: bool = False
@@ -135,21 +135,26 @@ class Catalog:
             or entry.generation != node_class.metadata.generation
             or now - entry.fetched_at >= CATALOG_TTL
         ):
+            last = entry
             entry = _Entry(
                 now,
                 node_class.metadata.generation,
                 self._host.instance_types(node_class),
-                self._cluster.resource_version(),
+                object_version(self._cluster),
             )
             self._entries[key] = entry
-            self.generation += 1
-        elif entry.reserved and entry.priced_at != self._cluster.resource_version():
-            # Room in a reservation changes with launches and terminations, which are
-            # cluster writes; between them the last answer still holds.
-            try:
-                entry.instance_types = self._host.price(node_class, entry.instance_types)
-                entry.priced_at = self._cluster.resource_version()
+            # The host gives the same list back for an unchanged answer: no new catalog.
+            if last is None or entry.instance_types is not last.instance_types:
                 self.generation += 1
+        elif entry.reserved and entry.priced_at != object_version(self._cluster):
+            # Room in a reservation changes with launches and terminations, which are
+            # cluster writes (Events aside); between them the last answer still holds.
+            try:
+                priced = self._host.price(node_class, entry.instance_types)
+                entry.priced_at = object_version(self._cluster)
+                if priced is not entry.instance_types:
+                    entry.instance_types = priced
+                    self.generation += 1
             except PluginError as error:
                 log.warning(
                     "Could not refresh reserved capacity of %s %r, using the last answer: %s",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodewright.clock import Clock
-from nodewright.cluster import Cluster
+from nodewright.cluster import Cluster, object_version
 from nodewright.plugin.host import PluginHost
 
 
@@ -19,7 +19,7 @@ class ProviderBackgroundWork:
         self._cluster = cluster
 
     def reconcile(self) -> timedelta | None:
-        return self._host.reconcile(self._clock.now(), self._cluster.resource_version)
+        return self._host.reconcile(self._clock.now(), lambda: object_version(self._cluster))
 
     def resync(self) -> None:
         """Nothing to do: providers decide what their background work looks at."""

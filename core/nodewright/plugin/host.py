@@ -29,6 +29,7 @@ from nodewright.api.karpenter import NodeClaim, NodeClass
 from nodewright.api.validation import domain_within, label_domain
 from nodewright.clock import Poll
 from nodewright.cluster.fence import Fence
+from nodewright.plugin.answers import CatalogAnswers
 from nodewright.plugin.errors import (
     PluginConflictError,
     PluginContractError,
@@ -97,6 +98,11 @@ class PluginHost:
         self._recent_errors: deque[PluginError] = deque(maxlen=RECENT_ERRORS)
         #: Each provider's repair policies, asked once (the hook must not change its answer).
         self._repair_policies: dict[str, tuple[RepairPolicy, ...]] = {}
+        #: Each provider's last catalog answers, so an unchanged answer costs no checking.
+        self._answers = CatalogAnswers()
+        #: How many times a provider's background work ran (it may change what the
+        #: provider answers afterwards).
+        self.work_done = 0
         #: When set, no provider is called while it is closed (a replica that is not leading
         #: must not touch its cloud): calls raise NotLeaderError instead.
         self.fence: Fence | None = None
@@ -262,23 +268,35 @@ class PluginHost:
         owner = self._registry.owner_of(node_class)
         hook = "nodewright_instance_types"
         result = self._call_owner(owner, hook, node_class=node_class)
-        with _checking(owner, hook):
-            types = check_instance_types(result)
-        return self.price(node_class, types)
+
+        def check(answer: object) -> list[InstanceType]:
+            with _checking(owner, hook):
+                return check_instance_types(answer)
+
+        key = (owner.key, node_class.kind, node_class.name)
+        return self.price(node_class, self._answers.instance_types(key, result, check))
 
     def price(self, node_class: NodeClass, types: Sequence[InstanceType]) -> list[InstanceType]:
-        """``types`` with the offerings the owner's offerings hook gives them now."""
+        """``types`` with the offerings the owner's offerings hook gives them now (the same
+        list as last time when the answer is the same)."""
         owner = self._registry.owner_of(node_class)
         hook = "nodewright_offerings"
         priced = self._call_owner(owner, hook, node_class=node_class, instance_types=tuple(types))
-        with _checking(owner, hook):
-            offerings = check_offerings_map(priced)
-        merged = []
-        for listed in types:
-            found = offerings.get(listed.name, listed.offerings)
-            # Re-deriving zone and capacity-type requirements keeps them true to the offerings.
-            merged.append(listed.with_offerings(found) if found else listed)
-        return merged
+
+        def merge() -> list[InstanceType]:
+            with _checking(owner, hook):
+                offerings = check_offerings_map(priced)
+            merged = []
+            for listed in types:
+                found = offerings.get(listed.name, listed.offerings)
+                # Re-deriving zone and capacity-type requirements keeps them true to the
+                # offerings.
+                merged.append(listed.with_offerings(found) if found else listed)
+            return merged
+
+        return self._answers.priced(
+            (owner.key, node_class.kind, node_class.name), types, priced, merge
+        )
 
     def launch(self, request: LaunchRequest) -> Instance:
         """Launch one instance for ``request.node_claim`` through the NodeClass's owner."""
@@ -438,6 +456,7 @@ class PluginHost:
             due = self._reconcile_due.get(entry.key)
             if due is None or due <= now:
                 period: timedelta = DEFAULT_RECONCILE_PERIOD
+                self.work_done += 1
                 try:
                     result = call_impl(impl, now=now)
                 except Exception as exc:

@@ -8,12 +8,10 @@ report the same problems the same way: one line each, naming the file, object an
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
 from nodewright.api.capacitybuffer import CapacityBuffer, validate_capacity_buffer
-from nodewright.api.core import Pod
 from nodewright.api.fielderror import FieldError
 from nodewright.api.karpenter import NodeClaim, NodePool
 from nodewright.api.manifests.documents import at_line, line_of
@@ -31,35 +29,7 @@ from nodewright.api.validation import (
 from nodewright.controllers.options import Options
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
-
-#: The most pods one simulation may be asked to run (replicas of every workload together):
-#: far beyond what a simulation is for, and a bound on its time and memory.
-MAX_SIMULATED_PODS = 100_000
-#: The most nodes static NodePools (``spec.replicas``) may ask for together.
-MAX_STATIC_NODES = 10_000
-
-#: The kinds whose objects ask for pods (:func:`asked_pods`).
-WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, Pod)
-
-
-def asked_pods(objects: Iterable[KubeObject]) -> int:
-    """The pods the workloads among ``objects`` ask for together: the replicas of
-    Deployments, StatefulSets and ReplicaSets no Deployment owns, Jobs' parallelism, and Pods
-    nothing owns (a workload's own ReplicaSets and pods are counted by the workload)."""
-    pods = 0
-    for obj in objects:
-        if isinstance(obj, ReplicaSet) and any(
-            owner.kind == "Deployment" for owner in obj.metadata.owner_references
-        ):
-            continue
-        if isinstance(obj, Deployment | ReplicaSet | StatefulSet):
-            pods += obj.spec.replicas
-        elif isinstance(obj, Job):
-            pods += obj.spec.parallelism
-        elif isinstance(obj, Pod) and not obj.metadata.owner_references:
-            pods += 1
-    return pods
-
+from nodewright.simulation.limits import MAX_STATIC_NODES, asked_pods
 
 #: Says what a file that did not load as manifests is instead (a scenario, say), or None.
 FileHint = Callable[[Path], str | None]
@@ -214,16 +184,9 @@ def _cross_object_problems(
     problems: list[str] = []
     objects = [m.obj for m in manifests if m.obj is not None]
     node_classes = {(o.api_version.split("/", 1)[0], o.kind, o.name) for o in [*existing, *objects]}
-    pods = 0
     static_nodes = 0
     for manifest in manifests:
         obj = manifest.obj
-        if isinstance(obj, Deployment | ReplicaSet | StatefulSet):
-            pods += obj.spec.replicas
-        elif isinstance(obj, Job):
-            pods += obj.spec.parallelism
-        elif isinstance(obj, Pod):
-            pods += 1
         if not isinstance(obj, NodePool):
             continue
         static_nodes += obj.spec.replicas or 0
@@ -240,11 +203,9 @@ def _cross_object_problems(
                 f'{manifest.where(f"{path}.name")}: NodePool "{obj.name}": {path}.name: '
                 f'{ref.kind} "{ref.name}" is neither in the given manifests nor applied earlier'
             )
-    if pods > MAX_SIMULATED_PODS:
-        problems.append(
-            f"{', '.join(sorted({m.source for m in manifests}))}: the workloads ask for {pods} "
-            f"pods; a simulation runs at most {MAX_SIMULATED_PODS}"
-        )
+    too_many = asked_pods(objects).problem()
+    if too_many is not None:
+        problems.append(f"{', '.join(sorted({m.source for m in manifests}))}: {too_many}")
     if static_nodes > MAX_STATIC_NODES:
         problems.append(
             f"{', '.join(sorted({m.source for m in manifests}))}: static NodePools ask for "

@@ -19,7 +19,7 @@ from nodewright.api.karpenter import CONDITION_LAUNCHED, CONDITION_REGISTERED, N
 from nodewright.api.labels import SIMULATED_CONDITIONS_ANNOTATION
 from nodewright.api.meta import Condition, KubeObject, find_condition
 from nodewright.clock import SimulatedClock
-from nodewright.cluster import AlreadyExistsError
+from nodewright.cluster import AlreadyExistsError, object_version
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
@@ -73,7 +73,9 @@ class Simulation:
                 seed=seed,
             )
         )
-        self.operator = Operator(self.cluster, host, self.clock, self.options)
+        # Nothing changes here but what the passes write: a pass leaves out the controllers
+        # it cannot give anything to do.
+        self.operator = Operator(self.cluster, host, self.clock, self.options, skip_unchanged=True)
         # None: no simulated kubelets; the caller registers Nodes itself (lifecycle tests).
         self.kubelets = (
             SimulatedKubelets(self.cluster, host, self.clock, node_registration_delay)
@@ -201,11 +203,11 @@ class Simulation:
     def _run(self, deadline: datetime, stop_when_quiet: bool) -> None:
         self._last_change = self.clock.now()
         while True:
-            before = self.cluster.resource_version()
-            wake = self._converge()
-            if self.cluster.resource_version() == before:
-                # Nothing changed at this instant, so the controllers' polls would find
-                # nothing new: time jumps to the next thing due by time alone.
+            wake, settled = self._converge()
+            if settled:
+                # Every controller has seen the cluster as it is now (or was left out, having
+                # seen it already), so their polls would find nothing new: time jumps to the
+                # next thing due by time alone.
                 wake = self._next_deadline()
             self.timeline.observe(self.clock.now())
             if self.on_step is not None:
@@ -227,23 +229,27 @@ class Simulation:
         """The next instant anything is due by time alone (the controllers' polls left out)."""
         return _earlier_wake(self.operator.next_deadline(), self._kubelets_wake)
 
-    def _converge(self) -> datetime | None:
-        """Run controllers and the embedded Kubernetes at this instant until they stop writing."""
+    def _converge(self) -> tuple[datetime | None, bool]:
+        """Run controllers and the embedded Kubernetes at this instant until they stop writing
+        (Events aside); return when the earliest wants to run again, and whether they
+        stopped (False: they kept writing, and time moves on anyway)."""
         wake: datetime | None = None
+        settled = False
         for _ in range(MAX_PASSES_PER_INSTANT):
-            before = self.cluster.resource_version()
+            before = object_version(self.cluster)
             self.kube.reconcile()
             wake = self.operator.run_once()
             if self.kubelets is not None:
                 self._kubelets_wake = self.kubelets.reconcile()
                 wake = _earlier_wake(wake, self._kubelets_wake)
             self._log_bindings()
-            if self.cluster.resource_version() == before:
+            if object_version(self.cluster) == before:
+                settled = True
                 break
         else:
             log.warning("controllers kept writing at %s; moving time on", self.clock.now())
         self._note_changes()
-        return wake
+        return wake, settled
 
     def _object_changes(self) -> int:
         """How many changes the cluster saw to anything but Events (a quiet-period counter)."""

@@ -46,14 +46,16 @@ from nodewright.api.meta import KubeObject
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import (
-    MAX_SIMULATED_PODS,
-    MAX_STATIC_NODES,
-    WORKLOAD_KINDS,
     InputError,
-    asked_pods,
     kind_registry,
     load_checked,
     warn_static_without_gate,
+)
+from nodewright.simulation.limits import (
+    MAX_STATIC_NODES,
+    WORKLOAD_KINDS,
+    AskedPods,
+    asked_pods,
 )
 from nodewright.simulation.preflight import unusable_providers
 from nodewright.simulation.runner import MAX_SETTLE, Simulation
@@ -61,13 +63,15 @@ from nodewright.simulation.runner import MAX_SETTLE, Simulation
 STEP_KINDS = ("apply", "scale", "delete", "advance", "settle", "setNodeCondition")
 #: The statuses a Node condition can have.
 CONDITION_STATUSES = ("True", "False", "Unknown")
-#: The longest one ``advance`` or ``settle`` step may run: 30 days (Karpenter's default
-#: ``expireAfter``), a bound on a run's time however large the number written.
-MAX_STEP_DURATION = timedelta(hours=720)
+#: The longest one ``advance`` or ``settle`` step may run: a week, a bound on a run's time
+#: however large the number written.
+MAX_STEP_DURATION = timedelta(hours=168)
 #: The most steps one scenario may have, and the most simulated time its ``advance`` and
-#: ``settle`` steps may ask for together: bounds on a run's cost whatever the file says.
-MAX_STEPS = 1_000
-MAX_SCENARIO_TIME = timedelta(hours=1_440)
+#: ``settle`` steps may ask for together: bounds on a run's cost whatever the file says
+#: (500 steps that each launch and remove a node run in about 20 s of CPU; a week with a
+#: node that consolidation keeps looking at, about as much).
+MAX_STEPS = 500
+MAX_SCENARIO_TIME = timedelta(hours=168)
 
 
 class ScenarioError(ValueError):
@@ -183,7 +187,10 @@ def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
         except DurationError as error:
             raise ScenarioError(f"{where}.{action}: {error}") from None
         if duration > MAX_STEP_DURATION:
-            raise ScenarioError(f"{where}.{action}: at most 720h per step, got {excerpt(value)}")
+            raise ScenarioError(
+                f"{where}.{action}: at most {format_duration(MAX_STEP_DURATION)} per step, got "
+                f"{excerpt(value)}"
+            )
         return Step(action, duration=duration, where=where)
     if action == "setNodeCondition":
         return Step(action, condition=_node_condition(value, f"{where}.{action}"), where=where)
@@ -370,9 +377,9 @@ def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
     if problems:
         raise InputError([f"{step.where}.apply: {line}" for line in problems])
     replaced = {(type(obj), obj.namespace, obj.name) for obj in objects}
-    total = asked_pods(objects) + _pods_in_cluster(simulation, replaced)
-    if total > MAX_SIMULATED_PODS:
-        raise InputError([f"{step.where}.apply: {_too_many_pods(total)}"])
+    too_many = (asked_pods(objects) + _pods_in_cluster(simulation, replaced)).problem()
+    if too_many is not None:
+        raise InputError([f"{step.where}.apply: {too_many}"])
     simulation.apply(objects)
     simulation.settle()
 
@@ -435,18 +442,19 @@ def _scale_workload(simulation: Simulation, step: Step) -> None:
     if workload is None:
         raise InputError([f"{step.where}.scale: {step.kind} {step.name!r} does not exist"])
     others = _pods_in_cluster(simulation, {(kind, workload.namespace, workload.name)})
-    if others + step.replicas > MAX_SIMULATED_PODS:
-        raise InputError([f"{step.where}.scale.replicas: {_too_many_pods(others + step.replicas)}"])
-    workload = mutable(workload)
-    workload.spec.replicas = step.replicas
-    simulation.cluster.update(workload)
+    scaled = mutable(workload)
+    scaled.spec.replicas = step.replicas
+    too_many = (others + asked_pods([scaled])).problem()
+    if too_many is not None:
+        raise InputError([f"{step.where}.scale.replicas: {too_many}"])
+    simulation.cluster.update(scaled)
     log.info("Scaled %s %s to %d replica(s)", step.kind.lower(), step.name, step.replicas)
     simulation.settle()
 
 
 def _pods_in_cluster(
     simulation: Simulation, leaving_out: set[tuple[type[KubeObject], str, str]]
-) -> int:
+) -> AskedPods:
     """The pods the cluster's workloads ask for together, but for those ``leaving_out``."""
     state = simulation.cluster.state
     return asked_pods(
@@ -454,13 +462,6 @@ def _pods_in_cluster(
         for kind in WORKLOAD_KINDS
         for obj in state.objects(kind).values()
         if (kind, obj.namespace, obj.name) not in leaving_out
-    )
-
-
-def _too_many_pods(total: int) -> str:
-    return (
-        f"the workloads would ask for {total} pods together; a simulation runs at most "
-        f"{MAX_SIMULATED_PODS}"
     )
 
 

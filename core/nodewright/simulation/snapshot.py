@@ -93,6 +93,7 @@ from nodewright.simulation.kubernetes.revisions import (
     CONTROLLER_REVISION_HASH_LABEL,
     POD_TEMPLATE_GENERATION_LABEL,
 )
+from nodewright.simulation.limits import MAX_SNAPSHOT_NODES, asked_pods
 from nodewright.simulation.runner import Simulation
 
 #: What the API server writes in ``metadata`` and a snapshot does not carry over.
@@ -268,6 +269,9 @@ def read_items(
         read.append((obj, uid))
     if problems:
         raise SnapshotError(problems)
+    too_big = _too_big(source, [obj for obj, _ in read])
+    if too_big is not None:
+        raise SnapshotError([too_big])
     order = {kind: position for position, kind in enumerate(LOAD_ORDER)}
     # NodeClasses (provider kinds) go with the NodePools, before anything refers to them.
     nodepool_position = order[NodePool]
@@ -285,6 +289,18 @@ def read_items(
     _keep_drift(snapshot)
     _adopt_revisions(snapshot, update_revisions)
     return snapshot
+
+
+def _too_big(source: str, objects: Sequence[KubeObject]) -> str | None:
+    """Why a simulation cannot start from these objects (None: it can)."""
+    nodes = sum(1 for obj in objects if isinstance(obj, Node))
+    if nodes > MAX_SNAPSHOT_NODES:
+        return (
+            f"{source}: refused: {nodes} Nodes; a simulation starts from at most "
+            f"{MAX_SNAPSHOT_NODES} (dump the Nodes of fewer NodePools, with their pods)"
+        )
+    too_many = asked_pods(objects).problem()
+    return None if too_many is None else f"{source}: {too_many}"
 
 
 def _update_revision(document: Mapping[str, Any], found: dict[tuple[str, str], str]) -> None:

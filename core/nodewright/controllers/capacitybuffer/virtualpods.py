@@ -56,10 +56,13 @@ class VirtualPods:
         self._virtual: dict[str, list[Pod]] = {}
         #: node (or in-flight NodeClaim) name -> virtual pods placed there last pass
         self._placed: Counter[str] = Counter()
+        #: Bumped by every change to the store (readers' "did anything change").
+        self.version = 0
 
     def replace(self, virtual: dict[str, list[Pod]]) -> None:
         """The buffer controller's pass: each ready buffer's virtual pods, by buffer key."""
         self._virtual = virtual
+        self.version += 1
 
     def pods(self) -> list[Pod]:
         """Every ready buffer's virtual pods (none while the gate is off)."""
@@ -96,6 +99,7 @@ class VirtualPods:
             if owner is not None:
                 failed[owner] += 1
         self._placed = placed
+        self.version += 1
         for stored in list(self._cluster.state.sorted(CapacityBuffer)):
             key = f"{stored.namespace}/{stored.name}"
             self._set_provisioning(stored, existing[key], new[key], failed[key])
@@ -105,6 +109,7 @@ class VirtualPods:
         (its node must not look empty meanwhile)."""
         if count:
             self._placed[claim_name] += count
+            self.version += 1
 
     def holds_buffer(self, node_name: str) -> bool:
         """Whether the last provisioning pass placed virtual pods on this node."""

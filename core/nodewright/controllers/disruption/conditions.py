@@ -45,7 +45,7 @@ from nodewright.api.labels import (
 )
 from nodewright.api.meta import Condition, find_condition, is_true, set_condition
 from nodewright.clock import Clock
-from nodewright.cluster import Cluster, ConflictError, NotFoundError
+from nodewright.cluster import Cluster, ConflictError, NotFoundError, object_version
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.state import Change
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
@@ -159,13 +159,13 @@ class NodeClaimDisruptionConditions:
 
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
-        version = self._cluster.resource_version()
+        version = object_version(self._cluster)
         if self._seen is not None and self._seen[0] == version:
             due, poll = self._seen[1]
             if (due is None or now < due) and (poll is None or now < poll):
                 return wait_until(now, due, poll)
         due, poll = self._pass(now)
-        self._seen = (self._cluster.resource_version(), (due, poll))
+        self._seen = (object_version(self._cluster), (due, poll))
         return wait_until(now, due, poll)
 
     def _pass(self, now: datetime) -> tuple[datetime | None, datetime | None]:

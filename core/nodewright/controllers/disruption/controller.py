@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.clock import Clock, Poll
-from nodewright.cluster import Cluster
+from nodewright.cluster import Cluster, object_version
 from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
@@ -106,12 +106,24 @@ class DisruptionController:
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
         self.decisions: dict[tuple[str, str], int] = {}
+        #: What the last pass read, when it found no candidate and nothing queued: until any
+        #: of it changes, a pass only repeats the events that fall due (:meth:`_idle_pass`).
+        self._idle: tuple[int, int, int, int] | None = None
 
     # -- the loop -----------------------------------------------------------------------------
 
     def reconcile(self) -> timedelta | None:
         queue_wake = self.queue.reconcile()
         now = self._clock.now()
+        idle, self._idle = self._idle, None
+        if (
+            idle is not None
+            and self.pending is None
+            and queue_wake is None
+            and idle == self._inputs()
+            and not self.verdicts.expiring_due(now)
+        ):
+            return self._idle_pass(now)
         if self.pending is not None:
             if now < self.pending.due:
                 return _sooner_than_queue(self.pending.due - now, queue_wake)
@@ -159,8 +171,37 @@ class DisruptionController:
             return _sooner_than_queue(POLLING_PERIOD, queue_wake)
         # No candidate: until the cluster changes, only a do-not-disrupt duration running
         # out or an event falling due to be repeated can change what a pass does.
+        if not self.queue.commands:
+            self._idle = self._inputs()
+        return self._idle_wait(now)
+
+    def _idle_wait(self, now: datetime) -> Poll:
         due = self.verdicts.next_due(now)
         return Poll(POLLING_PERIOD, None if due is None else max(due - now, POLLING_PERIOD))
+
+    def _inputs(self) -> tuple[int, int, int, int]:
+        """Counters of what a pass reads: the cluster's objects (Events aside), the catalog,
+        the providers' background work and the capacity buffers' virtual pods."""
+        return (
+            object_version(self._cluster),
+            self._catalog.generation,
+            self._host.work_done,
+            self._virtual_pods.version if self._virtual_pods is not None else 0,
+        )
+
+    def _idle_pass(self, now: datetime) -> Poll:
+        """A pass after one that found no candidate, with nothing it reads changed since and
+        no do-not-disrupt duration run out: its verdicts and candidates are the same, so it
+        publishes what events fall due, in the order a whole pass does, and waits again."""
+        queued = self.queue.provider_ids()
+        published: set[str] = set()
+        for index, method in enumerate(self.methods):
+            if method.disruption_class not in published:
+                published.add(method.disruption_class)
+                self.verdicts.publish_blocked(method.disruption_class, now, queued, self._events)
+            self.verdicts.publish_unconsolidatable(index, now, queued, self._events)
+        self._idle = self._inputs()
+        return self._idle_wait(now)
 
     # -- budgets ------------------------------------------------------------------------------
 

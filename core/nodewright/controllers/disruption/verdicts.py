@@ -388,6 +388,11 @@ class NodeVerdicts:
         # A key ready now (``datetime.min``) comes with the next pass.
         return min((now if due == datetime.min else due for due in dues), default=None)
 
+    def expiring_due(self, now: datetime) -> bool:
+        """Whether a do-not-disrupt duration has run out since the last refresh."""
+        due = self._expiring.next_due()
+        return due is not None and (due == datetime.min or due <= now)
+
     def marked(self) -> list[str]:
         """Nodes tainted ``karpenter.sh/disrupted`` or whose NodeClaim is marked, by name."""
         return sorted(self._marked)

@@ -23,7 +23,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.state.cost import CostError, PoolCosts, offering_of, offering_prices
-from nodewright.controllers.workqueue import RESYNC_PERIOD
+from nodewright.controllers.workqueue import RESYNC_PERIOD, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
 
@@ -53,6 +53,8 @@ class NodePoolMetrics:
         self._series: dict[str, set[tuple[str, str]]] = {}
         #: NodePools whose cost series is set.
         self._published_costs: set[str] = set()
+        #: NodePool -> the instance types its counted offerings were last priced from.
+        self._priced_from: dict[str, list[InstanceType]] = {}
 
     def resync(self) -> None:
         self._resync_at = None
@@ -88,8 +90,9 @@ class NodePoolMetrics:
             dirty |= self._reprice()
         for pool in sorted(dirty - {""}):
             self._publish(pool)
-        due = min(t for t in (self._resync_at, self._reprice_at, self._retry_at) if t is not None)
-        return max(due - now, timedelta(0))
+        # The resync only looks again; the price refresh and a retry fall due by time.
+        due = min(t for t in (self._reprice_at, self._retry_at) if t is not None)
+        return wait_until(now, due, self._resync_at)
 
     # -- cost ---------------------------------------------------------------------------------
 
@@ -140,10 +143,14 @@ class NodePoolMetrics:
             if not self._costs.offerings(pool):
                 continue
             try:
-                self._costs.reprice(pool, offering_prices(self._instance_types(pool)))
+                types = self._instance_types(pool)
             except _CostLookupError as error:
                 log.warning("Cannot refresh the prices of nodepool %s: %s", pool, error)
                 continue
+            if self._priced_from.get(pool) is types:
+                continue  # the same catalog (the host hands out one list per answer)
+            self._priced_from[pool] = types
+            self._costs.reprice(pool, offering_prices(types))
             repriced.add(pool)
         return repriced
 
@@ -166,6 +173,7 @@ class NodePoolMetrics:
         old = self._series.pop(name, set())
         if pool is None:
             self._costs.drop_pool(name)
+            self._priced_from.pop(name, None)
             for gauge, resource in old:
                 _GAUGES[gauge].remove(name, resource)
             if name in self._published_costs:

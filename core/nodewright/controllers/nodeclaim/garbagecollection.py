@@ -22,7 +22,7 @@ from nodewright.api.core import Node
 from nodewright.api.karpenter import CONDITION_LAUNCHED, NodeClaim
 from nodewright.api.meta import is_true
 from nodewright.clock import Clock, Poll
-from nodewright.cluster import Cluster
+from nodewright.cluster import Cluster, object_version
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.metrics.disruption import record_disrupted, reschedulable_pods
 from nodewright.plugin.errors import (
@@ -81,7 +81,7 @@ class GarbageCollection:
                 due = min(due, next_orphan)
         self._due = due
         self._periodic = due == now + PERIOD
-        self._seen = self._cluster.resource_version()
+        self._seen = object_version(self._cluster)
         return self._wait(now)
 
     def _wait(self, now: datetime) -> timedelta:
@@ -91,7 +91,7 @@ class GarbageCollection:
         an orphan or a failed listing is due."""
         assert self._due is not None
         wait = self._due - now
-        unchanged = self._seen == self._cluster.resource_version()
+        unchanged = self._seen == object_version(self._cluster)
         return Poll(wait) if self._periodic and unchanged else wait
 
     def _provider_names(self) -> list[str]:

@@ -20,7 +20,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.state.nodepoolhealth import Health, RegistrationOutcomes
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
+from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 
@@ -72,8 +72,7 @@ class NodePoolRegistrationHealth:
                 self._reconcile(pool)
             except (ConflictError, NotFoundError):
                 self._queue.add_at(name, now)
-        due = min(d for d in (self._queue.next_due(), self._resync_at) if d is not None)
-        return max(due - now, timedelta(0))
+        return wait_until(now, self._queue.next_due(), self._resync_at)
 
     def _reconcile(self, pool: NodePool) -> None:
         try:
