@@ -27,6 +27,7 @@ from nodewright.simulation import session
 from nodewright.simulation.inputs import InputError, warn_static_without_gate
 from nodewright.simulation.scenario import ScenarioError, preload
 from nodewright.simulation.snapshot import SnapshotError
+from nodewright.simulation.tune.distributed import ClusterError, run_on_ray
 from nodewright.simulation.tune.html import render_tune_html
 from nodewright.simulation.tune.job import (
     Variant,
@@ -51,6 +52,8 @@ from nodewright.simulation.tune.worker import VariantResult
 EXIT_INTERRUPTED = 130
 #: Every variant ran, and none meets the space's constraints.
 EXIT_NO_WINNER = 1
+#: The Ray cluster of --ray could not run the variants (those that finished are still ranked).
+EXIT_CLUSTER_FAILED = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,12 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run N combinations drawn at random with --seed (default: the space's sample, "
         "else all)",
     )
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "-j",
         "--jobs",
         type=int,
         metavar="N",
         help="worker processes on this machine (default: one per CPU core)",
+    )
+    where.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the variants on the Ray cluster at ADDRESS (HOST:PORT of its head, "
+        "ray://HOST:PORT through Ray Client, or auto); needs nodewright[distributed]",
     )
     parser.add_argument("--json", metavar="FILE", help="write every variant's figures as JSON")
     parser.add_argument(
@@ -139,17 +149,26 @@ def run(args: argparse.Namespace) -> int:
         progress.update(result)
 
     started = time.monotonic()
+    failure = ""
     progress.start()
     try:
         payload = job.dumps()
-        if processes == 1:
+        if args.ray:
+            ran = f"the Ray cluster at {args.ray}"
+            interrupted = run_on_ray(payload, variants, args.ray, finished)
+        elif processes == 1:
             interrupted = run_here(payload, variants, finished)
             ran = "in this process"
         else:
             interrupted = run_processes(payload, variants, processes, finished)
             ran = f"{processes} local processes"
+    except ClusterError as error:
+        interrupted, failure = False, str(error)
     finally:
         progress.finish()
+    if failure and not results:
+        print(f"error: {printable(failure)}", file=sys.stderr)
+        return EXIT_CLUSTER_FAILED
     ranking = rank(results, space.constraints, objectives)
     winner = ranking.winner
     by_index = ordered_variants(variants)
@@ -160,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         winning_manifests=winning_manifests(job, by_index[winner.index], host) if winner else [],
         asked=len(variants),
         interrupted=interrupted,
+        failure=failure,
         ran=ran,
         seed=args.seed,
         cpu_seconds=sum(r.cpu_seconds for r in results),
@@ -167,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
     )
     print_tune(report)
     status = _write(args, report)
+    if failure:
+        print(f"error: {printable(failure)}", file=sys.stderr)
+        return EXIT_CLUSTER_FAILED
     if status != EXIT_OK:
         return status
     if interrupted:

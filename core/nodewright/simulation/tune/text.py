@@ -36,6 +36,8 @@ class TuneReport:
     #: Variants asked for, and whether Ctrl-C stopped the run before all finished.
     asked: int = 0
     interrupted: bool = False
+    #: Why the run stopped before all finished, when not Ctrl-C (the Ray cluster failed).
+    failure: str = ""
     #: Where it ran: ``in this process``, ``2 local processes``.
     ran: str = ""
     seed: int = 0
@@ -61,6 +63,7 @@ class TuneReport:
             "variantsAsked": self.asked,
             "variantsFinished": len(self.ranking.scored),
             "interrupted": self.interrupted,
+            "failure": self.failure or None,
             "ran": self.ran,
             "cpuSeconds": round(self.cpu_seconds, 3),
             "wallSeconds": round(self.wall_seconds, 3),
@@ -125,6 +128,8 @@ def print_tune(report: TuneReport) -> None:
     )
     if report.interrupted:
         print("interrupted: the variants that had finished are ranked")
+    if report.failure:
+        print(f"stopped: {printable(report.failure)}; the variants that had finished are ranked")
     now = next(
         (s.result.current_price_per_hour for s in finished if s.result.current_price_per_hour),
         None,

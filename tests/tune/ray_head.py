@@ -1,0 +1,144 @@
+"""A Ray cluster of one node for the ``tune --ray`` tests: ``ray start --head`` on a loopback
+port, as an administrator starts a cluster's head, stopped (every process it started) when the
+test ends.
+
+Ray's local mode is gone from the Ray this project installs, so the tests run a real head and
+point ``--ray`` at its address. Everything stays on the loopback address (Ray's single-machine
+setting), with token authentication off, every port chosen free and the session files in a
+fresh directory, so that two suites running at once do not meet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+#: How long the head may take to start on a busy machine.
+START_TIMEOUT = 240.0
+
+#: The environment of the head and of the tunes that use it: loopback only, no token.
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's one-machine setting: 127.0.0.1 only
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # A worker process imports Ray and nodewright before it registers: minutes, not Ray's
+    # default of one, on a machine the rest of the suite keeps busy.
+    "RAY_worker_register_timeout_seconds": "600",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class RayHead:
+    address: str
+    temp: Path
+
+    def problems(self) -> str:
+        """The warnings and errors of the head's node manager and workers, to show when a
+        test fails."""
+        lines: list[str] = []
+        for log in sorted(self.temp.glob("session_*/logs/*")):
+            if log.suffix in (".err", ".out", ".log") and log.is_file():
+                found = [
+                    line
+                    for line in log.read_text(errors="replace").splitlines()
+                    if " E " in line or " W " in line or " C " in line or "Error" in line
+                ]
+                lines.extend(f"{log.name}: {line}" for line in found[-10:])
+        return "\n".join(lines[-60:])
+
+
+@contextmanager
+def ray_head(cpus: int = 2) -> Iterator[RayHead]:
+    """Start a head; yield its address (``127.0.0.1:PORT``) and session files."""
+    # Short: Ray's socket paths live under it and a Unix socket path has at most 107 bytes.
+    temp = Path(tempfile.mkdtemp(prefix="nwray-", dir="/tmp"))
+    port = free_port()
+    ray = Path(sys.executable).with_name("ray")
+    log = temp / "head.log"
+    command = [
+        str(ray),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        f"--num-cpus={cpus}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp}",
+        f"--ray-client-server-port={free_port()}",
+        f"--node-manager-port={free_port()}",
+        f"--object-manager-port={free_port()}",
+        f"--dashboard-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        f"--dashboard-agent-grpc-port={free_port()}",
+        f"--metrics-export-port={free_port()}",
+        f"--runtime-env-agent-port={free_port()}",
+    ]
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **RAY_ENV},
+            start_new_session=True,  # its processes are one group, stopped together
+        )
+    try:
+        _wait_until_up(head, port, log)
+        yield RayHead(f"127.0.0.1:{port}", temp)
+    finally:
+        _stop(head)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _wait_until_up(head: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Until the head says it started (its GCS answers before its node is ready)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while "Ray runtime started" not in log.read_text(errors="replace"):
+        if head.poll() is not None:
+            raise RuntimeError(f"ray start exited {head.returncode}:\n{log.read_text()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ray start not up in {START_TIMEOUT}s:\n{log.read_text()}")
+        time.sleep(0.5)
+    with socket.create_connection(("127.0.0.1", port), timeout=10):
+        pass
+
+
+def _stop(head: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``ray start --block`` stops what it started; whatever of its process group
+    is left after that is killed."""
+    head.send_signal(signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        head.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _group_alive(head.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if _group_alive(head.pid):
+        os.killpg(head.pid, signal.SIGKILL)
+    if head.poll() is None:
+        head.wait()
