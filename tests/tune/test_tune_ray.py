@@ -5,6 +5,7 @@ failed variants included; Ctrl-C keeps what had finished; a cluster that cannot 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -19,6 +20,11 @@ import pytest
 from tests.tune.conftest import INFLATE, SCALE_UP_AND_DOWN, SPACE, Tune
 from tests.tune.ray_head import RAY_ENV, RayHead, free_port, ray_head
 from tests.tune.test_tune_parallel import measured
+
+#: These tests need Ray, the extra nodewright[distributed] (bin/check and CI install every extra).
+needs_ray = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="Ray is not installed (nodewright[distributed])"
+)
 
 #: A dynamic NodePool cannot be scaled: every variant left dynamic fails at the last step.
 STATIC_SPACE = """\
@@ -77,6 +83,7 @@ def tune_on_ray(
     return done, json.loads(report.read_text()) if report.exists() else {}
 
 
+@needs_ray
 @pytest.mark.slow
 def test_a_tune_on_ray_ranks_as_one_process_does(
     tune: Tune, tmp_path: Path, ray_cluster: RayHead
@@ -97,6 +104,7 @@ def test_a_tune_on_ray_ranks_as_one_process_does(
     assert len(finished) == 13
 
 
+@needs_ray
 @pytest.mark.slow
 def test_a_variant_that_fails_on_a_worker_is_reported_as_in_one_process(
     tune: Tune, tmp_path: Path, ray_cluster: RayHead
@@ -113,6 +121,7 @@ def test_a_variant_that_fails_on_a_worker_is_reported_as_in_one_process(
     assert _table(on_ray.stdout) == _table(alone.stdout)
 
 
+@needs_ray
 @pytest.mark.slow
 def test_ctrl_c_on_ray_ranks_what_had_finished(tmp_path: Path, ray_cluster: RayHead) -> None:
     space = tmp_path / "space.yaml"
@@ -173,6 +182,7 @@ def test_ctrl_c_on_ray_ranks_what_had_finished(tmp_path: Path, ray_cluster: RayH
     assert data["variantsFinished"] == len(data["variants"])
 
 
+@needs_ray
 def test_an_unreachable_address_is_one_error_naming_it(tune: Tune) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
 
@@ -186,6 +196,7 @@ def test_an_unreachable_address_is_one_error_naming_it(tune: Tune) -> None:
     assert run.report == {}
 
 
+@needs_ray
 def test_an_address_that_is_no_address_is_one_error(tune: Tune) -> None:
     run = tune(SPACE, "--ray", "head-node:port")
 
