@@ -25,6 +25,8 @@ from tests.scheduling.test_topology import make_pod, spread
 
 Z1, Z2, Z3 = ZONES
 WIDGET = "example.com/widget"
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_ARCH = "beta.kubernetes.io/arch"
 
 
 def _node(
@@ -184,12 +186,12 @@ def test_a_node_labelled_with_the_deprecated_zone_key_is_judged_by_its_requireme
 
 def test_a_node_that_turned_a_pod_away_for_now_takes_a_later_pod_of_the_same_kind() -> None:
     # Zone 1 stays too full throughout, so node-1 leads and never moves out of the way;
-    # node-2 carries a deprecated label, so it is asked in full: it turns the first pod away
-    # (zone 2 is ahead of zone 3) and takes the second once zone 3 has caught up. Only
-    # lasting refusals may be remembered past the leading nodes.
+    # node-2 turns the first pod away (zone 2 is ahead of zone 3) and takes the second once
+    # zone 3 has caught up. Only lasting refusals may be remembered past the leading nodes.
+    # Its deprecated zone label (the same zone) leaves its zone answered by label.
     nodes = [
         _node("node-1", Z1),
-        _node("node-2", Z2, labels={"beta.kubernetes.io/arch": "amd64"}),
+        _node("node-2", Z2, labels={BETA_ZONE: Z2}),
         _node("node-3", Z3, allocatable={"cpu": "1", "memory": "4Gi", "pods": "110"}),
     ]
     web = {"app": "web"}
@@ -197,3 +199,41 @@ def test_a_node_that_turned_a_pod_away_for_now_takes_a_later_pod_of_the_same_kin
     pods = [make_pod(labels=web, cpu="1", spread=[spread(ZONE_LABEL)]) for _ in range(2)]
     result = _both(pods, nodes, running)
     assert _where(result) == {"node-2": [pods[1].name], "node-3": [pods[0].name]}
+
+
+# -- deprecated label keys: decided per key ---------------------------------------------------
+
+
+def test_nodes_with_kubelets_deprecated_labels_answer_zonal_spreads_by_zone() -> None:
+    # Kubelet labels every node beta.kubernetes.io/arch (and os, instance-type): those stand
+    # for other keys than the zone, so a zone spread still answers once per zone. Zone 1 is
+    # ahead: its three nodes turn the pods away, zones 2 and 3 take them in turn.
+    kubelet = {BETA_ARCH: "amd64", "beta.kubernetes.io/os": "linux"}
+    nodes = [
+        _node("node-1a", Z1, labels=kubelet),
+        _node("node-1b", Z1, labels=kubelet),
+        _node("node-1c", Z1, labels=kubelet),
+        _node("node-2", Z2, labels=kubelet),
+        _node("node-3", Z3, labels=kubelet),
+    ]
+    web = {"app": "web"}
+    running = [_placed(nodes[0], web), _placed(nodes[1], web)]
+    pods = [make_pod(labels=web, cpu="100m", spread=[spread(ZONE_LABEL)]) for _ in range(3)]
+    result = _both(pods, nodes, running)
+    assert _where(result) == {
+        "node-2": [pods[0].name, pods[2].name],
+        "node-3": [pods[1].name],
+    }
+
+
+def test_a_node_whose_deprecated_zone_label_disagrees_is_not_answered_for_its_zone() -> None:
+    # node-1a says zone 1 under the current key and zone 2 under the deprecated one: its
+    # requirement on the zone allows neither, so a zone spread turns it away. node-1b, in
+    # zone 1 alone, takes the pod: an answer kept for zone 1 from node-1a would refuse it.
+    nodes = [
+        _node("node-1a", Z1, labels={BETA_ZONE: Z2}),
+        _node("node-1b", Z1),
+        _node("node-2", Z2),
+    ]
+    (web,) = _web(1)
+    assert _where(_both([web], nodes)) == {"node-1b": [web.name]}

@@ -6,6 +6,7 @@ build them); :mod:`nodewright.plugin` re-exports them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -120,6 +121,32 @@ class InstanceType:
         if hugepages and "memory" in values:
             values["memory"] -= hugepages
         return {name: max(0, value) for name, value in values.items()}
+
+    def cheapest(self, requirements: Requirements) -> float:
+        """The lowest price of an available offering ``requirements`` allow (infinity when
+        none does).
+
+        An offering matches by its zone, capacity type and own labels alone, so the answer
+        is kept per type for what ``requirements`` say on those keys: a consolidation pass
+        prices the same types under the same zones and capacity types over and over. The
+        type is frozen, so its offerings (and the answers) never change.
+        """
+        memo: tuple[tuple[str, ...], dict[tuple[Requirement | None, ...], float]] | None
+        memo = self.__dict__.get("_cheapest")
+        if memo is None:
+            labels = sorted({key for o in self.offerings for key in o.labels})
+            memo = ((ZONE_LABEL, CAPACITY_TYPE_LABEL, *labels), {})
+            self.__dict__["_cheapest"] = memo
+        keys, answers = memo
+        said = tuple(requirements.get(key) for key in keys)
+        found = answers.get(said)
+        if found is None:
+            found = min(
+                (o.price for o in self.offerings if o.available and o.matches(requirements)),
+                default=math.inf,
+            )
+            answers[said] = found
+        return found
 
     def with_offerings(self, offerings: Sequence[Offering]) -> InstanceType:
         """This instance type with ``offerings`` and the zone and capacity-type requirements

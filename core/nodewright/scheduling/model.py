@@ -96,6 +96,15 @@ class PodRequest:
     def required_anti_affinity(self) -> tuple[TopologyTerm, ...]:
         return tuple(t for t in self.topology if t.kind == ANTI_AFFINITY)
 
+    def at(self, order: int) -> PodRequest:
+        """This request at position ``order``: ``dataclasses.replace(self, order=order)``
+        without running ``__init__`` again (a consolidation search makes one per pod per
+        simulated candidate)."""
+        copied = object.__new__(PodRequest)
+        copied.__dict__.update(self.__dict__)
+        copied.__dict__["order"] = order
+        return copied
+
 
 @dataclass(frozen=True)
 class ExistingNode:

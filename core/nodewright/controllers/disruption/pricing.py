@@ -38,11 +38,12 @@ def worst_launch_price(instance_type: InstanceType, requirements: Requirements) 
 
 
 def order_by_price(claim: NewNodeClaim) -> NewNodeClaim:
-    def cheapest(it: InstanceType) -> float:
-        return min(compatible_prices(it, claim.requirements), default=math.inf)
-
+    requirements = claim.requirements
     return replace(
-        claim, instance_types=sorted(claim.instance_types, key=lambda it: (cheapest(it), it.name))
+        claim,
+        instance_types=sorted(
+            claim.instance_types, key=lambda it: (it.cheapest(requirements), it.name)
+        ),
     )
 
 

@@ -201,7 +201,7 @@ def simulate(
             continue
         if claims is not None:
             request = with_claims(request, pod, claims)
-        requests.append(replace(request, order=index))
+        requests.append(request.at(index))
     existing = [
         node
         for node in snapshot.existing_nodes()

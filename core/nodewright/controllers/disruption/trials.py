@@ -13,7 +13,6 @@ only what its candidates change. It answers exactly as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from nodewright.api.core import Pod
 from nodewright.controllers.disruption.candidates import Candidate, Snapshot
@@ -104,7 +103,7 @@ class Trials:
             if isinstance(request, str):
                 errors[pod.key] = request
                 continue
-            requests.append(replace(request, order=index))
+            requests.append(request.at(index))
         if self._options.dra and any(r.dynamic_resources for r in requests):
             # DRA claims: which devices are free depends on the candidates (theirs leave
             # with them), so this one is solved from scratch, devices and all.

@@ -47,9 +47,15 @@ class ExistingNodeState:
         self.pods: list[PodRequest] = []
         self.hostname = node.labels.get(HOSTNAME_LABEL, node.name)
         self.label_requirements = node.label_requirements
-        #: Whether its requirement on each key but the hostname is just its label there
-        #: (no deprecated label key stands for another): topology answers go by label.
-        self.by_label = all(normalize_label(key) == key for key in node.labels)
+        #: Keys on which its requirement is not just its label there: a deprecated label
+        #: key stands for the key (``failure-domain.beta.kubernetes.io/zone`` for the zone)
+        #: with another value, or without the key's own label. Topology answers on every
+        #: other key go by label (kubelet's ``beta.kubernetes.io/arch`` leaves zones alone).
+        self.unlike = frozenset(
+            normal
+            for key, value in node.labels.items()
+            if (normal := normalize_label(key)) != key and node.labels.get(normal) != value
+        )
         self.volumes = {driver: set(ids) for driver, ids in node.volumes.items()}
 
     def _volume_problem(self, pod: PodRequest) -> bool:
@@ -127,7 +133,7 @@ class ExistingNodeState:
             if check is None:
                 check = TopologyCheck(PodGroups(state))
             refusal = check.refusal(
-                self.node.labels, self.label_requirements, self.hostname, self.by_label
+                self.node.labels, self.label_requirements, self.hostname, self.unlike
             )
             if refusal is not None:
                 return refusal

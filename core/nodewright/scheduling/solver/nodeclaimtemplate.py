@@ -90,6 +90,7 @@ class NodeClaimTemplate:
         self.overhead_bounds: tuple[ResourceList, ResourceList] | None = (
             (minimum(overheads), maximum(overheads)) if overheads else None
         )
+        self._domains: DomainSource | None = None
 
     def fork(self, remaining: ResourceList | None) -> NodeClaimTemplate:
         """This pool for another solve: the same types and memo tables (what they hold
@@ -129,7 +130,14 @@ class NodeClaimTemplate:
         A type's zones are those of its offerings whose labels the pool allows: a pool
         restricted to Azure's ``placement-scope In [zonal]`` does not reach the regional
         zone ``0``. Zones reached only through fallback offerings are marked as such.
+        Worked out once: it depends on the pool's types and requirements alone, which its
+        forks share.
         """
+        if self._domains is None:
+            self._domains = self._domain_source()
+        return self._domains
+
+    def _domain_source(self) -> DomainSource:
         domains: dict[str, set[str]] = {}
         preferred_zones: set[str] = set()
         for option in self.options:

@@ -41,12 +41,14 @@ class NodeIndex:
         self._domains: dict[tuple[str, ...], list[tuple[str | None, ...] | None]] = {}
 
     def domains(self, keys: tuple[str, ...]) -> list[tuple[str | None, ...] | None]:
-        """Per node, its labels on ``keys``; None for a node whose topology answers do not
-        go by label (see :class:`~.existingnode.ExistingNodeState`)."""
+        """Per node, its labels on ``keys``; None for a node whose topology answers on one
+        of ``keys`` do not go by label (see :class:`~.existingnode.ExistingNodeState`)."""
         found = self._domains.get(keys)
         if found is None:
             found = [
-                tuple(node.node.labels.get(key) for key in keys) if node.by_label else None
+                None
+                if node.unlike and not node.unlike.isdisjoint(keys)
+                else tuple(node.node.labels.get(key) for key in keys)
                 for node in self.states
             ]
             self._domains[keys] = found

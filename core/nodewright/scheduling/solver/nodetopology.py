@@ -64,13 +64,13 @@ class TopologyCheck:
         labels: Mapping[str, str],
         node_requirements: Requirements,
         hostname: str,
-        by_label: bool,
+        unlike: frozenset[str],
     ) -> Refusal | None:
         """Why the groups turn away a node with these labels, requirements and hostname.
 
-        ``by_label``: the node's requirement on every non-hostname key is its label on that
-        key (``In`` that one value, or nothing without the label), so answers may be kept
-        by label; otherwise they are worked out for this node alone.
+        ``unlike``: the keys on which the node's requirement is not just its label on that
+        key (``In`` that one value, or nothing without the label). Answers on other keys
+        may be kept by label; on these they are worked out for this node alone.
         """
         outside = False
         for position, (group, selects, pod_domains) in enumerate(self._groups):
@@ -78,6 +78,7 @@ class TopologyCheck:
                 if not group.allowed(selects, pod_domains, None, hostname):
                     return LASTING if group.monotonic else PASSING
                 continue
+            by_label = not unlike or group.key not in unlike
             answer = self._answer(position, labels, node_requirements, by_label)
             if answer == _REFUSED:
                 return LASTING if group.monotonic else PASSING
@@ -89,7 +90,8 @@ class TopologyCheck:
 
     def turns_away(self, labels: Mapping[str, str], node_requirements: Requirements) -> bool:
         """Whether the groups that answer by domain refuse a node with these labels and
-        requirements (by label, see :meth:`refusal`), whatever its hostname: then
+        requirements (by label on every such group's key, see :meth:`refusal`), whatever
+        its hostname: then
         :meth:`refusal` refuses it too, though perhaps for a hostname group's reason."""
         for position, (group, _, _) in enumerate(self._groups):
             if not group.hostname and (
