@@ -72,16 +72,56 @@ class RayHead:
         return "\n".join(lines[-60:])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports nothing listens on (each probe held until all are chosen)."""
+    probes = []
+    try:
+        for _ in range(count):
+            probe = socket.socket()
+            probes.append(probe)
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 @contextmanager
 def ray_head(cpus: int = 2) -> Iterator[RayHead]:
-    """Start a head; yield its address (``127.0.0.1:PORT``) and session files."""
-    # Short: Ray's socket paths live under it and a Unix socket path has at most 107 bytes.
-    temp = Path(tempfile.mkdtemp(prefix="nwray-", dir="/tmp"))
-    port = free_port()
-    ray = Path(sys.executable).with_name("ray")
-    log = temp / "head.log"
+    """Start a head; yield its address (``127.0.0.1:PORT``) and session files. A start that
+    fails at once (a chosen port taken meanwhile by another process) is tried once more."""
+    for attempt in (1, 2):
+        # Short: Ray's socket paths live under it; a Unix socket path has at most 107 bytes.
+        temp = Path(tempfile.mkdtemp(prefix="nwray-", dir="/tmp"))
+        head, port = _start(cpus, temp)
+        try:
+            _wait_until_up(head, port, temp / "head.log")
+        except HeadExited:
+            _stop(head)
+            shutil.rmtree(temp, ignore_errors=True)
+            if attempt == 2:
+                raise
+            continue
+        except BaseException:
+            _stop(head)
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+        try:
+            yield RayHead(f"127.0.0.1:{port}", temp)
+        finally:
+            _stop(head)
+            shutil.rmtree(temp, ignore_errors=True)
+        return
+
+
+class HeadExited(RuntimeError):
+    pass
+
+
+def _start(cpus: int, temp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port, client, node, objects, dashboard, agent, agent_grpc, metrics, env_agent = free_ports(9)
     command = [
-        str(ray),
+        str(Path(sys.executable).with_name("ray")),
         "start",
         "--head",
         "--block",
@@ -91,16 +131,16 @@ def ray_head(cpus: int = 2) -> Iterator[RayHead]:
         "--include-dashboard=false",
         "--disable-usage-stats",
         f"--temp-dir={temp}",
-        f"--ray-client-server-port={free_port()}",
-        f"--node-manager-port={free_port()}",
-        f"--object-manager-port={free_port()}",
-        f"--dashboard-port={free_port()}",
-        f"--dashboard-agent-listen-port={free_port()}",
-        f"--dashboard-agent-grpc-port={free_port()}",
-        f"--metrics-export-port={free_port()}",
-        f"--runtime-env-agent-port={free_port()}",
+        f"--ray-client-server-port={client}",
+        f"--node-manager-port={node}",
+        f"--object-manager-port={objects}",
+        f"--dashboard-port={dashboard}",
+        f"--dashboard-agent-listen-port={agent}",
+        f"--dashboard-agent-grpc-port={agent_grpc}",
+        f"--metrics-export-port={metrics}",
+        f"--runtime-env-agent-port={env_agent}",
     ]
-    with log.open("w") as out:
+    with (temp / "head.log").open("w") as out:
         head = subprocess.Popen(
             command,
             stdout=out,
@@ -108,12 +148,7 @@ def ray_head(cpus: int = 2) -> Iterator[RayHead]:
             env={**os.environ, **RAY_ENV},
             start_new_session=True,  # its processes are one group, stopped together
         )
-    try:
-        _wait_until_up(head, port, log)
-        yield RayHead(f"127.0.0.1:{port}", temp)
-    finally:
-        _stop(head)
-        shutil.rmtree(temp, ignore_errors=True)
+    return head, port
 
 
 def _wait_until_up(head: subprocess.Popen[bytes], port: int, log: Path) -> None:
@@ -121,7 +156,7 @@ def _wait_until_up(head: subprocess.Popen[bytes], port: int, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while "Ray runtime started" not in log.read_text(errors="replace"):
         if head.poll() is not None:
-            raise RuntimeError(f"ray start exited {head.returncode}:\n{log.read_text()}")
+            raise HeadExited(f"ray start exited {head.returncode}:\n{log.read_text()}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"ray start not up in {START_TIMEOUT}s:\n{log.read_text()}")
         time.sleep(0.5)
