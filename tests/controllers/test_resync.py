@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodewright.api.karpenter import NodeClaim
+from nodewright.clock import SimulatedClock
+from nodewright.controllers.workqueue import Resync
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, pod_disruption_budget
 from tests.controllers.kwok_world import KWOKWorld, four_cpu_pool
 
@@ -57,3 +59,18 @@ def test_a_resync_finds_what_a_lost_change_left_undone() -> None:
     launched = world.cluster.get(NodeClaim, waiting[0].name)
     assert launched is not None
     assert launched.status.provider_id
+
+
+def test_a_resync_falls_due_first_then_every_period_and_after_a_reset() -> None:
+    clock = SimulatedClock()
+    resync = Resync(timedelta(minutes=10))
+    assert resync.due(clock.now()), "the first pass looks at everything"
+    clock.advance(timedelta(minutes=9, seconds=59))
+    assert not resync.due(clock.now())
+    assert resync.at == clock.now() + timedelta(seconds=1)
+    clock.advance(timedelta(seconds=1))
+    assert resync.due(clock.now())
+    assert not resync.due(clock.now()), "once per period"
+    resync.reset()
+    assert resync.due(clock.now()), "a reset makes the next pass look at everything"
+    assert resync.at == clock.now() + timedelta(minutes=10)

@@ -5,7 +5,8 @@ the cluster state, and its own requeue times), makes the cluster a step closer t
 state, and returns how long until it wants to run again. The runner
 (:mod:`nodewright.operator`) calls every controller on each pass, so a controller with nothing
 to do must return at once; now and then (:data:`~nodewright.controllers.workqueue.
-RESYNC_PERIOD`), or when :meth:`resync` asks, it looks at every object anyway.
+RESYNC_PERIOD`), or when :meth:`resync` asks, it looks at every object anyway (its
+:class:`~nodewright.controllers.workqueue.Resync` says when).
 """
 
 from __future__ import annotations

@@ -23,6 +23,28 @@ K = TypeVar("K", bound=Hashable)
 RESYNC_PERIOD = timedelta(minutes=10)
 
 
+class Resync:
+    """When a controller next looks at every object anyway: on its first pass, then every
+    ``period`` (as an informer's resync), and on the pass after :meth:`reset` (the
+    controller's ``resync``)."""
+
+    def __init__(self, period: timedelta = RESYNC_PERIOD) -> None:
+        self.period = period
+        #: When the next resync falls due (None: on the next pass).
+        self.at: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        """Whether this pass resyncs; if it does, the next resync is ``period`` away."""
+        if self.at is not None and now < self.at:
+            return False
+        self.at = now + self.period
+        return True
+
+    def reset(self) -> None:
+        """Resync on the next pass."""
+        self.at = None
+
+
 def wait_until(now: datetime, due: datetime | None, resync_at: datetime | None) -> timedelta | None:
     """How long a controller waits for its queue's next key (``due``) or its resync
     (``resync_at``), whichever comes first. A resync only looks again, so waiting for it is a

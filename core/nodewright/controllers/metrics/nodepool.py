@@ -23,7 +23,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.state.cost import CostError, PoolCosts, offering_of, offering_prices
-from nodewright.controllers.workqueue import RESYNC_PERIOD, wait_until
+from nodewright.controllers.workqueue import Resync, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
 
@@ -48,7 +48,7 @@ class NodePoolMetrics:
         self._failed: set[str] = set()
         self._retry_at: datetime | None = None
         self._reprice_at: datetime | None = None
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
         #: NodePool -> the (gauge, resource) usage and limit series set for it.
         self._series: dict[str, set[tuple[str, str]]] = {}
         #: NodePools whose cost series is set.
@@ -57,15 +57,14 @@ class NodePoolMetrics:
         self._priced_from: dict[str, list[InstanceType]] = {}
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
         dirty: set[str] = set()
         claims: set[str] = set()
-        if self._resync_at is None or now >= self._resync_at:
-            self._resync_at = now + RESYNC_PERIOD
+        if self._resync.due(now):
             dirty |= {key[1] for key in state.objects(NodePool)} | set(self._series)
             claims |= {key[1] for key in state.objects(NodeClaim)}
         for change in self._changes.drain():
@@ -92,7 +91,7 @@ class NodePoolMetrics:
             self._publish(pool)
         # The resync only looks again; the price refresh and a retry fall due by time.
         due = min(t for t in (self._reprice_at, self._retry_at) if t is not None)
-        return wait_until(now, due, self._resync_at)
+        return wait_until(now, due, self._resync.at)
 
     # -- cost ---------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from nodewright.controllers.metrics.disruption import (
     snake_case,
 )
 from nodewright.controllers.nodeclaim.history import NodeHistory
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import PluginError, ProviderError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -122,20 +122,19 @@ class NodeHealth:
         #: Nodes whose conditions or NodeClaim changed, or whose toleration runs out.
         self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = self._state.feed(Node, NodeClaim)
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
         #: Providers whose repair policies could not be read, warned about once.
         self._broken: set[str] = set()
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def reconcile(self) -> timedelta | None:
         now = self._clock.now()
-        if self._resync_at is None or now >= self._resync_at:
+        if self._resync.due(now):
             # Every Node now and then, as an informer's resync: it must find nothing new.
             for key in self._state.objects(Node):
                 self._queue.add(key[1])
-            self._resync_at = now + RESYNC_PERIOD
         for change in self._changes.drain():
             self._note(change)
         for name in sorted(self._queue.pop_ready(now)):
@@ -148,7 +147,7 @@ class NodeHealth:
                 due = now  # changed under us: again on the next pass
             if due is not None:
                 self._queue.add_at(name, due)
-        return wait_until(now, self._queue.next_due(), self._resync_at)
+        return wait_until(now, self._queue.next_due(), self._resync.at)
 
     def _note(self, change: Change) -> None:
         """Queue the Node a change may make (un)healthy or repairable."""

@@ -47,7 +47,7 @@ from nodewright.cluster.state import ClusterState
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.state.cluster import is_terminal, owner_kind
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.errors import (
     InstanceNotFoundError,
@@ -99,16 +99,15 @@ class NodeTermination:
         #: drain step falls due.
         self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = cluster.state.feed(Node, NodeClaim, Pod, VolumeAttachment)
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
-        if self._resync_at is None or now >= self._resync_at:
+        if self._resync.due(now):
             for every in state.sorted(Node):
                 if every.deleting:
                     self._queue.add(every.name)
-            self._resync_at = now + RESYNC_PERIOD
         for change in self._changes.drain():
             for name in _node_names(state, change.kind, change.old, change.new):
                 self._queue.add(name)
@@ -130,10 +129,10 @@ class NodeTermination:
                 after = timedelta(0)
             if after is not None:
                 self._queue.add_at(name, now + after)
-        return wait_until(now, self._queue.next_due(), self._resync_at)
+        return wait_until(now, self._queue.next_due(), self._resync.at)
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def _terminate(
         self,

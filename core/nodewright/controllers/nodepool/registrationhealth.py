@@ -12,7 +12,7 @@ or served by no provider is left alone.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from nodewright.api.karpenter import CONDITION_NODE_REGISTRATION_HEALTHY, NodePool
 from nodewright.api.meta import find_condition, set_condition
@@ -20,7 +20,7 @@ from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ConflictError, NotFoundError
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.state.nodepoolhealth import Health, RegistrationOutcomes
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 
@@ -45,17 +45,15 @@ class NodePoolRegistrationHealth:
         self._changes = cluster.state.feed(
             NodePool, *(kind.model for kind in host.node_class_kinds())
         )
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
-        everything = self._resync_at is None or now >= self._resync_at
-        if everything:
-            self._resync_at = now + RESYNC_PERIOD
+        everything = self._resync.due(now)
         for change in self._changes.drain():
             if change.kind is NodePool:
                 self._queue.add(change.key[1])
@@ -72,7 +70,7 @@ class NodePoolRegistrationHealth:
                 self._reconcile(pool)
             except (ConflictError, NotFoundError):
                 self._queue.add_at(name, now)
-        return wait_until(now, self._queue.next_due(), self._resync_at)
+        return wait_until(now, self._queue.next_due(), self._resync.at)
 
     def _reconcile(self, pool: NodePool) -> None:
         try:

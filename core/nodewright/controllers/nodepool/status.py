@@ -32,7 +32,7 @@ from nodewright.cluster.objects import mutable
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.state.solverdata import nodepool_hash
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.resources import format_resources, merge, parse_resources
@@ -64,15 +64,14 @@ class NodePoolStatusController:
         self._changes = cluster.state.feed(
             NodePool, Node, *(kind.model for kind in host.node_class_kinds())
         )
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
-        if self._resync_at is None or now >= self._resync_at:
+        if self._resync.due(now):
             for every in state.sorted(NodePool):
                 self._queue.add(every.name)
-            self._resync_at = now + RESYNC_PERIOD
         for change in self._changes.drain():
             if change.kind is NodePool:
                 self._queue.add(change.key[1])
@@ -92,10 +91,10 @@ class NodePoolStatusController:
                 self._reconcile(mutable(pool))
             except (ConflictError, NotFoundError):
                 self._queue.add_at(name, now)
-        return wait_until(now, self._queue.next_due(), self._resync_at)
+        return wait_until(now, self._queue.next_due(), self._resync.at)
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def _reconcile(self, pool: NodePool) -> None:
         now = self._clock.now()

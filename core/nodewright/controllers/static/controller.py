@@ -42,7 +42,7 @@ from nodewright.controllers.static.pools import (
     static_node_counts,
     static_replacement,
 )
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.logfields import fields, ref
 from nodewright.plugin.host import PluginHost
 
@@ -62,20 +62,19 @@ class _StaticPoolController:
         self._clock = clock
         self._queue: WorkQueue[str] = WorkQueue(self.name)
         self._changes = cluster.state.feed(NodePool, NodeClaim)
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
         self._log = logging.getLogger(f"nodewright.{self.name}")
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
-        if self._resync_at is None or now >= self._resync_at:
+        if self._resync.due(now):
             for pool in state.sorted(NodePool):
                 if is_static(pool):
                     self._queue.add(pool.name)
-            self._resync_at = now + RESYNC_PERIOD
         for change in self._changes.drain():
             if change.kind is NodePool:
                 self._queue.add(change.key[1])
@@ -91,7 +90,7 @@ class _StaticPoolController:
             after = self._reconcile_pool(found)
             if after is not None:
                 self._queue.add_at(name, now + after)
-        return wait_until(now, self._queue.next_due(), self._resync_at)
+        return wait_until(now, self._queue.next_due(), self._resync.at)
 
     def _reconcile_pool(self, pool: NodePool) -> timedelta | None:
         raise NotImplementedError

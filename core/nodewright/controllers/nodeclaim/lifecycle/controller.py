@@ -3,7 +3,7 @@ each pass, and the order of the steps each one goes through."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from nodewright.api.core import Node
 from nodewright.api.karpenter import (
@@ -27,7 +27,7 @@ from nodewright.controllers.nodeclaim.lifecycle.liveness import Liveness
 from nodewright.controllers.nodeclaim.lifecycle.registration import Registration
 from nodewright.controllers.nodeclaim.lifecycle.termination import Termination
 from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes
-from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue, wait_until
+from nodewright.controllers.workqueue import Resync, WorkQueue, wait_until
 from nodewright.plugin.host import PluginHost
 
 #: Steps further away than this are not scheduled (a registered claim never times out).
@@ -69,16 +69,15 @@ class NodeClaimLifecycle:
         #: NodeClaims looked at again only to poll (the consistency scan).
         self._polls: WorkQueue[str] = WorkQueue()
         self._changes = cluster.state.feed(NodeClaim, Node)
-        self._resync_at: datetime | None = None
+        self._resync = Resync()
 
     def reconcile(self) -> timedelta | None:
         state = self._cluster.state
         now = self._clock.now()
-        if self._resync_at is None or now >= self._resync_at:
+        if self._resync.due(now):
             # Everything now and then, as an informer's resync: it must find nothing new.
             for every in state.sorted(NodeClaim):
                 self._queue.add(every.name)
-            self._resync_at = now + RESYNC_PERIOD
         for change in self._changes.drain():
             if change.kind is NodeClaim:
                 self._queue.add(change.key[1])
@@ -102,11 +101,11 @@ class NodeClaimLifecycle:
         self._consistency.forget_gone(
             {claim.metadata.uid for claim in state.objects(NodeClaim).values()}
         )
-        polls = [due for due in (self._polls.next_due(), self._resync_at) if due is not None]
+        polls = [due for due in (self._polls.next_due(), self._resync.at) if due is not None]
         return wait_until(now, self._queue.next_due(), min(polls, default=None))
 
     def resync(self) -> None:
-        self._resync_at = None
+        self._resync.reset()
 
     def _reconcile(self, claim: NodeClaim) -> timedelta | None:
         found = self._cluster.state.nodes_with_provider_id(claim.status.provider_id or "")
