@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodewright import metrics
 from nodewright.api.core import Node, Taint
 from nodewright.api.karpenter import (
     CONDITION_DISRUPTION_REASON,
@@ -34,11 +33,10 @@ from nodewright.controllers.disruption.candidates import REASON_EMPTY, REASON_UN
 from nodewright.controllers.disruption.methods import Command
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.metrics.disruption import record_disrupted, snake_case
+from nodewright.controllers.nodeclaim.creation import create_node_claim
 from nodewright.controllers.nodeclaim.history import NodeHistory
-from nodewright.controllers.state.solverdata import node_claim_for
-from nodewright.logfields import fields, ref, shortened
+from nodewright.logfields import fields, ref
 from nodewright.plugin.host import PluginHost
-from nodewright.scheduling.resources import format_resources
 
 log = logging.getLogger("nodewright.disruption")
 
@@ -109,24 +107,15 @@ class OrchestrationQueue:
                 pool = self._cluster.get(NodePool, new.node_pool)
                 if pool is None:
                     raise CommandFailedError(f"nodepool {new.node_pool} is gone")
-                created = self._cluster.create(
-                    node_claim_for(pool, new, self._host.well_known_labels())
+                created = create_node_claim(
+                    self._cluster,
+                    pool,
+                    new,
+                    self._host.well_known_labels(),
+                    reason=command.reason.lower(),
+                    log=log,
                 )
                 queued.replacements.append(created.name)
-                metrics.nodeclaims_created.labels(
-                    command.reason.lower(),
-                    pool.name,
-                    "true" if new.min_values_relaxed else "false",
-                ).inc()
-                log.info(
-                    "created nodeclaim",
-                    extra=fields(
-                        NodePool=ref(pool.name),
-                        NodeClaim=ref(created.name),
-                        requests=format_resources(new.requests),
-                        **{"instance-types": shortened(it.name for it in new.instance_types)},
-                    ),
-                )
         except (ClusterError, CommandFailedError) as error:
             self._release(queued, f"launching replacement nodeclaim, {error}")
             return True

@@ -33,6 +33,7 @@ from nodewright.controllers.catalog import (
 )
 from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.events import WARNING, EventRecorder
+from nodewright.controllers.nodeclaim.creation import create_node_claim
 from nodewright.controllers.nodepool.templates import daemon_pods, node_pool_template
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
@@ -43,7 +44,6 @@ from nodewright.controllers.state.cluster import (
     is_provisionable,
     owner_kind,
 )
-from nodewright.controllers.state.solverdata import node_claim_for
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -63,7 +63,6 @@ from nodewright.scheduling.pods import (
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import (
-    format_resources,
     merge,
     subtract,
 )
@@ -342,28 +341,21 @@ class Provisioner:
         pool = self._cluster.get(NodePool, template.name)
         if pool is None:
             return None
-        claim = node_claim_for(pool, new, self._host.well_known_labels())
         try:
-            created = self._cluster.create(claim)
+            return create_node_claim(
+                self._cluster,
+                pool,
+                new,
+                self._host.well_known_labels(),
+                reason="provisioned",
+                log=log,
+            )
         except ClusterError as error:
             log.error(
                 "creating nodeclaim",
                 extra=fields(NodePool=ref(pool.name), error=str(error)),
             )
             return None
-        metrics.nodeclaims_created.labels(
-            "provisioned", pool.name, "true" if new.min_values_relaxed else "false"
-        ).inc()
-        log.info(
-            "created nodeclaim",
-            extra=fields(
-                NodePool=ref(pool.name),
-                NodeClaim=ref(created.name),
-                requests=format_resources(new.requests),
-                **{"instance-types": shortened(it.name for it in new.instance_types)},
-            ),
-        )
-        return created
 
 
 def _leaving_pods(view: ClusterView) -> frozenset[str]:
