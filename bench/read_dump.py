@@ -28,6 +28,7 @@ import whatif_dump
 from nodewright.api.manifests.documents import parse_documents
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import karpenter_rules, kind_registry
+from nodewright.simulation.limits import LARGE
 from nodewright.simulation.snapshot import DUMP_LIMITS, read_dump
 
 #: CPU seconds for a YAML dump of 1,000 pods.
@@ -44,11 +45,11 @@ def measure(path: Path, reads: int) -> dict[str, object]:
     host = PluginHost.load()
     registry, rules = kind_registry(host), karpenter_rules(host)
     text = path.read_text()
-    read_dump(path, registry, rules)  # imports and caches warmed
+    read_dump(path, registry, rules, limits=LARGE)  # imports and caches warmed
     totals, parses = [], []
     for _ in range(reads):
         start = _cpu()
-        snapshot = read_dump(path, registry, rules)
+        snapshot = read_dump(path, registry, rules, limits=LARGE)
         totals.append(_cpu() - start)
         start = _cpu()
         if path.suffix == ".json":

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import diverse_mix
+import reserved_catalog
 import whatif_dump
 import yaml
 
@@ -140,6 +141,8 @@ class Case:
     build: Callable[[Path], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
     #: More ``simulate`` arguments, given the case's folder (files they name are written there).
     arguments: Callable[[Path], list[str]] | None = None
+    #: Run with ``--limits large``: the case is beyond a default limit.
+    large: bool = False
 
 
 def _objects(build: Callable[[], list[dict[str, Any]]]) -> Callable[[Path], Any]:
@@ -201,80 +204,14 @@ def _existing_nodes(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return objects, []
 
 
-FAMILIES = {"c": 2, "s": 4, "m": 8}  # GiB of memory per CPU
-ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
-
-
-def reserved_catalog() -> list[dict[str, Any]]:
-    """18 amd64 types in 3 zones, spot and on-demand, and a 20-instance capacity reservation
-    in test-zone-a for each 4- and 8-CPU type: with reservations the catalog is priced again
-    whenever a reservation fills or frees, which is what the overlay cases weigh."""
-    types = []
-    for family, gib in FAMILIES.items():
-        for cpu in (1, 2, 4, 8, 16, 32):
-            name = f"{family}-{cpu}x-amd64-linux"
-            price = cpu * {"c": 0.025, "s": 0.03, "m": 0.04}[family]
-            offerings: list[dict[str, Any]] = [
-                {"zone": zone, "capacityType": kind, "price": round(price * factor, 5)}
-                for zone in ZONES
-                for kind, factor in (("on-demand", 1.0), ("spot", 0.4))
-            ]
-            if cpu in (4, 8):
-                offerings.append(
-                    {
-                        "zone": ZONES[0],
-                        "capacityType": "reserved",
-                        "price": round(price * 0.01, 6),
-                        "reservationID": f"cr-{family}{cpu}",
-                        "reservationCapacity": 20,
-                    }
-                )
-            types.append(
-                {
-                    "name": name,
-                    "architecture": "amd64",
-                    "operatingSystems": ["linux"],
-                    "resources": {"cpu": str(cpu), "memory": f"{cpu * gib}Gi", "pods": "110"},
-                    "offerings": offerings,
-                }
-            )
-    return types
-
-
-def overlays(count: int) -> list[dict[str, Any]]:
-    """``count`` NodeOverlays of distinct weights: price discounts on three types each, every
-    fifth one also adding a device-plugin resource."""
-    rng = random.Random(7)
-    names = [t["name"] for t in reserved_catalog()]
-    made = []
-    for index in range(count):
-        spec: dict[str, Any] = {
-            "weight": index + 1,
-            "requirements": [
-                {
-                    "key": "node.kubernetes.io/instance-type",
-                    "operator": "In",
-                    "values": sorted(rng.sample(names, 3)),
-                }
-            ],
-            "priceAdjustment": f"-{index % 9 + 1}%",
-        }
-        if index % 5 == 0:
-            spec["capacity"] = {"example.com/device": "1"}
-        made.append(
-            {
-                "apiVersion": "karpenter.sh/v1alpha1",
-                "kind": "NodeOverlay",
-                "metadata": {"name": f"overlay-{index:02d}"},
-                "spec": spec,
-            }
-        )
-    return made
-
-
 def _reserved(overlay_count: int) -> Callable[[Path], Any]:
     def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        objects = [NODEPOOL, NODECLASS, *overlays(overlay_count), deployment("inflate", 10_000)]
+        objects = [
+            NODEPOOL,
+            NODECLASS,
+            *reserved_catalog.overlays(overlay_count),
+            deployment("inflate", 10_000),
+        ]
         return objects, []
 
     return build
@@ -283,7 +220,7 @@ def _reserved(overlay_count: int) -> Callable[[Path], Any]:
 def _reserved_arguments(gated: bool) -> Callable[[Path], list[str]]:
     def arguments(folder: Path) -> list[str]:
         catalog = folder / "instance-types.json"
-        catalog.write_text(json.dumps(reserved_catalog()))
+        catalog.write_text(json.dumps(reserved_catalog.catalog()))
         more = ["--provider-option", f"kwok.instance-types-file={catalog}"]
         if gated:
             spread = {
@@ -342,6 +279,15 @@ CASES = [
         _one_deployment(20_000),
     ),
     Case(
+        "100k",
+        "100,000 pods in one Deployment (--limits large: its pod limit)",
+        100_000,
+        300.0,
+        2000,
+        _one_deployment(100_000),
+        large=True,
+    ),
+    Case(
         "reserved-10k",
         "10,000 pods on a catalog with capacity reservations (the next case's baseline)",
         10_000,
@@ -384,6 +330,15 @@ CASES = [
         _objects(lambda: diverse_mix.diverse(11)),
     ),
     Case(
+        "diverse-20k",
+        "the same, 20,160 pods (--limits large)",
+        diverse_mix.diverse_pods(12),
+        60.0,
+        1000,
+        _objects(lambda: diverse_mix.diverse(12)),
+        large=True,
+    ),
+    Case(
         "anti-1k",
         "1,000 pods with required hostname anti-affinity (one node each; the limit)",
         1000,
@@ -392,12 +347,31 @@ CASES = [
         _objects(lambda: diverse_mix.anti_affinity(1000)),
     ),
     Case(
+        "anti-2k",
+        "2,000 pods with required hostname anti-affinity (one node each; --limits large)",
+        2000,
+        None,
+        None,
+        _objects(lambda: diverse_mix.anti_affinity(2000)),
+        large=True,
+    ),
+    Case(
         "spread-1k",
         "1,000 pods with a DoNotSchedule hostname spread (one node each; the limit)",
         1000,
         30.0,
         None,
         _objects(lambda: diverse_mix.hostname_spread(1000)),
+    ),
+    Case(
+        "spread-3k",
+        "3,000 pods with a DoNotSchedule hostname spread (one node each; --limits large: its "
+        "per-workload limit)",
+        3000,
+        None,
+        None,
+        _objects(lambda: diverse_mix.hostname_spread(3000)),
+        large=True,
     ),
     Case(
         "whatif-30",
@@ -410,12 +384,13 @@ CASES = [
     ),
     Case(
         "whatif-120",
-        "--from-dump of a 120-node / 1,200-pod EKS cluster, aws.offline=us-east-1",
+        "--from-dump of a 120-node / 1,200-pod EKS cluster, aws.offline=us-east-1 (--limits large)",
         1200,
         10.0,
         None,
         _no_manifests,
         _what_if(120, 1200),
+        large=True,
     ),
 ]
 IDLE_TARGET_MS = 50.0
@@ -455,6 +430,8 @@ def run_simulate(case: Case, folder: Path) -> Measurement:
         command += ["--scenario", str(scenario)]
     if case.arguments is not None:
         command += case.arguments(folder)
+    if case.large:
+        command += ["--limits", "large"]
     command += ["--json", str(report)]
     started = time.perf_counter()
     with open(folder / "output.log", "wb") as output:

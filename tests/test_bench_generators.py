@@ -10,6 +10,7 @@ from nodewright.api.apps import DaemonSet, Deployment, PodDisruptionBudget
 from nodewright.api.core import Node, Pod
 from nodewright.commands.host import load_host
 from nodewright.simulation.inputs import karpenter_rules, kind_registry
+from nodewright.simulation.limits import DEFAULT
 from nodewright.simulation.snapshot import read_items
 from tests.bench_modules import load_bench
 
@@ -54,7 +55,9 @@ def test_the_generated_dump_loads_with_every_pod_on_a_node() -> None:
     host = load_host()
     dump = whatif_dump.dump(nodes=6, pods=40, seed=3)
     assert dump == whatif_dump.dump(nodes=6, pods=40, seed=3)
-    snapshot = read_items(dump["items"], "dump", kind_registry(host), karpenter_rules(host))
+    snapshot = read_items(
+        dump["items"], "dump", kind_registry(host), karpenter_rules(host), limits=DEFAULT
+    )
     kinds = Counter(type(obj) for obj in snapshot.objects)
     assert kinds[Node] == 6
     assert kinds[Pod] == 40

@@ -259,8 +259,21 @@ def test_more_pods_than_a_simulation_runs_is_an_error(simulate: Simulate, tmp_pa
     result = simulate(node_pool() + KWOK_NODE_CLASS + deployment("web", 2_000_000))
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
-        f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 2000000 pods "
-        "together; a simulation runs at most 20000"
+        f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 2,000,000 pods "
+        "together; a simulation runs at most 20,000 (--limits large allows 100,000)"
+    ]
+
+
+def test_the_large_limits_refuse_beyond_theirs_without_naming_more(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    result = simulate(
+        node_pool() + KWOK_NODE_CLASS + deployment("web", 2_000_000), None, "--limits", "large"
+    )
+    assert result.exit_code == 2
+    assert _errors(result.stderr) == [
+        f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 2,000,000 pods "
+        "together; a simulation runs at most 100,000"
     ]
 
 
@@ -359,7 +372,11 @@ def test_run_reads_its_kubeconfig_with_the_same_limits(
 @pytest.mark.parametrize(
     ("scenario", "words"),
     [
-        ("- advance: 100000h\n", "steps[0].advance: at most 168h per step, got '100000h'"),
+        (
+            "- advance: 100000h\n",
+            "steps[0].advance: got '100000h'; a step runs at most 168h (--limits large allows "
+            "720h)",
+        ),
         ("- advance: 99999999999999999999h\n", "is out of range (at most about 292 years)"),
         ("steps: []\n1: a\nb: c\n", "unknown key(s) 'b', 1; expected 'steps'"),
         ("- scale: {kind: Deployment, name: web, 1: a, b: c}\n", "unknown field(s) 'b', 1"),

@@ -27,6 +27,7 @@ from nodewright.controllers.disruption.methods import Context
 from nodewright.controllers.disruption.rescheduling import Rescheduling
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import karpenter_rules, kind_registry
+from nodewright.simulation.limits import DEFAULT
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.snapshot import load_snapshot, read_items
 from tests.disruption.random_clusters import cluster
@@ -48,7 +49,7 @@ def host() -> PluginHost:
 def _simulation(host: PluginHost, seed: int) -> Simulation:
     dump = cluster(seed)
     snapshot = read_items(
-        dump["items"], f"cluster {seed}", kind_registry(host), karpenter_rules(host)
+        dump["items"], f"cluster {seed}", kind_registry(host), karpenter_rules(host), limits=DEFAULT
     )
     simulation = Simulation(host)
     load_snapshot(simulation, snapshot)

@@ -25,7 +25,8 @@ def test_a_scale_step_counts_the_pods_of_every_workload(simulate: Simulate, tmp_
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert line == (
         f"error: {tmp_path / 'scenario.yaml'}:1: steps[0].scale.replicas: the workloads would "
-        "ask for 20001 pods together; a simulation runs at most 20000"
+        "ask for 20,001 pods together; a simulation runs at most 20,000 (--limits large "
+        "allows 100,000)"
     )
 
 
@@ -38,7 +39,8 @@ def test_an_apply_step_counts_the_pods_already_asked_for(
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert line == (
         f"error: {tmp_path / 'scenario.yaml'}:1: steps[0].apply: the workloads would ask for "
-        "20001 pods together; a simulation runs at most 20000"
+        "20,001 pods together; a simulation runs at most 20,000 (--limits large allows "
+        "100,000)"
     )
 
 
@@ -58,7 +60,8 @@ def test_a_scenario_has_at_most_500_steps(simulate: Simulate, tmp_path: Path) ->
     result = simulate(MANIFESTS, "- advance: 1s\n" * 501)
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'scenario.yaml'}: refused: 501 steps; a scenario has at most 500"
+        f"error: {tmp_path / 'scenario.yaml'}: refused: 501 steps; a scenario has at most 500 "
+        "(--limits large allows 1,000)"
     ]
 
 
@@ -68,8 +71,8 @@ def test_a_scenario_asks_for_at_most_a_week(simulate: Simulate, tmp_path: Path) 
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"error: {tmp_path / 'scenario.yaml'}:4: steps[3].advance: refused: the steps so far "
-        "ask for 168h1s of simulated time; a scenario runs at most 168h (each settle "
-        "without a time counts 2h)"
+        "ask for 168h1s of simulated time (each settle without a time counts 2h); a scenario "
+        "runs at most 168h (--limits large allows 1440h)"
     ]
 
 
@@ -97,9 +100,10 @@ def test_at_most_a_thousand_pods_may_each_need_a_node_of_their_own(
     result = simulate(node_pool() + KWOK_NODE_CLASS + apart)
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'manifests.yaml'}: a workload would ask for 1001 pods that each "
+        f"error: {tmp_path / 'manifests.yaml'}: a workload would ask for 1,001 pods that each "
         "need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
-        "hostname spread); a simulation runs at most 1000 per workload"
+        "hostname spread); a simulation runs at most 1,000 per workload (--limits large "
+        "allows 3,000)"
     ]
 
 
@@ -113,9 +117,9 @@ def test_a_scale_step_counts_the_pods_that_need_a_node_of_their_own(
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert line == (
         f"error: {tmp_path / 'scenario.yaml'}:1: steps[0].scale.replicas: a workload would "
-        "ask for 1001 pods that each need a node of their own (a required hostname "
-        "anti-affinity or a DoNotSchedule hostname spread); a simulation runs at most 1000 "
-        "per workload"
+        "ask for 1,001 pods that each need a node of their own (a required hostname "
+        "anti-affinity or a DoNotSchedule hostname spread); a simulation runs at most 1,000 "
+        "per workload (--limits large allows 3,000)"
     )
 
 
@@ -138,7 +142,7 @@ def test_a_snapshot_has_at_most_60_nodes(run_dump: RunDump, tmp_path: Path) -> N
     assert run.exit_code == 2
     assert [line for line in run.stderr.splitlines() if line.startswith("error:")] == [
         f"error: {tmp_path / 'dump.yaml'}: refused: 61 Nodes; a simulation starts from at most "
-        "60 (dump the Nodes of fewer NodePools, with their pods)"
+        "60 (--limits large allows 5,000); or dump the Nodes of fewer NodePools, with their pods"
     ]
 
 
@@ -147,6 +151,6 @@ def test_a_snapshot_counts_towards_the_pod_limit(run_dump: RunDump, tmp_path: Pa
     run = run_dump({"apiVersion": "v1", "kind": "List", "items": [web]})
     assert run.exit_code == 2
     assert [line for line in run.stderr.splitlines() if line.startswith("error:")] == [
-        f"error: {tmp_path / 'dump.yaml'}: the workloads would ask for 20001 pods together; a "
-        "simulation runs at most 20000"
+        f"error: {tmp_path / 'dump.yaml'}: the workloads would ask for 20,001 pods together; "
+        "a simulation runs at most 20,000 (--limits large allows 100,000)"
     ]

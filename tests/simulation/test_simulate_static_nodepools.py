@@ -89,9 +89,10 @@ def test_scaling_past_the_simulation_bound_is_refused(simulate: Simulate) -> Non
     scenario = "- scale: {kind: NodePool, name: warm, replicas: 1001}\n"
     result = simulate(static_pool() + KWOK_NODE_CLASS, scenario, *GATE)
     assert result.exit_code == 2
-    assert "static NodePools would ask for 1001 nodes; a simulation runs at most 1000" in (
-        result.stderr
-    )
+    assert (
+        "static NodePools would ask for 1,001 nodes; a simulation runs at most 1,000 "
+        "(--limits large allows 10,000)"
+    ) in result.stderr
 
 
 def test_applying_a_switch_between_static_and_dynamic_is_refused(

@@ -15,6 +15,7 @@ from nodewright.api.core import Pod
 from nodewright.cluster.objects import mutable
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import karpenter_rules, kind_registry
+from nodewright.simulation.limits import DEFAULT
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.snapshot import load_snapshot, read_items
 from tests.simulation.conftest import DUMP, RunDump, item
@@ -122,7 +123,9 @@ def _dump() -> dict[str, Any]:
 
 def _simulate(dump: dict[str, Any]) -> Simulation:
     host = PluginHost.load(only=["kwok"])
-    snapshot = read_items(dump["items"], "dump.yaml", kind_registry(host), karpenter_rules(host))
+    snapshot = read_items(
+        dump["items"], "dump.yaml", kind_registry(host), karpenter_rules(host), limits=DEFAULT
+    )
     simulation = Simulation(host)
     load_snapshot(simulation, snapshot)
     simulation.settle()
@@ -171,7 +174,9 @@ def test_recreated_pods_keep_the_replicaset_statefulset_and_daemonset_revision_t
 def test_a_template_changed_over_the_snapshot_is_a_new_revision() -> None:
     host = PluginHost.load(only=["kwok"])
     items = _dump()["items"]
-    snapshot = read_items(items, "dump.yaml", kind_registry(host), karpenter_rules(host))
+    snapshot = read_items(
+        items, "dump.yaml", kind_registry(host), karpenter_rules(host), limits=DEFAULT
+    )
     simulation = Simulation(host)
     load_snapshot(simulation, snapshot)
     cluster = simulation.cluster

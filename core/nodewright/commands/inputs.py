@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from nodewright.api.core import TopologySpreadConstraint
-from nodewright.api.duration import DurationError, parse_duration
+from nodewright.api.duration import DurationError, format_duration, parse_duration
 from nodewright.api.excerpt import cut
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
@@ -31,6 +31,7 @@ from nodewright.simulation.inputs import (
     load_checked,
     warn_static_without_gate,
 )
+from nodewright.simulation.limits import BY_NAME, DEFAULT, LARGE, Limits
 from nodewright.simulation.progress import ProgressAwareHandler, ProgressLine
 from nodewright.simulation.scenario import Scenario, load_scenario, scenario_hint
 from nodewright.simulation.session import SimulationInputs
@@ -123,22 +124,43 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip pods with Dynamic Resource Allocation claims, as run does by default; "
         "--no-ignore-dra-requests allocates their devices",
     )
+    parser.add_argument(
+        "--limits",
+        choices=tuple(BY_NAME),
+        default=DEFAULT.name,
+        help=f"how much one run may be asked to do: {DEFAULT.name} ({_summary(DEFAULT)}; a run "
+        f"within about 30 s of CPU) or {LARGE.name} ({_summary(LARGE)}; for clusters of "
+        "thousands of nodes, a run at the limits takes minutes); docs/simulate.md lists every "
+        "limit",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _summary(limits: Limits) -> str:
+    """The limits ``--help`` names."""
+    return (
+        f"{limits.pods:,} pods, {limits.snapshot_nodes:,} snapshot Nodes, "
+        f"{format_duration(limits.step_time)} a step and "
+        f"{format_duration(limits.scenario_time)} in all"
+    )
 
 
 def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
     """The run's inputs from the flags of :func:`add_input_arguments`, read and checked."""
-    scenario = load_scenario(Path(args.scenario)) if args.scenario else Scenario()
+    limits = BY_NAME[args.limits]
+    scenario = load_scenario(Path(args.scenario), limits) if args.scenario else Scenario()
     provider_options = _parse_provider_options(args.provider_option)
     options = _options(args)
-    snapshot = _read_snapshot(args, host)
+    snapshot = _read_snapshot(args, host, limits)
     existing = snapshot.objects if snapshot is not None else []
     if not args.paths and snapshot is None:
         raise InputError(
             [f"give manifests (PATH ...), --from-cluster or --from-dump FILE to {args.command}"]
         )
     objects = (
-        load_checked([Path(p) for p in args.paths], host, existing, file_hint=scenario_hint)
+        load_checked(
+            [Path(p) for p in args.paths], host, existing, file_hint=scenario_hint, limits=limits
+        )
         if args.paths
         else []
     )
@@ -149,6 +171,7 @@ def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
         provider_options=provider_options,
         seed=args.seed,
         node_registration_delay=registration,
+        limits=limits,
         scenario=scenario,
         objects=objects,
         snapshot=snapshot,
@@ -196,14 +219,16 @@ def _options(args: argparse.Namespace) -> Options:
     )
 
 
-def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | None:
+def _read_snapshot(args: argparse.Namespace, host: PluginHost, limits: Limits) -> Snapshot | None:
     """The cluster snapshot to start from (``--from-cluster``, ``--from-dump``), if any."""
     if (args.kubeconfig or args.context) and not args.from_cluster:
         raise InputError(["--kubeconfig and --context go with --from-cluster"])
     if args.from_cluster and args.from_dump:
         raise InputError(["--from-cluster and --from-dump: give one snapshot, not both"])
     if args.from_dump:
-        return read_dump(Path(args.from_dump), kind_registry(host), karpenter_rules(host))
+        return read_dump(
+            Path(args.from_dump), kind_registry(host), karpenter_rules(host), limits=limits
+        )
     if not args.from_cluster:
         return None
     where = args.kubeconfig or "the default kubeconfig"
@@ -220,7 +245,9 @@ def _read_snapshot(args: argparse.Namespace, host: PluginHost) -> Snapshot | Non
     except ClusterError as error:
         raise InputError([f"--from-cluster {where}{context}: {error}"]) from None
     source = f"cluster {taken.server}"
-    return read_items(taken.items, source, kind_registry(host), karpenter_rules(host))
+    return read_items(
+        taken.items, source, kind_registry(host), karpenter_rules(host), limits=limits
+    )
 
 
 def _default_spread(value: str) -> tuple[TopologySpreadConstraint, ...]:

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         if args.jobs is not None and args.jobs < 1:
             raise InputError([f"--jobs {args.jobs}: expected a whole number >= 1"])
         inputs = read_inputs(args, host)
-        inputs.scenario = preload(inputs.scenario, host, inputs.all_objects())
+        inputs.scenario = preload(inputs.scenario, host, inputs.all_objects(), inputs.limits)
         for step in inputs.scenario.steps:
             warn_static_without_gate(step.objects or (), inputs.options)
         # The providers are configured once here, so one that cannot work stops the tune now.

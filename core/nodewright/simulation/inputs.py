@@ -29,7 +29,7 @@ from nodewright.api.validation import (
 from nodewright.controllers.options import Options
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
-from nodewright.simulation.limits import MAX_STATIC_NODES, asked_pods
+from nodewright.simulation.limits import Limits, asked_pods
 
 #: Says what a file that did not load as manifests is instead (a scenario, say), or None.
 FileHint = Callable[[Path], str | None]
@@ -79,10 +79,12 @@ def load_checked(
     existing: Sequence[KubeObject] = (),
     *,
     file_hint: FileHint,
+    limits: Limits,
 ) -> list[KubeObject]:
     """Load, check and convert manifests; warnings are printed, problems raised as
     :class:`InputError`. ``existing`` are objects already in the simulation (a NodePool may
-    name a NodeClass applied earlier); ``file_hint`` explains a file that is not manifests."""
+    name a NodeClass applied earlier); ``file_hint`` explains a file that is not manifests;
+    the workloads and static NodePools must fit in ``limits``."""
     result = load_manifests(paths, kind_registry(host), rules=karpenter_rules(host))
     for line in conversion_notices(result.manifests):
         print(f"warning: {line}", file=sys.stderr)
@@ -90,7 +92,7 @@ def load_checked(
         print(f"warning: {warning}", file=sys.stderr)
     if result.errors:
         raise InputError(_loading_problems(result, paths, host, file_hint))
-    problems = _cross_object_problems(result.manifests, host, existing)
+    problems = _cross_object_problems(result.manifests, host, limits, existing)
     if problems:
         raise InputError(problems)
     return result.objects
@@ -177,6 +179,7 @@ def _in_file(error: ManifestError, file: str) -> bool:
 def _cross_object_problems(
     manifests: Sequence[Manifest],
     host: PluginHost,
+    limits: Limits,
     existing: Sequence[KubeObject] = (),
 ) -> list[str]:
     """Problems between objects: a NodePool's NodeClass must be served and present (given
@@ -203,12 +206,10 @@ def _cross_object_problems(
                 f'{manifest.where(f"{path}.name")}: NodePool "{obj.name}": {path}.name: '
                 f'{ref.kind} "{ref.name}" is neither in the given manifests nor applied earlier'
             )
-    too_many = asked_pods(objects).problem()
+    too_many = asked_pods(objects).problem(limits)
     if too_many is not None:
         problems.append(f"{', '.join(sorted({m.source for m in manifests}))}: {too_many}")
-    if static_nodes > MAX_STATIC_NODES:
-        problems.append(
-            f"{', '.join(sorted({m.source for m in manifests}))}: static NodePools ask for "
-            f"{static_nodes} nodes; a simulation runs at most {MAX_STATIC_NODES}"
-        )
+    too_many_nodes = limits.static_nodes_problem(static_nodes)
+    if too_many_nodes is not None:
+        problems.append(f"{', '.join(sorted({m.source for m in manifests}))}: {too_many_nodes}")
     return problems

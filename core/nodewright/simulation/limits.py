@@ -1,32 +1,121 @@
-"""How much one simulation may be asked to do, sized so that an input at any one limit runs
-within 30 s of CPU and 1.5 GB on a 2-core machine (docs/simulate.md says what each costs).
+"""How much one simulation may be asked to do: :data:`DEFAULT`, sized so that an input at
+any one limit runs within 30 s of CPU and 1.5 GB on a 2-core machine, and :data:`LARGE`
+(``--limits large``), for clusters of thousands of nodes, whose runs at the limits take
+minutes (docs/simulate.md says what each costs).
 
 What a run costs grows with the pods it places, the more so when each pod needs a node of its
 own (every such node is weighed for consolidation against the others), with the nodes static
-NodePools hold and a dump brings, and with the steps a scenario runs.
+NodePools hold and a snapshot brings, and with the steps and the simulated time a scenario
+asks for. Both sets bound all of them, so a run always ends and its memory stays bounded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
 
 from nodewright.api.apps import Deployment, Job, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod, PodSpec
+from nodewright.api.duration import format_duration
+from nodewright.api.karpenter import NodePool
 from nodewright.api.labels import HOSTNAME_LABEL
 from nodewright.api.meta import KubeObject
 
-#: The most pods the workloads of one simulation may ask for together.
-MAX_SIMULATED_PODS = 20_000
-#: The most pods one workload may ask for that each need a node of their own (a required
-#: hostname anti-affinity or a ``DoNotSchedule`` hostname spread): as many nodes, each weighed
-#: for consolidation against the others. Pods of different workloads may share those nodes.
-MAX_APART_PODS = 1_000
-#: The most nodes static NodePools (``spec.replicas``) may ask for together.
-MAX_STATIC_NODES = 1_000
-#: The most Nodes a snapshot (``--from-dump``, ``--from-cluster``) may hold: what-if runs weigh
-#: every existing node for consolidation (60 AWS nodes with 600 pods: about 15 s).
-MAX_SNAPSHOT_NODES = 60
+#: The name of each limit, as :meth:`Limits.at_most` takes it.
+Limit = Literal[
+    "pods", "apart_pods", "static_nodes", "snapshot_nodes", "steps", "step_time", "scenario_time"
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds on one simulation (and on each variant of a tune)."""
+
+    #: What ``--limits`` calls them.
+    name: str
+    #: The most pods the workloads of one simulation may ask for together.
+    pods: int
+    #: The most pods one workload may ask for that each need a node of their own (a required
+    #: hostname anti-affinity or a ``DoNotSchedule`` hostname spread): as many nodes, each
+    #: weighed for consolidation against the others. Pods of different workloads may share
+    #: those nodes.
+    apart_pods: int
+    #: The most nodes static NodePools (``spec.replicas``) may ask for together.
+    static_nodes: int
+    #: The most Nodes a snapshot (``--from-dump``, ``--from-cluster``) may hold: what-if runs
+    #: weigh every existing node for consolidation.
+    snapshot_nodes: int
+    #: The most steps one scenario may have.
+    steps: int
+    #: The longest one ``advance`` or ``settle`` step may run, however large the number
+    #: written.
+    step_time: timedelta
+    #: The most simulated time a scenario's ``advance`` and ``settle`` steps may ask for
+    #: together.
+    scenario_time: timedelta
+
+    def at_most(self, limit: Limit, per: str = "") -> str:
+        """``at most N`` for a refusal, saying how far ``--limits large`` goes when these are
+        not the large limits: ``at most 60 (--limits large allows 5,000)``."""
+        shown = f"at most {_show(getattr(self, limit))}{per}"
+        if self.name == LARGE.name:
+            return shown
+        return f"{shown} (--limits {LARGE.name} allows {_show(getattr(LARGE, limit))})"
+
+    def static_nodes_problem(self, count: int, verb: str = "ask") -> str | None:
+        """What a simulation within these limits cannot run of static NodePools asking for
+        ``count`` nodes together (None: it can)."""
+        if count <= self.static_nodes:
+            return None
+        return (
+            f"static NodePools {verb} for {count:,} nodes; a simulation runs "
+            f"{self.at_most('static_nodes')}"
+        )
+
+    def start_problem(self, objects: Sequence[KubeObject]) -> str | None:
+        """What a simulation within these limits cannot start from of ``objects`` (its
+        snapshot's and manifests'): too many pods, or static nodes (None: it can)."""
+        static = sum(obj.spec.replicas or 0 for obj in objects if isinstance(obj, NodePool))
+        return asked_pods(objects).problem(self) or self.static_nodes_problem(static)
+
+
+def _show(value: int | timedelta) -> str:
+    return format_duration(value) if isinstance(value, timedelta) else f"{value:,}"
+
+
+#: Each sized so that an input at it, alone, runs within 30 s of CPU and 1.5 GB: 20,000
+#: pods in one Deployment (about 19 s), 1,000 pods each on a node of its own (about 24 s),
+#: a static NodePool of 1,000 (about 15 s), 500 steps that each launch or remove a node
+#: (about 19 s), a week with a node consolidation keeps looking at (about 18 s), a dump of
+#: 60 AWS nodes and 600 pods (about 15 s).
+DEFAULT = Limits(
+    name="default",
+    pods=20_000,
+    apart_pods=1_000,
+    static_nodes=1_000,
+    snapshot_nodes=60,
+    steps=500,
+    step_time=timedelta(hours=168),
+    scenario_time=timedelta(hours=168),
+)
+#: For clusters as large as real ones (thousands of nodes, tens of thousands of pods), and
+#: Karpenter's default ``expireAfter`` (720h) with a run past it: each still a bound on a
+#: run's memory (100,000 pods take about 1.6 GB) and on its time, which at a limit is minutes
+#: (100,000 pods: about 2 minutes of CPU; a what-if of thousands of nodes: longer).
+LARGE = Limits(
+    name="large",
+    pods=100_000,
+    apart_pods=3_000,
+    static_nodes=10_000,
+    snapshot_nodes=5_000,
+    steps=1_000,
+    step_time=timedelta(hours=720),
+    scenario_time=timedelta(hours=1_440),
+)
+#: ``--limits`` choices.
+BY_NAME = {limits.name: limits for limits in (DEFAULT, LARGE)}
 
 #: The kinds whose objects ask for pods (:func:`asked_pods`).
 WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, Pod)
@@ -43,18 +132,18 @@ class AskedPods:
     def __add__(self, other: AskedPods) -> AskedPods:
         return AskedPods(self.total + other.total, max(self.apart, other.apart))
 
-    def problem(self) -> str | None:
-        """What a simulation cannot run of this (None: it is within the limits)."""
-        if self.total > MAX_SIMULATED_PODS:
+    def problem(self, limits: Limits) -> str | None:
+        """What a simulation within ``limits`` cannot run of this (None: it can)."""
+        if self.total > limits.pods:
             return (
-                f"the workloads would ask for {self.total} pods together; a simulation runs "
-                f"at most {MAX_SIMULATED_PODS}"
+                f"the workloads would ask for {self.total:,} pods together; a simulation runs "
+                f"{limits.at_most('pods')}"
             )
-        if self.apart > MAX_APART_PODS:
+        if self.apart > limits.apart_pods:
             return (
-                f"a workload would ask for {self.apart} pods that each need a node of their "
+                f"a workload would ask for {self.apart:,} pods that each need a node of their "
                 "own (a required hostname anti-affinity or a DoNotSchedule hostname spread); a "
-                f"simulation runs at most {MAX_APART_PODS} per workload"
+                f"simulation runs {limits.at_most('apart_pods', ' per workload')}"
             )
         return None
 

@@ -52,9 +52,10 @@ from nodewright.simulation.inputs import (
     warn_static_without_gate,
 )
 from nodewright.simulation.limits import (
-    MAX_STATIC_NODES,
+    LARGE,
     WORKLOAD_KINDS,
     AskedPods,
+    Limits,
     asked_pods,
 )
 from nodewright.simulation.preflight import unusable_providers
@@ -63,15 +64,6 @@ from nodewright.simulation.runner import MAX_SETTLE, Simulation
 STEP_KINDS = ("apply", "scale", "delete", "advance", "settle", "setNodeCondition")
 #: The statuses a Node condition can have.
 CONDITION_STATUSES = ("True", "False", "Unknown")
-#: The longest one ``advance`` or ``settle`` step may run: a week, a bound on a run's time
-#: however large the number written.
-MAX_STEP_DURATION = timedelta(hours=168)
-#: The most steps one scenario may have, and the most simulated time its ``advance`` and
-#: ``settle`` steps may ask for together: bounds on a run's cost whatever the file says
-#: (500 steps that each launch and remove a node run in about 20 s of CPU; a week with a
-#: node that consolidation keeps looking at, about as much).
-MAX_STEPS = 500
-MAX_SCENARIO_TIME = timedelta(hours=168)
 
 
 class ScenarioError(ValueError):
@@ -118,16 +110,17 @@ class Scenario:
     steps: tuple[Step, ...] = field(default_factory=tuple)
 
 
-def load_scenario(path: Path) -> Scenario:
-    """Read a scenario file with the manifests' limits (depth, aliases, size)."""
+def load_scenario(path: Path, limits: Limits) -> Scenario:
+    """Read a scenario file with the manifests' limits (depth, aliases, size); its steps and
+    the simulated time they ask for must fit in ``limits``."""
     try:
         document = parse_yaml(read_manifest(path), str(path))
     except ManifestError as error:
         raise ScenarioError(str(error)) from None
-    return parse_scenario(document, path)
+    return parse_scenario(document, path, limits)
 
 
-def parse_scenario(document: object, path: Path) -> Scenario:
+def parse_scenario(document: object, path: Path, limits: Limits) -> Scenario:
     if document is None:
         return Scenario()
     if isinstance(document, Mapping):
@@ -138,30 +131,30 @@ def parse_scenario(document: object, path: Path) -> Scenario:
         document = document.get("steps") or []
     if not isinstance(document, Sequence) or isinstance(document, str):
         raise ScenarioError(f"{path}: a scenario is a list of steps")
-    if len(document) > MAX_STEPS:
+    if len(document) > limits.steps:
         raise ScenarioError(
-            f"{path}: refused: {len(document)} steps; a scenario has at most {MAX_STEPS}"
+            f"{path}: refused: {len(document):,} steps; a scenario has {limits.at_most('steps')}"
         )
     # Steps read by parse_yaml know their lines (a plain list, in tests, does not).
     lines: list[int] = getattr(document, "item_lines", None) or [0] * len(document)
     steps = [
-        _parse_step(raw, path, index, line)
+        _parse_step(raw, path, index, limits, line)
         for index, (raw, line) in enumerate(zip(document, lines, strict=True))
     ]
     total = timedelta(0)
     for step in steps:
         total += step.duration or (MAX_SETTLE if step.action == "settle" else timedelta(0))
-        if total > MAX_SCENARIO_TIME:
+        if total > limits.scenario_time:
             raise ScenarioError(
                 f"{step.where}.{step.action}: refused: the steps so far ask for "
-                f"{format_duration(total)} of simulated time; a scenario runs at most "
-                f"{format_duration(MAX_SCENARIO_TIME)} (each settle without a time counts "
-                f"{format_duration(MAX_SETTLE)})"
+                f"{format_duration(total)} of simulated time (each settle without a time "
+                f"counts {format_duration(MAX_SETTLE)}); a scenario runs "
+                f"{limits.at_most('scenario_time')}"
             )
     return Scenario(tuple(steps))
 
 
-def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
+def _parse_step(raw: object, path: Path, index: int, limits: Limits, line: int = 0) -> Step:
     where = f"{path}:{line}: steps[{index}]" if line else f"{path}: steps[{index}]"
     if not isinstance(raw, Mapping) or len(raw) != 1:
         raise ScenarioError(
@@ -186,10 +179,9 @@ def _parse_step(raw: object, path: Path, index: int, line: int = 0) -> Step:
             duration = parse_duration(value)
         except DurationError as error:
             raise ScenarioError(f"{where}.{action}: {error}") from None
-        if duration > MAX_STEP_DURATION:
+        if duration > limits.step_time:
             raise ScenarioError(
-                f"{where}.{action}: at most {format_duration(MAX_STEP_DURATION)} per step, got "
-                f"{excerpt(value)}"
+                f"{where}.{action}: got {excerpt(value)}; a step runs {limits.at_most('step_time')}"
             )
         return Step(action, duration=duration, where=where)
     if action == "setNodeCondition":
@@ -304,7 +296,8 @@ log = logging.getLogger("nodewright.simulation")
 def scenario_hint(file: Path) -> str | None:
     """A line saying ``file`` is a scenario, when it reads as one (given where manifests go)."""
     try:
-        scenario = load_scenario(file)
+        # Whether it reads as a scenario at all: the largest limits refuse the fewest.
+        scenario = load_scenario(file, LARGE)
     except ScenarioError:
         return None
     if not scenario.steps:
@@ -315,32 +308,37 @@ def scenario_hint(file: Path) -> str | None:
     )
 
 
-def preload(scenario: Scenario, host: PluginHost, existing: Sequence[KubeObject]) -> Scenario:
+def preload(
+    scenario: Scenario, host: PluginHost, existing: Sequence[KubeObject], limits: Limits
+) -> Scenario:
     """The scenario with its ``apply`` steps' manifests read and checked now (``existing``:
     the objects the run starts with), so a run needs no files, and a problem in them is found
-    before anything runs. Raises :class:`InputError` as a run would."""
+    before anything runs. Raises :class:`InputError` as a run within ``limits`` would."""
     known = list(existing)
     steps = []
     for step in scenario.steps:
         if step.action != "apply" or step.objects is not None:
             steps.append(step)
             continue
-        objects = load_checked(step.paths, host, known, file_hint=scenario_hint)
+        objects = load_checked(step.paths, host, known, file_hint=scenario_hint, limits=limits)
         known.extend(objects)
         steps.append(replace(step, objects=tuple(objects)))
     return Scenario(tuple(steps))
 
 
-def run_scenario(simulation: Simulation, scenario: Scenario, host: PluginHost) -> None:
-    """Run the steps in order, each followed by its implicit settle."""
+def run_scenario(
+    simulation: Simulation, scenario: Scenario, host: PluginHost, limits: Limits
+) -> None:
+    """Run the steps in order, each followed by its implicit settle, within ``limits``."""
     for step in scenario.steps:
-        run_step(simulation, step, host)
+        run_step(simulation, step, host, limits)
 
 
-def run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
-    """Run one step; raises :class:`InputError` naming the step when it cannot run."""
+def run_step(simulation: Simulation, step: Step, host: PluginHost, limits: Limits) -> None:
+    """Run one step; raises :class:`InputError` naming the step when it cannot run, or would
+    take the run beyond ``limits``."""
     if step.action == "apply":
-        _apply(simulation, step, host)
+        _apply(simulation, step, host, limits)
     elif step.action == "advance":
         assert step.duration is not None
         simulation.advance(step.duration)
@@ -350,16 +348,16 @@ def run_step(simulation: Simulation, step: Step, host: PluginHost) -> None:
         else:
             simulation.settle(step.duration)
     elif step.action == "scale" and step.kind == "NodePool":
-        _scale_node_pool(simulation, step)
+        _scale_node_pool(simulation, step, limits)
     elif step.action == "scale":
-        _scale_workload(simulation, step)
+        _scale_workload(simulation, step, limits)
     elif step.action == "setNodeCondition":
         _set_node_condition(simulation, step)
     elif step.action == "delete":
         _delete(simulation, step, host)
 
 
-def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
+def _apply(simulation: Simulation, step: Step, host: PluginHost, limits: Limits) -> None:
     if step.objects is not None:
         objects = list(step.objects)
     else:
@@ -368,7 +366,7 @@ def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
             for kind in host.node_class_kinds()
             for node_class in simulation.cluster.list(kind.model)
         ]
-        objects = load_checked(step.paths, host, applied, file_hint=scenario_hint)
+        objects = load_checked(step.paths, host, applied, file_hint=scenario_hint, limits=limits)
         warn_static_without_gate(objects, simulation.operator.options)
     switched = _static_switches(simulation, objects)
     if switched:
@@ -377,7 +375,7 @@ def _apply(simulation: Simulation, step: Step, host: PluginHost) -> None:
     if problems:
         raise InputError([f"{step.where}.apply: {line}" for line in problems])
     replaced = {(type(obj), obj.namespace, obj.name) for obj in objects}
-    too_many = (asked_pods(objects) + _pods_in_cluster(simulation, replaced)).problem()
+    too_many = (asked_pods(objects) + _pods_in_cluster(simulation, replaced)).problem(limits)
     if too_many is not None:
         raise InputError([f"{step.where}.apply: {too_many}"])
     simulation.apply(objects)
@@ -396,7 +394,7 @@ def _static_switches(simulation: Simulation, objects: Sequence[KubeObject]) -> l
     return problems
 
 
-def _scale_node_pool(simulation: Simulation, step: Step) -> None:
+def _scale_node_pool(simulation: Simulation, step: Step, limits: Limits) -> None:
     """``kubectl scale nodepool``: set ``spec.replicas`` of a static NodePool."""
     where = f"{step.where}.scale"
     if step.namespace:
@@ -414,13 +412,9 @@ def _scale_node_pool(simulation: Simulation, step: Step) -> None:
     others = sum(
         p.spec.replicas or 0 for p in simulation.cluster.list(NodePool) if p.name != pool.name
     )
-    if others + step.replicas > MAX_STATIC_NODES:
-        raise InputError(
-            [
-                f"{where}.replicas: static NodePools would ask for {others + step.replicas} "
-                f"nodes; a simulation runs at most {MAX_STATIC_NODES}"
-            ]
-        )
+    too_many = limits.static_nodes_problem(others + step.replicas, "would ask")
+    if too_many is not None:
+        raise InputError([f"{where}.replicas: {too_many}"])
     pool = mutable(pool)
     pool.spec.replicas = step.replicas
     simulation.cluster.update(pool)
@@ -428,7 +422,7 @@ def _scale_node_pool(simulation: Simulation, step: Step) -> None:
     simulation.settle()
 
 
-def _scale_workload(simulation: Simulation, step: Step) -> None:
+def _scale_workload(simulation: Simulation, step: Step, limits: Limits) -> None:
     """``kubectl scale``: set ``spec.replicas`` of a Deployment, ReplicaSet or StatefulSet."""
     kind = SCALABLE_KINDS.get(step.kind)
     if kind is None:
@@ -444,7 +438,7 @@ def _scale_workload(simulation: Simulation, step: Step) -> None:
     others = _pods_in_cluster(simulation, {(kind, workload.namespace, workload.name)})
     scaled = mutable(workload)
     scaled.spec.replicas = step.replicas
-    too_many = (others + asked_pods([scaled])).problem()
+    too_many = (others + asked_pods([scaled])).problem(limits)
     if too_many is not None:
         raise InputError([f"{step.where}.scale.replicas: {too_many}"])
     simulation.cluster.update(scaled)

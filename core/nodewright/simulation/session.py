@@ -18,6 +18,7 @@ from nodewright.api.meta import KubeObject
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import InputError
+from nodewright.simulation.limits import Limits
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
@@ -36,6 +37,9 @@ class SimulationInputs:
     provider_options: dict[str, dict[str, str]]
     seed: int
     node_registration_delay: timedelta
+    #: How much the run may be asked to do (``--limits``): the scenario's steps are checked
+    #: against them as they run, wherever that is (a tune's worker process too).
+    limits: Limits
     scenario: Scenario = field(default_factory=Scenario)
     #: Manifests, applied over the snapshot when there is one.
     objects: list[KubeObject] = field(default_factory=list)
@@ -90,7 +94,7 @@ def run(simulation: Simulation, inputs: SimulationInputs) -> Outcome:
         }
     simulation.apply(inputs.objects)
     simulation.settle()
-    run_scenario(simulation, inputs.scenario, simulation.host)
+    run_scenario(simulation, inputs.scenario, simulation.host, inputs.limits)
     simulation.finish()
     report = build_report(simulation)
     what_if = None

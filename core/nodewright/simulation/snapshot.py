@@ -93,7 +93,7 @@ from nodewright.simulation.kubernetes.revisions import (
     CONTROLLER_REVISION_HASH_LABEL,
     POD_TEMPLATE_GENERATION_LABEL,
 )
-from nodewright.simulation.limits import MAX_SNAPSHOT_NODES, asked_pods
+from nodewright.simulation.limits import Limits, asked_pods
 from nodewright.simulation.runner import Simulation
 
 #: What the API server writes in ``metadata`` and a snapshot does not carry over.
@@ -181,8 +181,11 @@ class Snapshot:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def read_dump(path: Path, registry: KindRegistry, rules: ExtraRules | None = None) -> Snapshot:
-    """A ``kubectl get ... -o yaml`` (or ``-o json``) dump: one ``v1`` List."""
+def read_dump(
+    path: Path, registry: KindRegistry, rules: ExtraRules | None = None, *, limits: Limits
+) -> Snapshot:
+    """A ``kubectl get ... -o yaml`` (or ``-o json``) dump: one ``v1`` List, within
+    ``limits``."""
     source = str(path)
     try:
         text = read_manifest(path, DUMP_LIMITS)
@@ -204,7 +207,7 @@ def read_dump(path: Path, registry: KindRegistry, rules: ExtraRules | None = Non
     items = documents[0].get("items")
     if not isinstance(items, list):
         raise SnapshotError([f"{source}: List: items: must be a list, got {excerpt(items)}"])
-    return read_items(items, source, registry, rules)
+    return read_items(items, source, registry, rules, limits=limits)
 
 
 def _is_json(text: str) -> bool:
@@ -237,8 +240,11 @@ def read_items(
     source: str,
     registry: KindRegistry,
     rules: ExtraRules | None = None,
+    *,
+    limits: Limits,
 ) -> Snapshot:
-    """Read, clean and adopt the objects of a snapshot; every problem is raised together."""
+    """Read, clean and adopt the objects of a snapshot; every problem is raised together. A
+    snapshot beyond ``limits`` is refused."""
     snapshot = Snapshot(source)
     problems: list[str] = []
     read: list[tuple[KubeObject, str]] = []
@@ -269,7 +275,7 @@ def read_items(
         read.append((obj, uid))
     if problems:
         raise SnapshotError(problems)
-    too_big = _too_big(source, [obj for obj, _ in read])
+    too_big = _too_big(source, [obj for obj, _ in read], limits)
     if too_big is not None:
         raise SnapshotError([too_big])
     order = {kind: position for position, kind in enumerate(LOAD_ORDER)}
@@ -291,15 +297,16 @@ def read_items(
     return snapshot
 
 
-def _too_big(source: str, objects: Sequence[KubeObject]) -> str | None:
-    """Why a simulation cannot start from these objects (None: it can)."""
+def _too_big(source: str, objects: Sequence[KubeObject], limits: Limits) -> str | None:
+    """Why a simulation within ``limits`` cannot start from these objects (None: it can)."""
     nodes = sum(1 for obj in objects if isinstance(obj, Node))
-    if nodes > MAX_SNAPSHOT_NODES:
+    if nodes > limits.snapshot_nodes:
         return (
-            f"{source}: refused: {nodes} Nodes; a simulation starts from at most "
-            f"{MAX_SNAPSHOT_NODES} (dump the Nodes of fewer NodePools, with their pods)"
+            f"{source}: refused: {nodes:,} Nodes; a simulation starts from "
+            f"{limits.at_most('snapshot_nodes')}; or dump the Nodes of fewer NodePools, with "
+            "their pods"
         )
-    too_many = asked_pods(objects).problem()
+    too_many = asked_pods(objects).problem(limits)
     return None if too_many is None else f"{source}: {too_many}"
 
 

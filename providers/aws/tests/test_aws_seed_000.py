@@ -27,6 +27,7 @@ from nodewright.api.karpenter import NodeClaim
 from nodewright.commands import main
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import load_checked
+from nodewright.simulation.limits import DEFAULT
 from nodewright.simulation.runner import Simulation
 from nodewright.simulation.scenario import load_scenario, run_step, scenario_hint
 from nodewright_aws.cloudprovider import AWSProvider
@@ -190,13 +191,15 @@ def zone_of(sim: Simulation, node_name: str) -> str:
 
 
 def run(sim: Simulation, step_index: int) -> None:
-    scenario = load_scenario(EXAMPLE / "scenario.yaml")
-    run_step(sim, scenario.steps[step_index], sim.host)
+    scenario = load_scenario(EXAMPLE / "scenario.yaml", DEFAULT)
+    run_step(sim, scenario.steps[step_index], sim.host, DEFAULT)
 
 
 def start(endpoint: str) -> Simulation:
     sim = simulation(endpoint)
-    sim.apply(load_checked([EXAMPLE / "manifests"], sim.host, file_hint=scenario_hint))
+    sim.apply(
+        load_checked([EXAMPLE / "manifests"], sim.host, file_hint=scenario_hint, limits=DEFAULT)
+    )
     sim.settle()
     return sim
 

@@ -134,6 +134,15 @@ class TuneJob:
             snapshot=snapshot,
         )
 
+    def starting_objects(self) -> list[KubeObject]:
+        """The objects a run starts from: the snapshot's, and the manifests' in the place of
+        those they replace."""
+        found = list(self.snapshot.snapshot.objects) if self.snapshot is not None else []
+        by_key = {
+            (type(obj), obj.namespace, obj.name): obj for obj in [*found, *self.inputs.objects]
+        }
+        return list(by_key.values())
+
     def all_objects(self) -> list[KubeObject]:
         """Every object of the inputs: the snapshot's, the manifests', the scenario's."""
         found = list(self.snapshot.snapshot.objects) if self.snapshot is not None else []
@@ -172,14 +181,21 @@ def targets(space: Space, objects: Sequence[KubeObject]) -> list[str]:
 
 def check_variants(job: TuneJob, variants: Sequence[Variant], host: PluginHost) -> None:
     """Set every variant's values, as a worker will; :class:`InputError` listing the values
-    the API server or Karpenter would refuse, each named by its parameter's line."""
+    the API server or Karpenter would refuse, each named by its parameter's line, and the
+    variants that would start beyond the run's limits (a varied replica count)."""
     objects = job.all_objects()
+    starting = job.starting_objects()
     problems: list[str] = []
     for variant in variants:
         try:
             vary(objects, job.space, variant, host)
+            beyond = job.inputs.limits.start_problem(vary(starting, job.space, variant, host))
         except InputError as error:
             problems.extend(line for line in error.lines if line not in problems)
+            continue
+        if beyond is not None:
+            values = ", ".join(f"{label}={value}" for label, value in variant.describe(job.space))
+            problems.append(f"{job.space.source}: {values}: {beyond}")
         if len(problems) >= _MAX_PROBLEMS:
             problems.append("(more problems not shown)")
             break
