@@ -30,7 +30,7 @@ from nodewright.scheduling.requirements import (
 from nodewright.scheduling.resources import PODS, ResourceList, parse_resources
 from nodewright.scheduling.selectors import LabelSelector
 from nodewright.scheduling.taints import Taint, Toleration, tolerates_all
-from nodewright.scheduling.topology import (
+from nodewright.scheduling.topologyterm import (
     AFFINITY,
     ANTI_AFFINITY,
     HONOR,
@@ -38,6 +38,7 @@ from nodewright.scheduling.topology import (
     SPREAD,
     NodeFilter,
     TopologyTerm,
+    interned,
 )
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -236,11 +237,13 @@ def _affinity_term(
             match_labels=selector.match_labels,
             match_expressions=[*selector.match_expressions, *extra],
         )
-    return TopologyTerm(
-        kind=kind,
-        key=normalize_label(term.topology_key),
-        selector=LabelSelector.from_api(selector),
-        namespaces=_namespaces(pod, term, namespaces),
+    return interned(
+        TopologyTerm(
+            kind=kind,
+            key=normalize_label(term.topology_key),
+            selector=LabelSelector.from_api(selector),
+            namespaces=_namespaces(pod, term, namespaces),
+        )
     )
 
 
@@ -263,14 +266,16 @@ def _spread_term(pod: api.Pod, constraint: api.TopologySpreadConstraint) -> Topo
         honor_taints=(constraint.node_taints_policy or IGNORE) == HONOR,
         tolerations=pod_tolerations(pod),
     )
-    return TopologyTerm(
-        kind=SPREAD,
-        key=normalize_label(constraint.topology_key),
-        selector=LabelSelector.from_api(selector),
-        namespaces=frozenset((pod.namespace,)),
-        max_skew=constraint.max_skew,
-        min_domains=constraint.min_domains,
-        node_filter=node_filter,
+    return interned(
+        TopologyTerm(
+            kind=SPREAD,
+            key=normalize_label(constraint.topology_key),
+            selector=LabelSelector.from_api(selector),
+            namespaces=frozenset((pod.namespace,)),
+            max_skew=constraint.max_skew,
+            min_domains=constraint.min_domains,
+            node_filter=node_filter,
+        )
     )
 
 

@@ -27,73 +27,36 @@ from dataclasses import dataclass, field
 
 from nodewright.api.labels import HOSTNAME_LABEL
 from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.selectors import LabelSelector
-from nodewright.scheduling.taints import Taint, Toleration
+from nodewright.scheduling.taints import Taint
+from nodewright.scheduling.topologyterm import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    HONOR,
+    IGNORE,
+    SPREAD,
+    UNBOUNDED_SKEW,
+    NodeFilter,
+    TopologyTerm,
+)
 
-SPREAD = "topology spread"
-AFFINITY = "pod affinity"
-ANTI_AFFINITY = "pod anti-affinity"
-HONOR = "Honor"
-IGNORE = "Ignore"
-#: The skew Karpenter gives affinity terms (they have none).
-UNBOUNDED_SKEW = 2**31 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class NodeFilter:
-    """Which nodes a spread constraint counts (``nodeAffinityPolicy``, ``nodeTaintsPolicy``).
-
-    ``terms`` are the pod's nodeSelector intersected with each required node-affinity term;
-    a node counts when it is compatible with any of them (Honor) and, under a taint policy of
-    Honor, when the pod tolerates its taints.
-    """
-
-    terms: tuple[Requirements, ...] = ()
-    honor_affinity: bool = True
-    honor_taints: bool = False
-    tolerations: tuple[Toleration, ...] = ()
-
-    def tolerated(self, taints: Iterable[Taint]) -> bool:
-        return all(any(t.tolerates(taint) for t in self.tolerations) for taint in taints)
-
-    def matches(
-        self, taints: Iterable[Taint], requirements: Requirements, allow_undefined: bool
-    ) -> bool:
-        if self.honor_affinity and self.terms:
-            if allow_undefined:
-                ok = any(requirements.compatible(term) for term in self.terms)
-            else:
-                ok = any(requirements.compatible(term, frozenset()) for term in self.terms)
-            if not ok:
-                return False
-        return not self.honor_taints or self.tolerated(taints)
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyTerm:
-    """One spread constraint or pod (anti-)affinity term, as a pod states it.
-
-    Equal terms (same kind, key, selector, namespaces, skew and node filter) are one
-    constraint: pods of one Deployment share it.
-    """
-
-    kind: str
-    key: str
-    selector: LabelSelector
-    namespaces: frozenset[str]
-    max_skew: int = UNBOUNDED_SKEW
-    min_domains: int | None = None
-    #: Spreads only; affinity terms count every node.
-    node_filter: NodeFilter | None = None
-
-    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return namespace in self.namespaces and self.selector.matches(labels)
-
-    def __str__(self) -> str:
-        text = f"{self.kind} on {self.key} selecting {{{self.selector}}}"
-        if self.kind == SPREAD:
-            text += f" with maxSkew {self.max_skew}"
-        return text
+__all__ = [
+    "AFFINITY",
+    "ANTI_AFFINITY",
+    "HONOR",
+    "IGNORE",
+    "SPREAD",
+    "UNBOUNDED_SKEW",
+    "DomainSource",
+    "NodeFilter",
+    "NodeLabels",
+    "PlacedPod",
+    "PodTopology",
+    "Topology",
+    "TopologyGroup",
+    "TopologyTerm",
+    "fallback_domains",
+    "term_domains",
+]
 
 
 @dataclass(frozen=True)

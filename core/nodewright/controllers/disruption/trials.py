@@ -12,7 +12,9 @@ only what its candidates change. It answers exactly as
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
+from datetime import datetime
 
 from nodewright.api.core import Pod
 from nodewright.controllers.disruption.candidates import Candidate, Snapshot
@@ -26,6 +28,13 @@ from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedu
 from nodewright.controllers.state.cluster import is_provisionable
 from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
 from nodewright.scheduling.solver.trial import ClaimTemplates, SolveBase, solve_trial
+
+#: A pod with its place in creation order and its request (or why it has none).
+_Entry = tuple[tuple[datetime, str], Pod, PodRequest | str]
+
+
+def _sort_key(entry: _Entry) -> tuple[datetime, str]:
+    return entry[0]
 
 
 class Trials:
@@ -56,11 +65,14 @@ class Trials:
             key=lambda p: (p.metadata.namespace or "", p.metadata.name),
         )
         pending += virtual  # CapacityBuffer headroom must still fit once the candidates are gone
-        self._pending = pending
         self._pending_keys = {p.key for p in pending}
         self._from_deleting = self._pods_of_deleting(set())
         self._requests = requests
         requests.begin(snapshot, options.default_spread)
+        # The pods every simulation places, in creation order with their requests, worked
+        # out once: a simulation merges its candidates' pods in.
+        self._pending_entries = self._entries(pending)
+        self._deleting_entries = self._entries(self._from_deleting)
         existing = snapshot.existing_nodes()
         #: Name -> the existing nodes of that name or NodeClaim, in the snapshot's order.
         self._existing: dict[str, list[ExistingNode]] = {}
@@ -78,6 +90,21 @@ class Trials:
             if is_reschedulable(p)
         ]
 
+    def _entries(self, pods: Sequence[Pod]) -> list[_Entry]:
+        """``pods`` in the order a simulation places them (creation time, then key; stable),
+        each with its request or why it has none."""
+        now = self._snapshot.now
+        entries = [
+            (
+                (p.metadata.creation_timestamp or now, p.key),
+                p,
+                self._requests.request(self._snapshot, p),
+            )
+            for p in pods
+        ]
+        entries.sort(key=_sort_key)
+        return entries
+
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
         """Place the candidates' pods elsewhere; report what that takes."""
         snapshot = self._snapshot
@@ -89,17 +116,19 @@ class Trials:
                 for p in candidate.reschedulable
                 if not blocks_disruption(p, snapshot.now) and not snapshot.pdbs.fully_blocked(p)
             )
-        from_deleting = (
-            self._pods_of_deleting(names) if names & self._deleting else self._from_deleting
-        )
-        pods = sorted(
-            [*self._pending, *moving, *from_deleting],
-            key=lambda p: (p.metadata.creation_timestamp or snapshot.now, p.key),
+        if names & self._deleting:
+            from_deleting = self._pods_of_deleting(names)
+            deleting_entries = self._entries(from_deleting)
+        else:
+            from_deleting = self._from_deleting
+            deleting_entries = self._deleting_entries
+        # As a stable sort of pending, moving and deleting pods in that order would have it.
+        entries = heapq.merge(
+            self._pending_entries, self._entries(moving), deleting_entries, key=_sort_key
         )
         errors: dict[str, str] = {}
         requests: list[PodRequest] = []
-        for index, pod in enumerate(pods):
-            request = self._requests.request(snapshot, pod)
+        for index, (_, pod, request) in enumerate(entries):
             if isinstance(request, str):
                 errors[pod.key] = request
                 continue
