@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.clock import Clock, next_deadline
-from nodewright.cluster import Cluster, ReadOnlyViolation, object_version
+from nodewright.cluster import Cluster, ReadOnlyViolation
 from nodewright.cluster.fence import NotLeaderError
 from nodewright.controllers import Controller
 from nodewright.controllers.capacitybuffer.controller import CapacityBuffers
@@ -34,6 +34,7 @@ from nodewright.controllers.nodepool.status import (
     NodePoolStatusController,
 )
 from nodewright.controllers.options import Options
+from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning.controller import Provisioner
 from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes
@@ -138,8 +139,8 @@ class Operator:
         #: :meth:`_unchanged_for`): a simulation, where nothing changes but what the passes
         #: write. ``nodewright run`` runs every controller whenever it wakes.
         self.skip_unchanged = skip_unchanged
-        #: What each controller saw when it last started (:meth:`_inputs`).
-        self._seen: dict[str, tuple[int, int, int, int]] = {}
+        #: What each controller saw when it last started (:func:`pass_inputs`).
+        self._seen: dict[str, PassInputs] = {}
 
     def _gated_controllers(self) -> list[Controller]:
         """The controllers of the feature gates that are on."""
@@ -163,23 +164,11 @@ class Operator:
         for controller in self.controllers:
             controller.resync()
 
-    def _inputs(self) -> tuple[int, int, int, int]:
-        """Counters of everything a controller reads that a pass can change: the cluster's
-        objects (Events aside: nothing reads them), the instance types the catalog hands
-        out, the providers' background work that ran, and the capacity buffers' virtual
-        pods."""
-        return (
-            object_version(self.cluster),
-            self.catalog.generation,
-            self.host.work_done,
-            self.virtual_pods.version,
-        )
-
-    def _unchanged_for(self, name: str, now: datetime) -> bool:
+    def _unchanged_for(self, name: str, now: datetime, inputs: PassInputs) -> bool:
         """Whether running controller ``name`` now provably changes nothing: nothing it reads
-        changed since it last started, and nothing it has is due by time (a poll it asked
-        for only looks again, see :class:`~nodewright.clock.Poll`)."""
-        if not self.skip_unchanged or self._seen.get(name) != self._inputs():
+        (``inputs``) changed since it last started, and nothing it has is due by time (a poll
+        it asked for only looks again, see :class:`~nodewright.clock.Poll`)."""
+        if self._seen.get(name) != inputs:
             return False
         deadline = self._deadlines.get(name)
         return deadline is None or now < deadline
@@ -195,9 +184,11 @@ class Operator:
         metrics.cluster_sync.record(True, self.clock.now())
         for controller in self.controllers:
             now = self.clock.now()
-            if self._unchanged_for(controller.name, now):
-                continue
-            self._seen[controller.name] = self._inputs()
+            if self.skip_unchanged:
+                inputs = pass_inputs(self.cluster, self.catalog, self.host, self.virtual_pods)
+                if self._unchanged_for(controller.name, now, inputs):
+                    continue
+                self._seen[controller.name] = inputs
             started = time.perf_counter()
             failed = False
             try:

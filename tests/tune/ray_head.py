@@ -23,6 +23,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tune.interrupt import group_alive
+
 #: How long the head may take to start on a busy machine.
 START_TIMEOUT = 240.0
 
@@ -38,18 +40,9 @@ RAY_ENV = {
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """A port nothing listens on."""
+    (port,) = free_ports(1)
+    return port
 
 
 @dataclass(frozen=True)
@@ -171,9 +164,9 @@ def _stop(head: subprocess.Popen[bytes]) -> None:
     with suppress(subprocess.TimeoutExpired):
         head.wait(timeout=60)
     deadline = time.monotonic() + 30
-    while _group_alive(head.pid) and time.monotonic() < deadline:
+    while group_alive(head.pid) and time.monotonic() < deadline:
         time.sleep(0.5)
-    if _group_alive(head.pid):
+    if group_alive(head.pid):
         os.killpg(head.pid, signal.SIGKILL)
     if head.poll() is None:
         head.wait()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.tune.conftest import INFLATE, SCALE_UP_AND_DOWN, SPACE, Tune
+from tests.tune.interrupt import interrupt_tune
 from tests.tune.ray_head import RAY_ENV, RayHead, free_port, ray_head
 from tests.tune.test_tune_parallel import measured
 
@@ -124,59 +124,14 @@ def test_a_variant_that_fails_on_a_worker_is_reported_as_in_one_process(
 @needs_ray
 @pytest.mark.slow
 def test_ctrl_c_on_ray_ranks_what_had_finished(tmp_path: Path, ray_cluster: RayHead) -> None:
-    space = tmp_path / "space.yaml"
-    space.write_text(
-        "parameters:\n"
-        "  - field: spec.disruption.consolidateAfter\n"
-        "    range: {from: 0s, to: 400s, step: 10s}\n"
+    run = interrupt_tune(
+        tmp_path, "--ray", ray_cluster.address, env=RAY_ENV, explain=ray_cluster.problems
     )
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(SCALE_UP_AND_DOWN)
-    report = tmp_path / "tune.json"
-    # As in test_tune_parallel: the child starts with SIGINT at its default, in a group of
-    # its own, as a terminal's foreground job.
-    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nodewright.commands",
-            "tune",
-            str(INFLATE),
-            "--scenario",
-            str(scenario),
-            "--space",
-            str(space),
-            "--json",
-            str(report),
-            "--ray",
-            ray_cluster.address,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **RAY_ENV},
-        start_new_session=True,
-    )
-    signal.signal(signal.SIGINT, ignored)
-    assert process.stderr is not None
-    try:
-        seen = 0
-        while seen < 2:
-            line = process.stderr.readline()
-            assert line, f"tune ended early: {process.wait()}\n{ray_cluster.problems()}"
-            seen += line.startswith("variant ")
-        os.killpg(process.pid, signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    assert "interrupted: the variants that had finished are ranked" in stdout
-    data = json.loads(report.read_text())
+    assert run.returncode == 130, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "interrupted: the variants that had finished are ranked" in run.stdout
+    data = run.report
     assert data["interrupted"] is True
     assert 2 <= data["variantsFinished"] < 42
     assert data["variantsFinished"] == len(data["variants"])

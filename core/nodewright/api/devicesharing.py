@@ -16,7 +16,7 @@ from fractions import Fraction
 from nodewright.api.excerpt import excerpt
 from nodewright.api.fielderror import FieldErrors
 from nodewright.api.names import dns_label_problems
-from nodewright.api.quantity import QuantityError, exact_quantity
+from nodewright.api.quantity import optional_quantity
 from nodewright.api.resource import (
     CapacityRequestPolicy,
     Counter,
@@ -28,15 +28,6 @@ from nodewright.api.resource import (
 
 #: At most this many valid values per capacity (``k8s.io/api/resource/v1``).
 MAX_VALID_VALUES = 10
-
-
-def _amount(value: str | None) -> Fraction | None:
-    if value is None:
-        return None
-    try:
-        return exact_quantity(value)
-    except QuantityError:
-        return None
 
 
 def _shown(value: Fraction) -> str:
@@ -74,7 +65,7 @@ def _check_policy(
             '"validRange" at the same time',
         )
         return
-    total, default = _amount(capacity.value), _amount(policy.default)
+    total, default = optional_quantity(capacity.value), optional_quantity(policy.default)
     if valid is not None:
         if policy.default is None:
             report.add(f"{where}.default", "Required value: required when validRange is defined")
@@ -105,7 +96,11 @@ def _check_range(
     default: Fraction | None,
     total: Fraction | None,
 ) -> None:
-    low, high, size = _amount(valid_min), _amount(valid_max), _amount(step)
+    low, high, size = (
+        optional_quantity(valid_min),
+        optional_quantity(valid_max),
+        optional_quantity(step),
+    )
     if low is None:
         report.add(f"{where}.min", "Required value")
         return
@@ -165,7 +160,7 @@ def _check_values(
 ) -> None:
     if len(values) > MAX_VALID_VALUES:
         report.add(where, f"Too many: {len(values)}: must have at most {MAX_VALID_VALUES} items")
-    amounts = [_amount(v) for v in values]
+    amounts = [optional_quantity(v) for v in values]
     seen: set[Fraction] = set()
     for index, (raw, amount) in enumerate(zip(values, amounts, strict=True)):
         if amount is None:

@@ -104,6 +104,17 @@ def exact_quantity(value: str) -> Fraction:
     return -number if match["sign"] == "-" else number
 
 
+def optional_quantity(value: str | None) -> Fraction | None:
+    """The exact value of ``value`` (:func:`exact_quantity`), or None when it is absent or
+    not a quantity: for amounts whose check is reported elsewhere."""
+    if value is None:
+        return None
+    try:
+        return exact_quantity(value)
+    except QuantityError:
+        return None
+
+
 def format_quantity(milli: int, resource: str = "") -> str:
     """Render milli-units the way ``kubectl`` would show them."""
     binary = resource == "memory" or resource.startswith(("hugepages-", "ephemeral-storage"))

@@ -482,9 +482,7 @@ class InstanceTypeProvider:
             info = data.infos[name]
             if not compatible(info, node_class.spec, group):
                 continue
-            base = built.get(name)
-            if base is None:
-                base = built[name] = self._build(info, node_class.spec)
+            base = self._built_type(built, name, info, node_class.spec)
             ids = sorted(zone_ids[z] for z in data.zones.get(name, ()) if z in zone_ids)
             extra = [
                 Requirement.of(L.ZONE_ID, "In", ids)
@@ -510,12 +508,23 @@ class InstanceTypeProvider:
         self._built[key] = found  # most recently used last
         return found
 
-    def _build(self, info: Mapping[str, Any], spec: EC2NodeClassSpec | None) -> InstanceType:
-        self.builds += 1
-        settings = CapacitySettings(
-            self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
-        )
-        return build_instance_type(info, self.clients.region, spec, settings)
+    def _built_type(
+        self,
+        built: dict[str, InstanceType],
+        name: str,
+        info: Mapping[str, Any],
+        spec: EC2NodeClassSpec | None,
+    ) -> InstanceType:
+        """Type ``name`` from ``built`` (a :meth:`_built_set`), built there first if it is
+        not yet."""
+        found = built.get(name)
+        if found is None:
+            self.builds += 1
+            settings = CapacitySettings(
+                self.settings.vm_memory_overhead_percent, self.settings.reserved_enis
+            )
+            found = built[name] = build_instance_type(info, self.clients.region, spec, settings)
+        return found
 
     def build(self, name: str, node_class: EC2NodeClass | None = None) -> InstanceType | None:
         """A type as the class shapes it (for describing a running instance): the capacity and
@@ -530,8 +539,4 @@ class InstanceTypeProvider:
         if info is None:
             return None
         spec = node_class.spec if node_class is not None else None
-        built = self._built_set(data.version, shape_key(spec))
-        found = built.get(name)
-        if found is None:
-            found = built[name] = self._build(info, spec)
-        return found
+        return self._built_type(self._built_set(data.version, shape_key(spec)), name, info, spec)

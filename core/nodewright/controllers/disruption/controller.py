@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from nodewright import metrics
 from nodewright.api.apps import DaemonSet
 from nodewright.clock import Clock, Poll
-from nodewright.cluster import Cluster, object_version
+from nodewright.cluster import Cluster
 from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.controllers.catalog import Catalog
 from nodewright.controllers.disruption.budgets import allowed_disruptions
@@ -40,6 +40,7 @@ from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodeclaim.history import NodeHistory
 from nodewright.controllers.options import Options, solver_options
+from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.state.cluster import NodeCache
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.solver.trial import ClaimTemplates
@@ -108,7 +109,7 @@ class DisruptionController:
         self.decisions: dict[tuple[str, str], int] = {}
         #: What the last pass read, when it found no candidate and nothing queued: until any
         #: of it changes, a pass only repeats the events that fall due (:meth:`_idle_pass`).
-        self._idle: tuple[int, int, int, int] | None = None
+        self._idle: PassInputs | None = None
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -179,15 +180,8 @@ class DisruptionController:
         due = self.verdicts.next_due(now)
         return Poll(POLLING_PERIOD, None if due is None else max(due - now, POLLING_PERIOD))
 
-    def _inputs(self) -> tuple[int, int, int, int]:
-        """Counters of what a pass reads: the cluster's objects (Events aside), the catalog,
-        the providers' background work and the capacity buffers' virtual pods."""
-        return (
-            object_version(self._cluster),
-            self._catalog.generation,
-            self._host.work_done,
-            self._virtual_pods.version if self._virtual_pods is not None else 0,
-        )
+    def _inputs(self) -> PassInputs:
+        return pass_inputs(self._cluster, self._catalog, self._host, self._virtual_pods)
 
     def _idle_pass(self, now: datetime) -> Poll:
         """A pass after one that found no candidate, with nothing it reads changed since and

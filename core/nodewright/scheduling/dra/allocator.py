@@ -44,6 +44,7 @@ from nodewright.scheduling.dra.pools import (
     Candidate,
     Pool,
     PublishedSlice,
+    current_slices,
     gather_pools,
 )
 from nodewright.scheduling.dra.search import (
@@ -123,11 +124,13 @@ class Allocator:
         allow_undefined: frozenset[str] = WELL_KNOWN_LABELS,
     ) -> None:
         self.slices = tuple(slices)
+        #: Each pool's current slices, grouped once for every target the pass allocates on.
+        self._current = current_slices(self.slices)
         held = held or HeldDevices()
         self.tracker = Tracker(
             preallocated=held.exclusive,
             preallocated_capacity=held.shared,
-            budgets=cluster_budgets(self.slices, held),
+            budgets=cluster_budgets(self._current, held),
         )
         self.bindings: AttributeBindings = bindings or {}
         self.deleting_pods = deleting_pods
@@ -280,7 +283,7 @@ class Allocator:
         self.steps = 0
         self._matches = {}
         self._shares = {}
-        pools = gather_pools(self.slices, requirements, target.node_name, self.allow_undefined)
+        pools = gather_pools(self._current, requirements, target.node_name, self.allow_undefined)
         templates = {
             name: [
                 Candidate(d, DeviceID(s.driver, s.pool, d.name), True)

@@ -18,21 +18,12 @@ from collections.abc import Hashable, Iterable, Mapping
 from fractions import Fraction
 from typing import TypeVar
 
-from nodewright.api.quantity import QuantityError, canonical_quantity, exact_quantity
+from nodewright.api.quantity import canonical_quantity, optional_quantity
 from nodewright.scheduling.dra.devices import Device, RequestPolicy, ValidRange
 
 #: Capacity name -> amount.
 Amounts = Mapping[str, Fraction]
 K = TypeVar("K", bound=Hashable)
-
-
-def _quantity(value: str | None) -> Fraction | None:
-    if value is None:
-        return None
-    try:
-        return exact_quantity(value)
-    except QuantityError:
-        return None
 
 
 def _whole(value: Fraction) -> int:
@@ -41,12 +32,12 @@ def _whole(value: Fraction) -> int:
 
 
 def _round_up_range(requested: Fraction, valid: ValidRange) -> Fraction:
-    low = _quantity(valid.min)
+    low = optional_quantity(valid.min)
     if low is None:
         return requested
     if requested < low:
         return low
-    step = _quantity(valid.step)
+    step = optional_quantity(valid.step)
     if step is None or _whole(step) <= 0:
         return requested
     whole_step, whole_low = _whole(step), _whole(low)
@@ -56,7 +47,7 @@ def _round_up_range(requested: Fraction, valid: ValidRange) -> Fraction:
 
 def _round_up_values(requested: Fraction, values: Iterable[str]) -> Fraction:
     for raw in values:
-        value = _quantity(raw)
+        value = optional_quantity(raw)
         if value is not None and requested <= value:
             return value
     return requested
@@ -66,7 +57,7 @@ def _taken(
     requested: Fraction | None, capacity: Fraction, policy: RequestPolicy | None
 ) -> Fraction:
     if requested is None:
-        default = None if policy is None else _quantity(policy.default)
+        default = None if policy is None else optional_quantity(policy.default)
         return capacity if default is None else default
     if policy is None:
         return requested
@@ -80,19 +71,19 @@ def _taken(
 def _breaks(amount: Fraction, policy: RequestPolicy | None) -> bool:
     if policy is None:
         return False
-    if policy.default is not None and amount == _quantity(policy.default):
+    if policy.default is not None and amount == optional_quantity(policy.default):
         return False
     valid = policy.valid_range
     if valid is not None:
-        top = _quantity(valid.max)
+        top = optional_quantity(valid.max)
         if top is not None and amount > top:
             return True
-        step, low = _quantity(valid.step), _quantity(valid.min)
+        step, low = optional_quantity(valid.step), optional_quantity(valid.min)
         if step is not None and low is not None and _whole(step) > 0:
             return (_whole(amount) - _whole(low)) % _whole(step) != 0
         return False
     if policy.valid_values:
-        return all(amount != _quantity(v) for v in policy.valid_values)
+        return all(amount != optional_quantity(v) for v in policy.valid_values)
     return False
 
 

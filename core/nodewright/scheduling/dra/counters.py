@@ -12,7 +12,7 @@ counter it does not declare, or that declares a set twice, is invalid.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -78,18 +78,11 @@ def draw(into: Counters, device: Device, sign: int = 1) -> None:
 
 
 def cluster_budgets(
-    slices: Iterable[PublishedSlice], held: Container[DeviceID]
+    current: Mapping[PoolKey, Sequence[PublishedSlice]], held: Container[DeviceID]
 ) -> dict[PoolKey, Counters]:
-    """Per published pool with counter sets, what is left of them once the devices claims
-    hold (``held``) have drawn on them; an invalid pool has none."""
-    current: dict[PoolKey, list[PublishedSlice]] = {}
-    for s in slices:
-        key = (s.driver, s.pool)
-        kept = current.get(key)
-        if kept is None or s.generation > kept[0].generation:
-            current[key] = [s]
-        elif s.generation == kept[0].generation:
-            kept.append(s)
+    """Per published pool with counter sets (``current``: each pool's current slices, see
+    :func:`~nodewright.scheduling.dra.pools.current_slices`), what is left of them once the
+    devices claims hold (``held``) have drawn on them; an invalid pool has none."""
     budgets: dict[PoolKey, Counters] = {}
     for key, members in current.items():
         total, valid = budget(c for s in members for c in s.shared_counters)

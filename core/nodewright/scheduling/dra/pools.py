@@ -9,7 +9,7 @@ nodes reach its devices: all of them, one node by name, or those its node select
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import core as api
@@ -17,7 +17,7 @@ from nodewright.api.cel.values import Semver, VersionError
 from nodewright.api.labels import HOSTNAME_LABEL, WELL_KNOWN_LABELS
 from nodewright.api.resource import Device as ApiDevice
 from nodewright.api.resource import DeviceAttribute, DeviceCapacity, ResourceSlice
-from nodewright.scheduling.dra.counters import budget, draws_known
+from nodewright.scheduling.dra.counters import PoolKey, budget, draws_known
 from nodewright.scheduling.dra.devices import (
     AttributeValue,
     CounterConsumption,
@@ -200,15 +200,10 @@ def reachable(
     return False
 
 
-def gather_pools(
-    slices: Iterable[PublishedSlice],
-    requirements: Requirements,
-    node_name: str,
-    allow_undefined: frozenset[str] = WELL_KNOWN_LABELS,
-) -> list[Pool]:
-    """The pools whose devices a node with ``requirements`` reaches, in (driver, pool)
-    order. Completeness counts every slice of the pool's generation, reachable or not."""
-    current: dict[tuple[str, str], list[PublishedSlice]] = {}
+def current_slices(slices: Iterable[PublishedSlice]) -> dict[PoolKey, list[PublishedSlice]]:
+    """Per (driver, pool), the slices of its newest generation: the pool as it stands (older
+    generations are being replaced)."""
+    current: dict[PoolKey, list[PublishedSlice]] = {}
     for s in slices:
         key = (s.driver, s.pool)
         kept = current.get(key)
@@ -216,6 +211,18 @@ def gather_pools(
             current[key] = [s]
         elif s.generation == kept[0].generation:
             kept.append(s)
+    return current
+
+
+def gather_pools(
+    current: Mapping[PoolKey, Sequence[PublishedSlice]],
+    requirements: Requirements,
+    node_name: str,
+    allow_undefined: frozenset[str] = WELL_KNOWN_LABELS,
+) -> list[Pool]:
+    """The pools whose devices a node with ``requirements`` reaches, in (driver, pool)
+    order, from each pool's current slices (:func:`current_slices`). Completeness counts
+    every slice of the pool's generation, reachable or not."""
     pools: list[Pool] = []
     for (driver, name), members in sorted(current.items()):
         pool = Pool(driver, name, incomplete=len(members) != members[0].slice_count)

@@ -11,7 +11,8 @@ Ray is imported only when a tune runs on it. Anything that keeps the cluster fro
 variants (Ray not installed, the address unreachable, a worker that died and stayed dead, the
 workers unable to import nodewright) is a :class:`ClusterError` naming the address; an
 exception in a variant's own run is that variant's failure, as a scenario step it breaks is.
-Ctrl-C cancels the tasks not yet finished and keeps the results that are.
+Ctrl-C disconnects from the cluster, which stops the tasks not yet finished; the results that
+are finished are kept.
 """
 
 from __future__ import annotations
