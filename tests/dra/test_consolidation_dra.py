@@ -14,10 +14,11 @@ from nodewright.api.core import Node, Pod
 from nodewright.api.labels import DO_NOT_DISRUPT_ANNOTATION, INSTANCE_TYPE_LABEL
 from nodewright.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from nodewright.controllers.options import Options
-from nodewright.scheduling.dra.pools import NODE_NAME_FIELD
+from nodewright.testing.catalog import GPU_DRIVER
 from tests.disruption.harness import Harness
+from tests.dra.builders import allocated_claim, claim_spec
 
-DRIVER = "gpu.example.com"
+DRIVER = GPU_DRIVER
 
 
 def _type(name: str, cpu: int, price: float, gpus: int = 0) -> dict[str, Any]:
@@ -59,56 +60,11 @@ def _harness(tmp_path: Path, *types: dict[str, Any]) -> Harness:
         ResourceClaimTemplate.model_validate(
             {
                 "metadata": {"name": "one-gpu", "namespace": "default"},
-                "spec": {"spec": _one_gpu()},
+                "spec": {"spec": claim_spec()},
             }
         )
     )
     return harness
-
-
-def _one_gpu() -> dict[str, Any]:
-    return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
-
-
-def _holding(
-    harness: Harness,
-    node: str,
-    claim: str,
-    *,
-    device: tuple[str, str] | None,
-    consumers: list[Pod],
-) -> None:
-    """Claim ``claim``, allocated ``device`` (pool, device; on ``node`` when the pool is the
-    node's) and reserved for ``consumers``, as kube-scheduler leaves it."""
-    allocation: dict[str, Any] = {}
-    if device is not None:
-        pool, name = device
-        allocation = {
-            "devices": {
-                "results": [{"request": "gpu", "driver": DRIVER, "pool": pool, "device": name}]
-            }
-        }
-        if pool.startswith(f"{node}/"):
-            allocation["nodeSelector"] = {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": NODE_NAME_FIELD, "operator": "In", "values": [node]}]}
-                ]
-            }
-    harness.cluster.create(
-        ResourceClaim.model_validate(
-            {
-                "metadata": {"name": claim, "namespace": "default"},
-                "spec": _one_gpu(),
-                "status": {
-                    "allocation": allocation,
-                    "reservedFor": [
-                        {"resource": "pods", "name": p.name, "uid": p.metadata.uid}
-                        for p in consumers
-                    ],
-                },
-            }
-        )
-    )
 
 
 def _gpu_pod(
@@ -131,7 +87,8 @@ def _gpu_node_with_pod(harness: Harness, instance_type: str, claim: str) -> str:
     """A node of ``instance_type`` running a pod that holds the node's first GPU."""
     node = harness.node(instance_type)
     pod = _gpu_pod(harness, node, claim)
-    _holding(harness, node, claim, device=(_node_pool(harness, node), "gpu-0"), consumers=[pod])
+    result = {"pool": _node_pool(harness, node), "device": "gpu-0"}
+    allocated_claim(harness, claim, result, [pod], node=node)
     return node
 
 
@@ -204,6 +161,10 @@ def test_a_pod_moves_to_a_node_with_a_free_device(tmp_path: Path) -> None:
     assert (result.pool, result.device) == (_node_pool(harness, second), "gpu-0")
 
 
+#: The allocation of the shared GPU below.
+SHARED_GPU = {"pool": "shared", "device": "gpu-0"}
+
+
 def _shared_gpu(harness: Harness) -> None:
     """A GPU every node reaches (a network-attached device, say), published by no node."""
     harness.cluster.create(
@@ -233,7 +194,7 @@ def test_a_claim_shared_with_a_pod_that_stays_keeps_its_device(tmp_path: Path) -
         harness, staying, "shared", owner="keeper", **{DO_NOT_DISRUPT_ANNOTATION: "true"}
     )
     mover = _gpu_pod(harness, leaving, "shared")
-    _holding(harness, "", "shared", device=("shared", "gpu-0"), consumers=[keeper, mover])
+    allocated_claim(harness, "shared", SHARED_GPU, [keeper, mover])
     harness.run(120)
     assert harness.node_names() == {staying}
     assert (f"node/{leaving}", "Disrupting Node: Consolidation/Delete") in harness.event_log(
@@ -252,8 +213,8 @@ def test_a_claim_on_a_device_a_staying_pod_holds_cannot_move(tmp_path: Path) -> 
     keeper = _gpu_pod(
         harness, staying, "held", owner="keeper", **{DO_NOT_DISRUPT_ANNOTATION: "true"}
     )
-    _holding(harness, "", "held", device=("shared", "gpu-0"), consumers=[keeper])
+    allocated_claim(harness, "held", SHARED_GPU, [keeper])
     mover = _gpu_pod(harness, leaving, "mine")
-    _holding(harness, "", "mine", device=("shared", "gpu-0"), consumers=[mover])
+    allocated_claim(harness, "mine", SHARED_GPU, [mover])
     harness.run(120)
     assert harness.node_names() == {staying, leaving}

@@ -12,8 +12,8 @@ from typing import Any
 from nodewright.api.core import Pod
 from nodewright.api.labels import DO_NOT_DISRUPT_ANNOTATION
 from nodewright.api.resource import ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from nodewright.scheduling.dra.pools import NODE_NAME_FIELD
 from tests.disruption.harness import Harness
+from tests.dra.builders import allocated_claim, claim_spec
 from tests.dra.test_consolidation_dra import CPU_ONLY, DRIVER, _harness, _node_pool
 
 SHARE_ID = "0b7c7e0e-6f8b-4a3c-9a51-5d2f0c1e9a77"
@@ -24,16 +24,10 @@ def _template(harness: Harness, name: str, exactly: dict[str, Any]) -> None:
         ResourceClaimTemplate.model_validate(
             {
                 "metadata": {"name": name, "namespace": "default"},
-                "spec": {"spec": _claim_spec(exactly)},
+                "spec": {"spec": claim_spec(**exactly)},
             }
         )
     )
-
-
-def _claim_spec(exactly: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", **exactly}}]}
-    }
 
 
 def _pod(
@@ -51,40 +45,6 @@ def _pod(
     pod = harness.cluster.get(Pod, name, "default")
     assert pod is not None
     return pod
-
-
-def _allocated(
-    harness: Harness,
-    claim: str,
-    exactly: dict[str, Any],
-    result: dict[str, Any],
-    pod: Pod,
-    *,
-    node: str | None = None,
-) -> None:
-    allocation: dict[str, Any] = {
-        "devices": {"results": [{"request": "gpu", "driver": DRIVER, **result}]}
-    }
-    if node is not None:
-        allocation["nodeSelector"] = {
-            "nodeSelectorTerms": [
-                {"matchFields": [{"key": NODE_NAME_FIELD, "operator": "In", "values": [node]}]}
-            ]
-        }
-    harness.cluster.create(
-        ResourceClaim.model_validate(
-            {
-                "metadata": {"name": claim, "namespace": "default"},
-                "spec": _claim_spec(exactly),
-                "status": {
-                    "allocation": allocation,
-                    "reservedFor": [
-                        {"resource": "pods", "name": pod.name, "uid": pod.metadata.uid}
-                    ],
-                },
-            }
-        )
-    )
 
 
 # -- a shared device --------------------------------------------------------------------------
@@ -132,7 +92,7 @@ def _shared_device_nodes(tmp_path: Path, live_share: str) -> tuple[Harness, str,
             "shareID": SHARE_ID,
             "consumedCapacity": {"memory": amount},
         }
-        _allocated(harness, claim, _share(amount), result, pod)
+        allocated_claim(harness, claim, result, [pod], spec=claim_spec(**_share(amount)))
     return harness, staying, leaving
 
 
@@ -227,7 +187,7 @@ def _partitioned_nodes(tmp_path: Path, first_holds: str) -> tuple[Harness, str, 
         pod = _pod(harness, node, claim, "one-half", owner=owner)
         wanted = _profile(device.split("-")[0])
         result = {"pool": _node_pool(harness, node), "device": device}
-        _allocated(harness, claim, wanted, result, pod, node=node)
+        allocated_claim(harness, claim, result, [pod], spec=claim_spec(**wanted), node=node)
         nodes.append(node)
     return harness, nodes[0], nodes[1]
 

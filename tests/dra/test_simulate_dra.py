@@ -13,7 +13,6 @@ from nodewright.api.apps import Deployment
 from nodewright.api.core import Node, Pod
 from nodewright.api.karpenter import NodeClaim, NodePool, NodeSelectorRequirementWithMinValues
 from nodewright.api.labels import DRA_DRIVERS_ANNOTATION, INSTANCE_TYPE_LABEL
-from nodewright.api.manifests.kinds import KindRegistry
 from nodewright.api.manifests.loading import load_paths, load_text
 from nodewright.api.resource import ResourceClaim, ResourceSlice
 from nodewright.cluster.objects import mutable
@@ -21,22 +20,17 @@ from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from tests.conftest import Simulate
+from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests, kind_registry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra"
 CATALOG = {"kwok": {"instance-types-file": str(EXAMPLE / "gpu-catalog.yaml")}}
+#: The driver the example's catalog publishes devices for.
 DRIVER = "gpu.example.com"
-
-
-def _registry(host: PluginHost) -> KindRegistry:
-    registry = KindRegistry()
-    for kind in host.node_class_kinds():
-        registry.register(kind.model, kind.extra_versions)
-    return registry
 
 
 def _simulation(dra: bool, *texts: str) -> Simulation:
     host = PluginHost.load(only=["kwok"])
-    registry = _registry(host)
+    registry = kind_registry(host)
     simulation = Simulation(host, Options(dra=dra), provider_options=CATALOG)
     simulation.apply(load_paths([EXAMPLE / "manifests"], registry))
     for text in texts:
@@ -127,7 +121,7 @@ spec:
 def test_a_claim_no_instance_type_can_meet_is_the_pods_failed_scheduling(
     simulate: Simulate,
 ) -> None:
-    manifests = "\n---\n".join(p.read_text() for p in sorted((EXAMPLE / "manifests").iterdir()))
+    manifests = example_manifests(EXAMPLE)
     result = simulate(
         manifests.replace("replicas: 3", "replicas: 0") + "\n---\n" + TOO_MANY,
         None,
@@ -138,10 +132,7 @@ def test_a_claim_no_instance_type_can_meet_is_the_pods_failed_scheduling(
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     messages = {e["message"] for e in result.events("FailedScheduling")}
-    assert (
-        'Failed to schedule pod, incompatible with nodepool "default", allocating dynamic '
-        "resources, no instance type can satisfy the allocation"
-    ) in messages, messages
+    assert NO_INSTANCE_TYPE_FOR_ALLOCATION in messages, messages
 
 
 def _scale(simulation: Simulation, replicas: int) -> None:

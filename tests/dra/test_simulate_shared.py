@@ -16,7 +16,7 @@ from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.runner import Simulation
 from tests.conftest import Simulate
-from tests.dra.test_simulate_dra import _registry
+from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests, kind_registry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra-shared"
 CATALOG = {"kwok": {"instance-types-file": str(EXAMPLE / "catalog.yaml")}}
@@ -25,7 +25,7 @@ CATALOG = {"kwok": {"instance-types-file": str(EXAMPLE / "catalog.yaml")}}
 def _simulation() -> Simulation:
     host = PluginHost.load(only=["kwok"])
     simulation = Simulation(host, Options(dra=True), provider_options=CATALOG)
-    simulation.apply(load_paths([EXAMPLE / "manifests"], _registry(host)))
+    simulation.apply(load_paths([EXAMPLE / "manifests"], kind_registry(host)))
     simulation.settle()
     return simulation
 
@@ -94,7 +94,7 @@ spec:
 def test_a_share_larger_than_any_accelerator_is_the_pods_failed_scheduling(
     simulate: Simulate,
 ) -> None:
-    manifests = "\n---\n".join(p.read_text() for p in sorted((EXAMPLE / "manifests").iterdir()))
+    manifests = example_manifests(EXAMPLE)
     result = simulate(
         manifests.replace("replicas: 3", "replicas: 0").replace("replicas: 5", "replicas: 0")
         + TOO_BIG,
@@ -106,7 +106,4 @@ def test_a_share_larger_than_any_accelerator_is_the_pods_failed_scheduling(
     assert result.exit_code == 0, result.stderr
     assert result.nodes() == []
     messages = {e["message"] for e in result.events("FailedScheduling")}
-    assert (
-        'Failed to schedule pod, incompatible with nodepool "default", allocating dynamic '
-        "resources, no instance type can satisfy the allocation"
-    ) in messages, messages
+    assert NO_INSTANCE_TYPE_FOR_ALLOCATION in messages, messages

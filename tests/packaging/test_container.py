@@ -19,7 +19,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -35,6 +34,7 @@ import yaml
 from tests.charts.helm import render
 from tests.kube import live
 from tests.kube.polling import eventually
+from tests.ports import free_ports
 
 IMAGE = os.environ.get("NODEWRIGHT_TEST_IMAGE", "")
 ENGINE = os.environ.get("NODEWRIGHT_TEST_ENGINE", "podman")
@@ -58,12 +58,6 @@ def engine(*args: str, timeout: float = 120) -> str:
     if done.returncode != 0:
         raise AssertionError(f"{ENGINE} {' '.join(args[:2])}: {done.stderr.strip()}")
     return done.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((POD_IP, 0))
-        return int(probe.getsockname()[1])
 
 
 def field_value(path: str, namespace: str, pod_name: str) -> str:
@@ -181,7 +175,7 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]
     repository, _, _ = IMAGE.rpartition(":")
     tag = live.suffix()
     release = f"nodewright-{tag}"
-    health_port, metrics_port = free_port(), free_port()
+    health_port, metrics_port = free_ports(2)
     (deployment,) = [
         o
         for o in render(

@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import free_ports
 from tests.tune.interrupt import group_alive
 
 #: How long the head may take to start on a busy machine.
@@ -37,12 +38,6 @@ RAY_ENV = {
     # default of one, on a machine the rest of the suite keeps busy.
     "RAY_worker_register_timeout_seconds": "600",
 }
-
-
-def free_port() -> int:
-    """A port nothing listens on."""
-    (port,) = free_ports(1)
-    return port
 
 
 @dataclass(frozen=True)
@@ -63,20 +58,6 @@ class RayHead:
                 ]
                 lines.extend(f"{log.name}: {line}" for line in found[-10:])
         return "\n".join(lines[-60:])
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` different ports nothing listens on (each probe held until all are chosen)."""
-    probes = []
-    try:
-        for _ in range(count):
-            probe = socket.socket()
-            probes.append(probe)
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 @contextmanager

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from tests.ports import free_port
 from tests.tune.conftest import INFLATE, SCALE_UP_AND_DOWN, SPACE, Tune
 from tests.tune.interrupt import interrupt_tune
-from tests.tune.ray_head import RAY_ENV, RayHead, free_port, ray_head
+from tests.tune.ray_head import RAY_ENV, RayHead, ray_head
 from tests.tune.test_tune_parallel import measured
 
 #: These tests need Ray, the extra nodewright[distributed] (bin/check and CI install every extra).
