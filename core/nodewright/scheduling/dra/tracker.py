@@ -138,28 +138,8 @@ class Tracker:
     ) -> None:
         """Record what a placed pod's allocation takes per instance type: shares of shared
         devices and draws on counter sets (published and template alike)."""
-        published: dict[str, dict[DeviceID, Mapping[str, Fraction]]] = {}
-        for instance_type, shares in capacity.items():
-            for (device, template), amounts in shares.items():
-                if template:
-                    held = self.template_capacity.setdefault(node_claim, {}).setdefault(
-                        instance_type, {}
-                    )
-                    add(held.setdefault(device, {}), amounts)
-                else:
-                    published.setdefault(instance_type, {})[device] = amounts
-        self.capacity.take(node_claim, published)
-        drawn: dict[str, dict[PoolKey, Counters]] = {}
-        for instance_type, pools in counters.items():
-            for (pool, template), drawn_here in pools.items():
-                if template:
-                    held_pools = self.template_counters.setdefault(node_claim, {}).setdefault(
-                        instance_type, {}
-                    )
-                    add(held_pools.setdefault(pool, {}), drawn_here)
-                else:
-                    drawn.setdefault(instance_type, {})[pool] = drawn_here
-        self.counters.take(node_claim, drawn)
+        self.capacity.take(node_claim, _published(capacity, self.template_capacity, node_claim))
+        self.counters.take(node_claim, _published(counters, self.template_counters, node_claim))
 
     def taken(self, device: DeviceID, template: bool, node_claim: str, instance_type: str) -> bool:
         """Whether ``device`` is unavailable to ``node_claim`` launched as ``instance_type``."""
@@ -207,3 +187,21 @@ class Tracker:
         self.capacity.release(node_claim, instance_types)
         self.counters.release(node_claim, instance_types)
         return sorted(freed)
+
+
+def _published(
+    taken: Mapping[str, Mapping[tuple[K, bool], Mapping[N, Fraction]]],
+    template_held: dict[str, dict[str, dict[K, dict[N, Fraction]]]],
+    node_claim: str,
+) -> dict[str, dict[K, Mapping[N, Fraction]]]:
+    """Per instance type, what ``taken`` takes from published items (devices, pools); what it
+    takes from template items is added to ``node_claim``'s part of ``template_held`` instead."""
+    published: dict[str, dict[K, Mapping[N, Fraction]]] = {}
+    for instance_type, items in taken.items():
+        for (item, template), amounts in items.items():
+            if template:
+                held = template_held.setdefault(node_claim, {}).setdefault(instance_type, {})
+                add(held.setdefault(item, {}), amounts)
+            else:
+                published.setdefault(instance_type, {})[item] = amounts
+    return published
