@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from nodewright.api.labels import CAPACITY_TYPE_LABEL, ZONE_LABEL
 from nodewright.scheduling.dra.devices import DynamicResources
@@ -113,6 +114,10 @@ class InstanceType:
     #: The Dynamic Resource Allocation devices its nodes offer (the slices their DRA drivers
     #: will publish), allocated to pods' ResourceClaims before the node exists.
     dynamic_resources: DynamicResources = field(default_factory=DynamicResources)
+    #: :meth:`cheapest`'s answers, per what the requirements say on :attr:`offering_keys`.
+    _cheapest: dict[tuple[Requirement | None, ...], float] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def allocatable(self) -> ResourceList:
         """Capacity less overhead (and less hugepages from memory), never negative."""
@@ -131,22 +136,22 @@ class InstanceType:
         prices the same types under the same zones and capacity types over and over. The
         type is frozen, so its offerings (and the answers) never change.
         """
-        memo: tuple[tuple[str, ...], dict[tuple[Requirement | None, ...], float]] | None
-        memo = self.__dict__.get("_cheapest")
-        if memo is None:
-            labels = sorted({key for o in self.offerings for key in o.labels})
-            memo = ((ZONE_LABEL, CAPACITY_TYPE_LABEL, *labels), {})
-            self.__dict__["_cheapest"] = memo
-        keys, answers = memo
-        said = tuple(requirements.get(key) for key in keys)
-        found = answers.get(said)
+        said = tuple(requirements.get(key) for key in self.offering_keys)
+        found = self._cheapest.get(said)
         if found is None:
             found = min(
                 (o.price for o in self.offerings if o.available and o.matches(requirements)),
                 default=math.inf,
             )
-            answers[said] = found
+            self._cheapest[said] = found
         return found
+
+    @cached_property
+    def offering_keys(self) -> tuple[str, ...]:
+        """The label keys an offering matches requirements by: zone, capacity type and the
+        offerings' own labels."""
+        labels = sorted({key for o in self.offerings for key in o.labels})
+        return (ZONE_LABEL, CAPACITY_TYPE_LABEL, *labels)
 
     def with_offerings(self, offerings: Sequence[Offering]) -> InstanceType:
         """This instance type with ``offerings`` and the zone and capacity-type requirements
