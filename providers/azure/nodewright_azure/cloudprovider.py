@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -125,6 +124,10 @@ class AzureProvider:
         """Fresh parts for the current settings: nothing learnt before is kept."""
         settings = self.settings
         now = self.now
+        #: Offline, the sizes whose on-demand price is the bundled list price.
+        self._listed = (
+            frozenset() if self.offline is None else self.offline.catalog.listed(settings.location)
+        )
         self.clients = AzureClients(settings, self._credential_factory, self.offline)
         self.unavailable = UnavailableOfferings()
         self.instance_type_provider = InstanceTypeProvider(settings, self.clients, now)
@@ -136,6 +139,7 @@ class AzureProvider:
             pricing=self.pricing,
             unavailable=self.unavailable,
             now=now,
+            price_modelled=self._price_modelled,
         )
         bootstrapping = None
         if settings.provision_mode == BOOTSTRAPPING_CLIENT:
@@ -180,7 +184,7 @@ class AzureProvider:
         if self.offline is None:
             return []
         location = self.settings.location
-        listed = self.offline.catalog.listed(location)
+        listed = self._listed
         launched = sorted(
             {vm["properties"]["hardwareProfile"]["vmSize"] for vm in self.offline.launched}
         )
@@ -264,21 +268,15 @@ class AzureProvider:
     def offerings(
         self, node_class: NodeClass, instance_types: Sequence[InstanceType]
     ) -> Mapping[str, Sequence[Offering]]:
-        found = self.offering_provider.offerings(instance_types)
+        return self.offering_provider.offerings(instance_types)
+
+    def _price_modelled(self, size: str, capacity_type: str) -> bool:
+        """Offline, every spot price is modelled, and the on-demand prices of unlisted sizes."""
         if self.offline is None:
-            return found
-        # Offline, every spot price is modelled, and the on-demand prices of unlisted sizes.
-        listed = self.offline.catalog.listed(self.settings.location)
-        return {
-            name: [
-                replace(offering, price_modelled=True)
-                if offering.capacity_type == CAPACITY_TYPE_SPOT
-                or (offering.capacity_type == CAPACITY_TYPE_ON_DEMAND and name not in listed)
-                else offering
-                for offering in offerings
-            ]
-            for name, offerings in found.items()
-        }
+            return False
+        if capacity_type == CAPACITY_TYPE_SPOT:
+            return True
+        return capacity_type == CAPACITY_TYPE_ON_DEMAND and size not in self._listed
 
     # -- instances ------------------------------------------------------------------------------
 

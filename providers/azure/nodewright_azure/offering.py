@@ -24,12 +24,15 @@ class OfferingProvider:
         pricing: PricingProvider,
         unavailable: UnavailableOfferings,
         now: Callable[[], datetime],
+        price_modelled: Callable[[str, str], bool] = lambda _size, _capacity: False,
     ) -> None:
         self.location = location
         self.instance_types = instance_types
         self.pricing = pricing
         self.unavailable = unavailable
         self.now = now
+        #: Whether the price of (size, spot or on-demand) is an estimate, not a quote.
+        self.price_modelled = price_modelled
 
     def offerings(self, instance_types: Sequence[InstanceType]) -> Mapping[str, list[Offering]]:
         pricing = self.pricing.book()
@@ -53,6 +56,7 @@ class OfferingProvider:
                             zone=zone,
                             capacity_type=capacity_type,
                             price=pricing.price(it.name, capacity_type),
+                            price_modelled=self.price_modelled(it.name, capacity_type),
                             available=until is None,
                             labels={L.PLACEMENT_SCOPE: scope},
                             # Regional VMs come after zonal ones of the same price.
