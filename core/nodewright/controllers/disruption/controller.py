@@ -43,7 +43,7 @@ from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.state.cluster import NodeCache
 from nodewright.plugin.host import PluginHost
-from nodewright.scheduling.solver.trial import ClaimTemplates
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 
 log = logging.getLogger("nodewright.disruption")
 

@@ -33,7 +33,7 @@ from nodewright.controllers.disruption.rescheduling import (
 from nodewright.controllers.disruption.trials import Trials
 from nodewright.controllers.events import EventRecorder
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
-from nodewright.scheduling.solver.trial import ClaimTemplates
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 
 WHEN_EMPTY = "WhenEmpty"
 #: Unconsolidatable events repeat at most this often.
@@ -183,6 +183,7 @@ class Context:
             self.solver_options,
             self._requests,
             virtual=self.virtual,
+            built=self._claim_templates,
         )
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:

@@ -36,6 +36,7 @@ from nodewright.scheduling.model import (
 from nodewright.scheduling.pods import (
     pod_request,
 )
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
@@ -158,8 +159,10 @@ def simulate(
     cache: PodRequests | None = None,
     *,
     virtual: Sequence[Pod] = (),
+    built: ClaimTemplates | None = None,
 ) -> Rescheduling:
-    """Place the candidates' pods elsewhere; report what that takes."""
+    """Place the candidates' pods elsewhere; report what that takes. ``built`` keeps the
+    NodePools' NodeClaimTemplates from solve to solve."""
     view = snapshot.view
     names = {c.name for c in candidates} | {c.claim.name for c in candidates}
     moving: list[Pod] = []
@@ -215,7 +218,15 @@ def simulate(
         # with the nodes), as Karpenter's SimulateScheduling counts them deleting.
         gone = {p.metadata.uid or "" for name in sorted(leaving) for p in view.pods_on(name)}
         devices = device_facts(view.state, claims, existing, frozenset(gone - {""}))
-    result = solve(requests, existing, list(templates), options, placed=staying, devices=devices)
+    result = solve(
+        requests,
+        existing,
+        list(templates),
+        options,
+        placed=staying,
+        devices=devices,
+        built=built,
+    )
     pending_keys = {p.key for p in pending}
     deleting_keys = {p.key for p in from_deleting}
     errors = {k: e for k, e in errors.items() if k not in pending_keys}

@@ -27,7 +27,8 @@ from nodewright.controllers.disruption.rescheduling import (
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
 from nodewright.controllers.state.cluster import is_provisionable
 from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
-from nodewright.scheduling.solver.trial import ClaimTemplates, SolveBase, solve_trial
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
+from nodewright.scheduling.solver.trial import SolveBase, solve_trial
 
 #: A pod with its place in creation order and its request (or why it has none).
 _Entry = tuple[tuple[datetime, str], Pod, PodRequest | str]
@@ -79,6 +80,7 @@ class Trials:
         for entry in existing:
             self._existing.setdefault(entry.name, []).append(entry)
         staying = [p for p in snapshot.placed_pods() if p.node_name not in self._deleting]
+        self._built = built
         self._base = SolveBase(existing, templates, options, staying, built)
 
     def _pods_of_deleting(self, names: set[str]) -> list[Pod]:
@@ -143,6 +145,7 @@ class Trials:
                 self._options,
                 self._requests,
                 virtual=self._virtual,
+                built=self._built,
             )
         result = solve_trial(self._base, requests, names, names)
         pending_keys = self._pending_keys

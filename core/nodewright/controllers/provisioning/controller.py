@@ -66,6 +66,7 @@ from nodewright.scheduling.resources import (
     merge,
     subtract,
 )
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import tolerates_all
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
@@ -104,6 +105,8 @@ class Provisioner:
         self._last_outcome: frozenset[tuple[str, str]] = frozenset()
         #: Existing nodes as the solver saw them, kept until they change.
         self._nodes = NodeCache()
+        #: NodePools made into NodeClaimTemplates, kept while they and their types stay.
+        self._claim_templates = ClaimTemplates()
 
     # -- batching ----------------------------------------------------------------------------
 
@@ -209,6 +212,7 @@ class Provisioner:
             settings,
             placed=view.placed_pods(namespaces),
             devices=devices,
+            built=self._claim_templates,
         )
         metrics.scheduling_duration.labels("provisioner").observe(
             time.perf_counter() - solve_started

@@ -42,6 +42,7 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.repack import repack
 from nodewright.scheduling.resources import CPU, MEMORY
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
 from nodewright.scheduling.solver.devices import DeviceFacts, DeviceRound
 from nodewright.scheduling.solver.effectivezone import effective_zone
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
     from nodewright.scheduling.solver.trial import SolveBase
 
 IGNORE_PREFERENCES = "Ignore"
-MIN_VALUES_BEST_EFFORT = "BestEffort"
 RESERVED_STRICT = "Strict"
 #: Entries kept in the solver's per-shape rejection memo before it starts over.
 _MEMO_LIMIT = 2_000_000
@@ -78,25 +78,6 @@ def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
 def node_order(node: ExistingNode) -> tuple[bool, str]:
     """The order existing nodes are tried in: initialized ones first, then by name."""
     return (not node.initialized, node.name)
-
-
-def ordered_templates(templates: Sequence[NodePoolTemplate]) -> list[NodePoolTemplate]:
-    """NodePools in the order new NodeClaims try them: heaviest first, equal weights by name
-    descending."""
-    ordered = sorted(templates, key=lambda t: t.name, reverse=True)
-    ordered.sort(key=lambda t: t.weight, reverse=True)
-    return ordered
-
-
-def reservation_labels(templates: Sequence[NodePoolTemplate]) -> frozenset[str]:
-    """Labels that name a capacity reservation in some pool's offerings."""
-    return frozenset(
-        o.reservation.label
-        for t in templates
-        for it in t.instance_types
-        for o in it.offerings
-        if o.reservation is not None
-    )
 
 
 def prefers_no_schedule(templates: Sequence[NodePoolTemplate]) -> bool:
@@ -117,10 +98,12 @@ class Scheduler:
         placed: Sequence[PlacedPod],
         *,
         claim_templates: Sequence[NodeClaimTemplate] | None = None,
+        built: ClaimTemplates | None = None,
         devices: DeviceFacts | None = None,
     ) -> None:
         """``claim_templates``: ``templates`` already made into NodeClaimTemplates, in
-        :func:`ordered_templates` order."""
+        :func:`~.claimtemplates.ordered_templates` order; else they come from ``built`` (with
+        the requirement merges it keeps), or are made for this solve alone."""
         self.options = options
         self.respect = options.preference_policy != IGNORE_PREFERENCES
         #: DRA device allocation; None when pods with claims are skipped.
@@ -131,11 +114,7 @@ class Scheduler:
         #: A trial solve's nodes (shared with the other trials of a pass); None otherwise.
         self.trial: TrialNodes | None = None
         if claim_templates is None:
-            relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
-            labels = reservation_labels(templates)
-            claim_templates = [
-                NodeClaimTemplate(t, relax, labels) for t in ordered_templates(templates)
-            ]
+            claim_templates = (built or ClaimTemplates()).for_solve(templates, options)
         self.templates = list(claim_templates)
         self.usable = [t for t in self.templates if t.options]
         reservations = Reservations(self.usable, options.reserved_offering_mode == RESERVED_STRICT)
@@ -148,7 +127,8 @@ class Scheduler:
             nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
             sources = [t.domain_source() for t in self.templates if t.options]
             self.topology = Topology(terms, inverse, sources, nodes, placed)
-        self._start(MergeMemo(options.well_known_labels))
+        well_known = options.well_known_labels
+        self._start(MergeMemo(well_known) if built is None else built.merges(well_known))
 
     @classmethod
     def trial_of(
@@ -498,6 +478,7 @@ def solve(
     *,
     placed: Sequence[PlacedPod] = (),
     devices: DeviceFacts | None = None,
+    built: ClaimTemplates | None = None,
 ) -> SchedulingResult:
     """Place ``pods`` on ``existing`` nodes or on new NodeClaims from ``templates``.
 
@@ -505,18 +486,24 @@ def solve(
     and for the required anti-affinity they impose. Pods that cannot be placed appear in
     ``errors`` with Karpenter's explanation. Without ``devices`` pods with DRA claims are
     left out with Karpenter's ``IGNORE_DRA_REQUESTS`` error; with them their claims are
-    allocated (:mod:`nodewright.scheduling.solver.devices`).
+    allocated (:mod:`nodewright.scheduling.solver.devices`). ``built`` keeps the NodePools'
+    NodeClaimTemplates from solve to solve (:mod:`.claimtemplates`); without it they are
+    made for this solve.
     """
     skipped: dict[str, str] = {}
     if devices is None:
         pods, skipped = split_dra_pods(pods)
-    result = Scheduler(existing, templates, options, pods, placed, devices=devices).solve(pods)
+    scheduler = Scheduler(existing, templates, options, pods, placed, built=built, devices=devices)
+    result = scheduler.solve(pods)
     zones = result.effective_zones
     if options.repack:
         plain = replace(options, repack=False, effective_zones=False)
 
         def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
-            return Scheduler((), [template], plain, batch, ()).solve(batch, keep_order=True)
+            lone = None if built is None else [built.lone(template, plain)]
+            return Scheduler((), [template], plain, batch, (), claim_templates=lone).solve(
+                batch, keep_order=True
+            )
 
         placed_terms = {term for pod in placed for term in pod.anti_affinity}
         result = repack(result, pods, templates, placed_terms, in_order)

@@ -5,8 +5,8 @@ its nodes were gone. Built from scratch, each of those solves walks the whole cl
 node's room, every NodePool's instance types, every running pod for every topology
 constraint. A :class:`SolveBase` does that once per pass: the existing nodes in the solver's
 order with which of them admit which pods (:mod:`.nodeindex`), each NodePool's launchable types
-and memo tables (kept from pass to pass by a :class:`ClaimTemplates` while the pool and its
-types stay the same), the topology counts with each node's share
+and memo tables (kept from pass to pass by a :class:`~.claimtemplates.ClaimTemplates` while
+the pool and its types stay the same), the topology counts with each node's share
 (:mod:`nodewright.scheduling.topologybase`), and the requirement merges already worked out.
 
 :func:`solve_trial` solves the pods of one trial over it, leaving out some nodes and the pods
@@ -18,7 +18,7 @@ for the same cluster without those nodes and pods: the placement code is the sam
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from nodewright.scheduling.dra import split_dra_pods
 from nodewright.scheduling.model import (
@@ -29,68 +29,18 @@ from nodewright.scheduling.model import (
     SolverOptions,
 )
 from nodewright.scheduling.repack import repack
-from nodewright.scheduling.solver.constraints import MergeMemo
+from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
 from nodewright.scheduling.solver.nodeindex import NodeIndex
 from nodewright.scheduling.solver.reservations import Reservations
 from nodewright.scheduling.solver.scheduler import (
-    MIN_VALUES_BEST_EFFORT,
     RESERVED_STRICT,
     Scheduler,
     node_order,
-    ordered_templates,
     prefers_no_schedule,
-    reservation_labels,
 )
 from nodewright.scheduling.topology import PlacedPod, TopologyTerm
 from nodewright.scheduling.topologybase import TopologyBase
-
-#: Requirement merges kept before the shared memo starts over (a cache: dropping it costs
-#: only merges done again).
-_MERGES_KEPT = 200_000
-
-
-@dataclass
-class _Built:
-    pool: NodePoolTemplate
-    relax: bool
-    labels: frozenset[str]
-    template: NodeClaimTemplate
-
-
-def _same_pool(first: NodePoolTemplate, second: NodePoolTemplate) -> bool:
-    """Whether two NodePool templates make the same NodeClaimTemplate (limits aside, which
-    each solve takes from its own template)."""
-    return (
-        first.name == second.name
-        and first.requirements == second.requirements
-        and first.taints == second.taints
-        and first.daemon_groups == second.daemon_groups
-        and first.instance_types == second.instance_types
-    )
-
-
-class ClaimTemplates:
-    """NodeClaimTemplates kept from pass to pass: a pool's launchable types, its topology
-    domains and its memo tables depend on the pool, its instance types and daemonsets only,
-    so they are built again only when one of those changed."""
-
-    def __init__(self) -> None:
-        self._built: dict[tuple[str, bool, frozenset[str]], _Built] = {}
-        self.merges = MergeMemo(frozenset())
-
-    def get(self, pool: NodePoolTemplate, relax: bool, labels: frozenset[str]) -> NodeClaimTemplate:
-        key = (pool.name, relax, labels)
-        built = self._built.get(key)
-        if built is None or not _same_pool(built.pool, pool):
-            built = _Built(pool, relax, labels, NodeClaimTemplate(pool, relax, labels))
-            self._built[key] = built
-        return built.template
-
-    def forget_except(self, names: Collection[str]) -> None:
-        """Drop the templates of pools no longer in ``names``."""
-        for key in [k for k in self._built if k[0] not in names]:
-            del self._built[key]
 
 
 class SolveBase:
@@ -113,21 +63,13 @@ class SolveBase:
         self.pools = list(templates)
         self.nodes = NodeIndex(sorted(existing, key=node_order))
         self._built = built if built is not None else ClaimTemplates()
-        self._relax = options.min_values_policy == MIN_VALUES_BEST_EFFORT
-        labels = reservation_labels(templates)
-        ordered = ordered_templates(templates)
-        self._templates = [(self._built.get(t, self._relax, labels), t) for t in ordered]
-        self._built.forget_except({t.name for t in templates})
+        self._templates = self._built.ordered(templates, options)
         usable = [template for template, _ in self._templates if template.options]
         self._reservations = Reservations(usable, options.reserved_offering_mode == RESERVED_STRICT)
         self.prefer_no_schedule_exists = prefers_no_schedule(templates)
         nodes = [(n.name, n.labels, n.taints) for n in existing if not n.in_flight]
         self.topology = TopologyBase([t.domain_source() for t in usable], nodes, placed)
-        if len(self._built.merges) > _MERGES_KEPT or (
-            self._built.merges.well_known != options.well_known_labels
-        ):
-            self._built.merges = MergeMemo(options.well_known_labels)
-        self.memo = self._built.merges
+        self.memo = self._built.merges(options.well_known_labels)
 
     def claim_templates(self) -> list[NodeClaimTemplate]:
         """The pools for one solve, in the order new NodeClaims try them, each with its own
@@ -140,8 +82,7 @@ class SolveBase:
 
     def lone_template(self, pool: NodePoolTemplate) -> NodeClaimTemplate:
         """``pool`` alone for one solve, as ``Scheduler((), [pool], ...)`` builds it."""
-        built = self._built.get(pool, self._relax, reservation_labels([pool]))
-        return built.fork(pool.remaining)
+        return self._built.lone(pool, self.options)
 
     def placed_terms(self, leaving: Collection[str]) -> set[TopologyTerm]:
         """Required anti-affinity terms of the running pods that stay."""
