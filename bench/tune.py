@@ -71,6 +71,9 @@ class Measured:
     load: str
     per_variant: list[float]
     processes: int
+    #: The command's own process: reading the inputs, checking the variants, ranking, and
+    #: (with --jobs 1) running them.
+    parent_cpu: float
 
 
 def _tree(root: int) -> dict[int, tuple[float, int]]:
@@ -146,6 +149,7 @@ def run(workdir: Path, jobs: int, variants: int) -> Measured:
         load=f"{load} -> " + " ".join(f"{x:.1f}" for x in os.getloadavg()),
         per_variant=[v["cpuSeconds"] for v in data["variants"]],
         processes=len(last),
+        parent_cpu=last.get(process.pid, 0.0),
     )
 
 
@@ -173,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             each = measured.per_variant
             print(
                 f"--jobs {jobs}: {len(each)} variants, CPU {measured.cpu:.1f} s in "
-                f"{measured.processes} process(es), wall {measured.wall:.1f} s, "
+                f"{measured.processes} process(es) (the command's own "
+                f"{measured.parent_cpu:.1f} s), wall {measured.wall:.1f} s, "
                 f"peak RSS {measured.peak_rss_mb:.0f} MB; per variant CPU median "
                 f"{statistics.median(each):.1f} s (min {min(each):.1f}, max {max(each):.1f}, "
                 f"sum {sum(each):.1f}); load {measured.load}",

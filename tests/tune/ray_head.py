@@ -61,13 +61,14 @@ class RayHead:
 
 
 @contextmanager
-def ray_head(cpus: int = 2) -> Iterator[RayHead]:
-    """Start a head; yield its address (``127.0.0.1:PORT``) and session files. A start that
-    fails at once (a chosen port taken meanwhile by another process) is tried once more."""
+def ray_head(cpus: int = 2, env: dict[str, str] | None = None) -> Iterator[RayHead]:
+    """Start a head (its processes and workers with ``env`` added to the environment); yield
+    its address (``127.0.0.1:PORT``) and session files. A start that fails at once (a chosen
+    port taken meanwhile by another process) is tried once more."""
     for attempt in (1, 2):
         # Short: Ray's socket paths live under it; a Unix socket path has at most 107 bytes.
         temp = Path(tempfile.mkdtemp(prefix="nwray-", dir="/tmp"))
-        head, port = _start(cpus, temp)
+        head, port = _start(cpus, temp, env or {})
         try:
             _wait_until_up(head, port, temp / "head.log")
         except HeadExited:
@@ -92,7 +93,7 @@ class HeadExited(RuntimeError):
     pass
 
 
-def _start(cpus: int, temp: Path) -> tuple[subprocess.Popen[bytes], int]:
+def _start(cpus: int, temp: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     port, client, node, objects, dashboard, agent, agent_grpc, metrics, env_agent = free_ports(9)
     command = [
         str(Path(sys.executable).with_name("ray")),
@@ -119,7 +120,7 @@ def _start(cpus: int, temp: Path) -> tuple[subprocess.Popen[bytes], int]:
             command,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **RAY_ENV},
+            env={**os.environ, **RAY_ENV, **env},
             start_new_session=True,  # its processes are one group, stopped together
         )
     return head, port

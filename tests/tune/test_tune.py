@@ -199,3 +199,32 @@ parameters:
     assert "name: default" in yaml_text
     for server_side in ("uid:", "resourceVersion", "managedFields", "nodepool-hash", "status:"):
         assert server_side not in yaml_text
+
+
+def test_the_help_shows_an_example_that_runs_a_space_file_and_the_exit_statuses(
+    tune: Tune, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    shown = capsys.readouterr().out
+    assert "exit status: 0 a winner found; 1 every variant ran and none meets" in shown
+    assert "2 bad input (nothing ran); 3 the Ray cluster" in shown
+    example = shown.split("example (from a checkout", 1)[1].split("\n\n", 1)[0]
+    assert "--from-dump examples/what-if/cluster-dump.yaml" in example
+    assert "--space examples/what-if/space.yaml" in example
+    assert (ROOT / "examples" / "what-if" / "space.yaml").is_file()
+    # The space file it shows is one tune takes as it stands.
+    space = shown.split("what a winner must meet\n", 1)[1].split("\n\n", 1)[0]
+    dump = ROOT / "examples" / "what-if" / "cluster-dump.yaml"
+    run = tune(
+        "\n".join(line[2:] for line in space.splitlines()) + "\n",
+        "--jobs",
+        "1",
+        "--from-dump",
+        str(dump),
+        inputs=(),
+        scenario=None,
+    )
+
+    assert run.exit_code == 0, run.stderr
+    assert run.report["variantsFinished"] == 13

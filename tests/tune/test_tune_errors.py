@@ -152,3 +152,35 @@ def test_bad_manifests_are_reported_as_simulate_reports_them(tune: Tune, tmp_pat
 
     assert run.exit_code == 2
     assert run.errors()[0].startswith(f"error: {broken}:")
+
+
+@pytest.mark.parametrize(
+    ("space", "expected"),
+    [
+        (
+            # A misspelt field: the NodePool's own check suggests the right one.
+            "parameters:\n  - field: spec.disruption.consolidateAftr\n    values: [1m]\n",
+            'parameters[0]: consolidateAftr=1m: NodePool "default": '
+            "spec.disruption.consolidateAftr: unknown field 'consolidateAftr'; "
+            "did you mean 'consolidateAfter'?",
+        ),
+        (
+            # A requirement's value is a list of values: [spot] tries "spot", not [spot].
+            "parameters:\n"
+            "  - field: spec.template.spec.requirements[karpenter.sh/capacity-type]\n"
+            "    values: [spot]\n",
+            'parameters[0]: capacity-type=spot: NodePool "default": '
+            "spec.template.spec.requirements[karpenter.sh/capacity-type]: expected a list of "
+            "values or a mapping, got 'spot' (a requirement's values are a list, so each value "
+            "to try is one: [[spot], ...])",
+        ),
+    ],
+)
+def test_a_mistake_in_a_field_or_value_names_the_line_the_value_and_the_fix(
+    tune: Tune, tmp_path: object, space: str, expected: str
+) -> None:
+    run = tune(space)
+
+    assert run.exit_code == 2
+    assert run.stdout == ""
+    assert run.errors() == [f"error: {tmp_path}/space.yaml:2: {expected}"]

@@ -138,6 +138,42 @@ def test_ctrl_c_on_ray_ranks_what_had_finished(tmp_path: Path, ray_cluster: RayH
     assert data["variantsFinished"] == len(data["variants"])
 
 
+#: Started first in every Python of a head given it in PYTHONPATH: nodewright and its providers
+#: cannot be imported there, as on a node where they are not installed. (Taking their folders
+#: from ``sys.path`` is not enough: Ray gives workers the driver's ``sys.path``.)
+WITHOUT_NODEWRIGHT = """\
+import sys
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0].partition("_")[0] == "nodewright":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+"""
+
+
+@needs_ray
+@pytest.mark.slow
+def test_workers_that_cannot_import_nodewright_are_one_error(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(WITHOUT_NODEWRIGHT)
+    with ray_head(env={"PYTHONPATH": str(site)}) as head:
+        run, report = tune_on_ray(tmp_path, head.address, SPACE, SCALE_UP_AND_DOWN)
+
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert [line for line in run.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: --ray {head.address}: the cluster's workers cannot run nodewright: "
+        "No module named 'nodewright' (install nodewright and its providers on every node)"
+    ]
+    assert report == {}
+
+
 @needs_ray
 def test_an_unreachable_address_is_one_error_naming_it(tune: Tune) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there

@@ -50,7 +50,8 @@ def tune_collector() -> None:
     A controller holds hundreds of thousands of long-lived objects and makes short-lived ones
     by the million (copies, solver state), almost never in cycles; at the default rate the
     collector re-examines survivors so often that it costs about a fifth of the CPU of a large
-    simulation. Called once by the long-running commands (``simulate``, ``run``).
+    simulation. Called by the long-running commands (``simulate``, ``run``, ``tune``) and by
+    each variant tune runs, in whatever process runs it.
     """
     _, middle, old = gc.get_threshold()
     gc.set_threshold(COLLECTOR_THRESHOLD, middle, old)

@@ -9,6 +9,7 @@ line on stderr that names the file, object and field (never a traceback).
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +35,21 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None] = _no_arguments
     #: The paragraph ``nodewright NAME --help`` shows (none: only the usage).
     description: str | None = None
+    #: Shown after the options as written, line breaks kept (examples, exit statuses).
+    epilog: str | None = None
 
     def register(self, commands: argparse._SubParsersAction[Any]) -> None:
         """Add the command to the subparsers of ``nodewright``."""
-        parser = commands.add_parser(self.name, help=self.help, description=self.description)
+        if self.epilog is None:
+            parser = commands.add_parser(self.name, help=self.help, description=self.description)
+        else:
+            # Kept as written, so the description is wrapped here.
+            parser = commands.add_parser(
+                self.name,
+                help=self.help,
+                description=textwrap.fill(self.description or "", 78) or None,
+                epilog=self.epilog,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
         self.add_arguments(parser)
         parser.set_defaults(handler=self.run)

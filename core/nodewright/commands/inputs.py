@@ -84,8 +84,20 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PROVIDER.NAME=VALUE",
         help="a provider setting, e.g. kwok.registration-delay=5s (repeatable)",
     )
-    parser.add_argument("--batch-idle-duration", default="1s", metavar="DURATION")
-    parser.add_argument("--batch-max-duration", default="10s", metavar="DURATION")
+    parser.add_argument(
+        "--batch-idle-duration",
+        default="1s",
+        metavar="DURATION",
+        help="the provisioner waits for more pending pods until none came for this long "
+        "(default 1s)",
+    )
+    parser.add_argument(
+        "--batch-max-duration",
+        default="10s",
+        metavar="DURATION",
+        help="the longest the provisioner waits, from the first pending pod of a batch "
+        "(default 10s)",
+    )
     parser.add_argument(
         "--node-registration-delay",
         default="30s",

@@ -229,4 +229,26 @@ COMMAND = Command(
     "disruptions and the winning NodePools as YAML to apply.",
     run=run,
     add_arguments=add_arguments,
+    epilog="""\
+example (from a checkout, run it as: uv run --all-packages nodewright tune ...):
+  nodewright tune --from-dump examples/what-if/cluster-dump.yaml \\
+      --space examples/what-if/space.yaml --html tune.html
+
+a space file: the fields to vary, the values to try, and what a winner must meet
+  parameters:
+    - field: spec.disruption.consolidationPolicy
+      values: [WhenEmpty, WhenEmptyOrUnderutilized]
+    - field: spec.disruption.consolidateAfter
+      range: {from: 0s, to: 10m, step: 5m}
+    - field: spec.template.spec.requirements[karpenter.sh/capacity-type]
+      values: [[on-demand], [spot, on-demand]]
+  constraints:
+    maxPodPending: 2m
+
+exit status: 0 a winner found; 1 every variant ran and none meets the constraints;
+2 bad input (nothing ran); 3 the Ray cluster of --ray could not run the variants;
+130 interrupted (Ctrl-C; the variants that finished are ranked)
+
+docs/tune.md is the reference; docs/tune-tutorial.md tunes the examples step by step.
+""",
 )

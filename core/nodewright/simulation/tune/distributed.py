@@ -122,10 +122,11 @@ def _result(
         result: VariantResult = ray.get(ref)
     except ray.exceptions.RayTaskError as error:
         cause = error.cause
-        if isinstance(cause, ImportError):
+        missing = _import_failure(ray, cause)
+        if missing is not None:
             raise ClusterError(
                 f"--ray {address}: the cluster's workers cannot run nodewright: "
-                f"{_first_line(cause)} (install nodewright and its providers on every node)"
+                f"{missing} (install nodewright and its providers on every node)"
             ) from None
         what = _first_line(cause) if cause is not None else _first_line(error)
         return VariantResult(
@@ -136,6 +137,21 @@ def _result(
             f"--ray {address}: variant {variant.index} did not finish: {_first_line(error)}"
         ) from None
     return result
+
+
+def _import_failure(ray: Any, cause: BaseException | None) -> str | None:
+    """What a worker could not import, when that is why the task failed: raised by the task
+    itself, or (a worker that cannot load the task's arguments, which name nodewright's
+    classes) by Ray's loading of them, which it hands on as a system error."""
+    seen: object = cause
+    while isinstance(seen, BaseException):
+        if isinstance(seen, ImportError):
+            return _first_line(seen)
+        if isinstance(seen, ray.exceptions.RaySystemError):
+            seen = seen.client_exc
+        else:
+            seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _check_reachable(address: str) -> None:

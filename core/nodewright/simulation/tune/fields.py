@@ -172,7 +172,14 @@ def _keyed_item(part: Part, value: object, shown: str) -> dict[str, Any]:
         return {"key": part.selector, "operator": "In", "values": copy.deepcopy(value)}
     if isinstance(value, Mapping):
         return {"key": part.selector, **copy.deepcopy(dict(value))}
-    raise FieldPathError(f"{shown}: expected a list of values or a mapping, got {excerpt(value)}")
+    hint = (
+        f" (a requirement's values are a list, so each value to try is one: [[{value}], ...])"
+        if part.key == "requirements" and isinstance(value, str | int | float)
+        else ""
+    )
+    raise FieldPathError(
+        f"{shown}: expected a list of values or a mapping, got {excerpt(value)}{hint}"
+    )
 
 
 def _show(part: Part) -> str:

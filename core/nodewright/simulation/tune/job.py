@@ -229,8 +229,10 @@ def vary(
             try:
                 set_field(document, parameter.field, setting.value)
             except FieldPathError as error:
+                # The error starts with the path as far as it got.
+                value = f"{parameter.label}={render_value(setting.value)}"
                 raise InputError(
-                    [f"{parameter.where}: {obj.kind} {obj.name!r}: {parameter.field.text}: {error}"]
+                    [f'{parameter.where}: {value}: {obj.kind} "{obj.name}": {error}']
                 ) from None
         try:
             result.append(parse_object(document, registry, "", rules))

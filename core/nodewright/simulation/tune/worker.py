@@ -15,6 +15,7 @@ from datetime import datetime
 from nodewright.api.core import Pod
 from nodewright.api.karpenter import NodeClaim
 from nodewright.clock import SIMULATION_EPOCH
+from nodewright.cluster.objects import tune_collector
 from nodewright.cluster.state import is_terminal
 from nodewright.controllers.state.cluster import owner_kind
 from nodewright.plugin.host import PluginHost
@@ -112,6 +113,9 @@ def run_variant(payload: bytes, variant: Variant) -> VariantResult:
     """Run ``variant`` of the pickled job; a run a scenario step stops is a result with its
     error."""
     started = time.process_time()
+    # A worker process (local or on Ray) starts with CPython's collector settings; the
+    # simulation needs those simulate runs with, or the collector costs a fifth of its CPU.
+    tune_collector()
     job: TuneJob = pickle.loads(payload)
     logging.getLogger("nodewright").handlers[:] = [logging.NullHandler()]
     logging.getLogger("nodewright").propagate = False
