@@ -75,6 +75,9 @@ class PlacedPod:
     count: int = 1
     #: ``node_labels`` as requirements, when the caller keeps them from pass to pass.
     node_requirements: Requirements | None = None
+    #: ``labels`` as sorted pairs, when the caller has them: pods alike in namespace and
+    #: labels are asked about a selector once (:class:`~.topologybase.TopologyBase`).
+    label_key: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,14 @@ class TopologyBase:
             if pod.anti_affinity:
                 self._anti_nodes[pod.node_name] += 1
         self._anti_total = sum(self._anti_nodes.values())
+        #: (namespace, labels) -> positions of the running pods that carry them: a term's
+        #: selector is asked once per distinct label set, not once per pod.
+        self._alike: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+        for position, pod in enumerate(placed):
+            key = pod.label_key
+            if key is None:
+                key = tuple(sorted(pod.labels.items()))
+            self._alike.setdefault((pod.namespace, key), []).append(position)
 
     # -- what one trial sees ------------------------------------------------------------------
 
@@ -186,9 +194,7 @@ class TopologyBase:
                 counted.node_refs.setdefault(name, []).append(domain)
         self._register(counted, term)
         counts = dict.fromkeys(counted.refs, 0)
-        for pod in self._placed:
-            if not term.selects(pod.namespace, pod.labels):
-                continue
+        for pod in self._selected(term):
             domain = pod.node_labels.get(term.key)
             if domain is None and hostname_key:
                 domain = pod.node_name
@@ -206,6 +212,16 @@ class TopologyBase:
         counted.empty = {domain for domain, count in counts.items() if count == 0}
         self._groups[term] = counted
         return counted
+
+    def _selected(self, term: TopologyTerm) -> list[PlacedPod]:
+        """The running pods ``term`` selects, in their order."""
+        positions: list[int] = []
+        placed = self._placed
+        for (namespace, _), alike in self._alike.items():
+            if term.selects(namespace, placed[alike[0]].labels):
+                positions.extend(alike)
+        positions.sort()
+        return [placed[position] for position in positions]
 
     def _inverse_group(self, term: TopologyTerm) -> _Counted:
         """What ``Topology`` counts in the inverse group of a required anti-affinity term:

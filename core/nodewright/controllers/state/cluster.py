@@ -292,8 +292,9 @@ def _placed_on(
             anti_affinity=anti,
             count=count,
             node_requirements=requirements,
+            label_key=label_key,
         )
-        for (namespace, _, anti), (labels, count) in alike.items()
+        for (namespace, label_key, anti), (labels, count) in alike.items()
     ]
 
 
