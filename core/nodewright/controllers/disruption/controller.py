@@ -36,6 +36,7 @@ from nodewright.controllers.disruption.queue import OrchestrationQueue
 from nodewright.controllers.disruption.rescheduling import PodRequests
 from nodewright.controllers.disruption.singlenodeconsolidation import SingleNodeConsolidation
 from nodewright.controllers.disruption.staticdrift import StaticDrift
+from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodeclaim.history import NodeHistory
@@ -103,6 +104,8 @@ class DisruptionController:
         self._requests = PodRequests()
         #: NodePools as trial solves take them, kept while they stay the same.
         self._claim_templates = ClaimTemplates()
+        #: Simulation answers kept while what they read stays the same.
+        self._trial_memo = TrialMemo()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
@@ -332,6 +335,7 @@ class DisruptionController:
             virtual=self._virtual_pods.pods() if self._virtual_pods is not None else (),
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
             claim_templates=self._claim_templates,
+            trial_memo=self._trial_memo,
             clock=self._clock,
             consolidation_state=self._consolidation_state.refresh(),
         )

@@ -30,6 +30,7 @@ from nodewright.controllers.disruption.rescheduling import (
     node_pool_templates,
     simulate,
 )
+from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.trials import Trials
 from nodewright.controllers.events import EventRecorder
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
@@ -105,6 +106,7 @@ class Context:
         virtual: Sequence[Pod] = (),
         candidates: Callable[[], Sequence[Candidate]] | None = None,
         claim_templates: ClaimTemplates | None = None,
+        trial_memo: TrialMemo | None = None,
         clock: Clock | None = None,
         consolidation_state: int = 0,
     ) -> None:
@@ -126,6 +128,8 @@ class Context:
         self._templates: list[NodePoolTemplate] | None = None
         #: NodePools made into NodeClaimTemplates, kept by the controller across passes.
         self._claim_templates = claim_templates
+        #: Simulation answers kept by the controller across passes (:mod:`.trialmemo`).
+        self._trial_memo = trial_memo
         self._trials: Trials | None = None
 
     @property
@@ -171,6 +175,7 @@ class Context:
                 self._requests,
                 virtual=self.virtual,
                 built=self._claim_templates,
+                memo=self._trial_memo,
             )
         return self._trials.simulate(candidates)
 

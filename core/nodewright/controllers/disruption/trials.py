@@ -24,6 +24,7 @@ from nodewright.controllers.disruption.rescheduling import (
     simulate,
     uninitialized_error,
 )
+from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
 from nodewright.controllers.state.cluster import is_provisionable
 from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
@@ -38,6 +39,11 @@ def _sort_key(entry: _Entry) -> tuple[datetime, str]:
     return entry[0]
 
 
+def _compared(entries: Sequence[_Entry]) -> tuple[object, ...]:
+    """What a simulation reads of these pods: their places, keys, nodes and requests."""
+    return tuple((place, pod.key, pod.spec.node_name, request) for place, pod, request in entries)
+
+
 class Trials:
     """Simulations of candidates over one snapshot (see the module docstring)."""
 
@@ -50,7 +56,10 @@ class Trials:
         *,
         virtual: Sequence[Pod] = (),
         built: ClaimTemplates | None = None,
+        memo: TrialMemo | None = None,
     ) -> None:
+        """``memo``: the answers of an earlier pass, reused if this one reads the same
+        (:mod:`.trialmemo`)."""
         self._snapshot = snapshot
         self._templates = templates
         self._options = options
@@ -81,7 +90,25 @@ class Trials:
             self._existing.setdefault(entry.name, []).append(entry)
         staying = [p for p in snapshot.placed_pods() if p.node_name not in self._deleting]
         self._built = built
-        self._base = SolveBase(existing, templates, options, staying, built)
+        self._memo = memo
+        base = None
+        if memo is not None:
+            base = memo.begin(
+                (
+                    options,
+                    tuple(templates),
+                    tuple(existing),
+                    tuple(staying),
+                    tuple(sorted(self._deleting)),
+                    _compared(self._pending_entries),
+                    _compared(self._deleting_entries),
+                )
+            )
+        if base is None:
+            base = SolveBase(existing, templates, options, staying, built)
+            if memo is not None:
+                memo.keep_base(base)
+        self._base = base
 
     def _pods_of_deleting(self, names: set[str]) -> list[Pod]:
         view = self._snapshot.view
@@ -124,9 +151,16 @@ class Trials:
         else:
             from_deleting = self._from_deleting
             deleting_entries = self._deleting_entries
+        moving_entries = self._entries(moving)
+        memo = self._memo
+        compared = _compared(moving_entries) if memo is not None else None
+        if memo is not None:
+            known = memo.answer(names, compared)
+            if known is not None:
+                return known
         # As a stable sort of pending, moving and deleting pods in that order would have it.
         entries = heapq.merge(
-            self._pending_entries, self._entries(moving), deleting_entries, key=_sort_key
+            self._pending_entries, moving_entries, deleting_entries, key=_sort_key
         )
         errors: dict[str, str] = {}
         requests: list[PodRequest] = []
@@ -159,7 +193,10 @@ class Trials:
             for request in landed:
                 if request.key not in deleting_keys and request.key not in pending_keys:
                     errors[request.key] = uninitialized_error(target)
-        return Rescheduling(result, errors)
+        answer = Rescheduling(result, errors)
+        if memo is not None:
+            memo.remember(names, compared, answer)
+        return answer
 
     def _staying_node(self, name: str, names: set[str]) -> ExistingNode | None:
         """The last existing node called ``name`` that the simulation keeps."""

@@ -90,28 +90,24 @@ class TrialNodes:
         self.index = index
         self.excluded = excluded
         self.changed: dict[int, ExistingNodeState] = {}
-        self._admitting: dict[int, list[int]] = {}
         #: Per pod topology (the solve keeps each one for its whole length) and strict
         #: requirements: the pod's groups.
         self._groups: dict[tuple[int, Requirements], PodGroups] = {}
-        #: Per pod shape: nodes past the leading ones (``skips``) that turned it away for
-        #: a lasting reason, and so turn away every later pod of that shape too.
-        self._dead: dict[int, set[int]] = {}
+        #: Per pod shape: the positions of the nodes still worth asking, in order. A node
+        #: left out, or one that turned the pod away for a lasting reason, turns away every
+        #: later pod of that shape too (nodes only fill up), and is dropped.
+        self._live: dict[int, list[int]] = {}
 
-    def add(self, state: PodState, topology: Topology, skips: dict[int, int]) -> bool:
-        """Place the pod on the first node that takes it; ``skips`` counts, per pod shape,
-        the leading nodes known to turn it away (as a full solve's memo does)."""
+    def add(self, state: PodState, topology: Topology) -> bool:
+        """Place the pod on the first node that takes it."""
         shape = state.shape
-        admitting = self._admitting.get(shape)
-        if admitting is None:
-            admitting = self._admitting[shape] = self.index.admitting(state)
-        skip = skips.get(shape, 0)
-        dead = self._dead.get(shape)
-        if dead is None:
-            dead = self._dead[shape] = set()
+        live = self._live.get(shape)
+        if live is None:
+            excluded = self.excluded
+            live = [i for i in self.index.admitting(state) if i not in excluded]
+            self._live[shape] = live
         states = self.index.states
         changed = self.changed
-        excluded = self.excluded
         groups_key = (id(state.topology), state.strict)
         groups = self._groups.get(groups_key)
         if groups is None:
@@ -121,16 +117,13 @@ class TrialNodes:
         domains = self.index.domains(keys) if keys else None
         #: Per node labels on ``keys``: whether the groups that answer by domain refuse.
         away: dict[tuple[str | None, ...], bool] = {}
-        for position in range(skip, len(admitting)):
-            index = admitting[position]
-            if index in excluded or index in dead:
-                if position == skip:
-                    skip += 1
-                    skips[shape] = skip
-                continue
-            node = changed.get(index)
-            if domains is not None and position != skip:
-                # Past the leading nodes only whether a node takes the pod matters, not
+        #: How many leading nodes turned the pod away for good; later ones that did.
+        lead = 0
+        gone: list[int] = []
+        placed = False
+        for position, index in enumerate(live):
+            if domains is not None and position != lead:
+                # Past the leading node only whether a node takes the pod matters, not
                 # why it would not: a domain that refuses turns the node away unasked.
                 labels = domains[index]
                 if labels is not None:
@@ -141,8 +134,9 @@ class TrialNodes:
                         away[labels] = refused
                     if refused:
                         continue
+            node = changed.get(index)
             if node is None:
-                # As it stands: it admits the pod, or it would not be in ``admitting``.
+                # As it stands: it admits the pod, or it would not be in ``live``.
                 refusal = states[index].plan(state, True, check)
             elif node.still_admits(state):
                 refusal = node.plan(state, True, check)
@@ -152,14 +146,19 @@ class TrialNodes:
                 if node is None:
                     node = changed[index] = states[index].copy()
                 node.commit(state, topology)
-                return True
+                placed = True
+                break
             if refusal.lasting:
-                if position == skip:
-                    skip += 1
-                    skips[shape] = skip
+                if position == lead:
+                    lead += 1
                 else:
-                    dead.add(index)
-        return False
+                    gone.append(position)
+        if gone:
+            dropped = set(gone)
+            self._live[shape] = [i for p, i in enumerate(live) if p >= lead and p not in dropped]
+        elif lead:
+            self._live[shape] = live[lead:]
+        return placed
 
     def placed(self) -> dict[str, list[PodRequest]]:
         """Existing node name -> the pods this solve placed there, in node order."""

@@ -400,7 +400,7 @@ class Scheduler:
         can skip.
         """
         if self.trial is not None:
-            return self.trial.add(state, self.topology, self.node_skip)
+            return self.trial.add(state, self.topology)
         shape = state.shape
         skip = self.node_skip.get(shape, 0)
         topology = self.topology
