@@ -48,7 +48,8 @@ def _two_nodes(tmp_path: Path) -> tuple[Harness, str, str]:
     harness.run(30)
     assert harness.live_claim_names() == {large, small}
     messages = [m for o, m in harness.event_log("Unconsolidatable") if o == "node/" + small]
-    assert messages and messages[0].startswith("Not all pods would schedule"), messages
+    assert messages, "the search ran"
+    assert messages[0].startswith("Not all pods would schedule"), messages
     return harness, large, small
 
 
