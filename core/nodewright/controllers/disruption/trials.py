@@ -194,7 +194,8 @@ class Trials:
                 if request.key not in deleting_keys and request.key not in pending_keys:
                     errors[request.key] = uninitialized_error(target)
         answer = Rescheduling(result, errors)
-        if memo is not None:
+        if memo is not None and not self._pending_entries:
+            # With pods waiting, each answer holds a copy of every one of them: not kept.
             memo.remember(names, compared, answer)
         return answer
 
