@@ -73,7 +73,13 @@ def run_processes(
                     if todo:
                         workers.append(_Worker(context, payload, todo.popleft()))
                 elif todo:
-                    worker.give(todo.popleft())
+                    variant = todo.popleft()
+                    if not worker.give(variant):
+                        # It ended after handing back its result: the next one goes to a new
+                        # worker.
+                        worker.kill()
+                        workers.remove(worker)
+                        workers.append(_Worker(context, payload, variant))
                 else:
                     worker.stop()
                     workers.remove(worker)
@@ -100,11 +106,17 @@ class _Worker:
         self.process.start()
         theirs.close()
         self.variant = variant
-        self.connection.send(variant)
+        # A worker that dies before it takes its variant fails it, as one that dies later.
+        self.give(variant)
 
-    def give(self, variant: Variant) -> None:
+    def give(self, variant: Variant) -> bool:
+        """Hand it ``variant``; False when its process has ended."""
         self.variant = variant
-        self.connection.send(variant)
+        try:
+            self.connection.send(variant)
+        except OSError:  # BrokenPipeError: nobody reads the other end
+            return False
+        return True
 
     def receive(self) -> VariantResult | None:
         """The result of the variant it ran; None when the process ended without one."""
