@@ -315,19 +315,21 @@ CASES = [
     ),
     Case(
         "diverse-5k",
-        "the same, 5,040 pods",
+        "the same, 5,040 pods (--limits large: 1,440 of them each need a node of their own)",
         diverse_mix.diverse_pods(3),
         10.0,
         None,
         _objects(lambda: diverse_mix.diverse(3)),
+        large=True,
     ),
     Case(
         "diverse-18k",
-        "the same, 18,480 pods (20,000 is the pod limit)",
+        "the same, 18,480 pods (--limits large: 5,280 of them each need a node of their own)",
         diverse_mix.diverse_pods(11),
         60.0,
         1000,
         _objects(lambda: diverse_mix.diverse(11)),
+        large=True,
     ),
     Case(
         "diverse-20k",
@@ -340,7 +342,7 @@ CASES = [
     ),
     Case(
         "anti-1k",
-        "1,000 pods with required hostname anti-affinity (one node each; the limit)",
+        "1,000 pods with required hostname anti-affinity (one node each; the limit on such pods)",
         1000,
         30.0,
         None,
@@ -365,8 +367,7 @@ CASES = [
     ),
     Case(
         "spread-3k",
-        "3,000 pods with a DoNotSchedule hostname spread (one node each; --limits large: its "
-        "per-workload limit)",
+        "3,000 pods with a DoNotSchedule hostname spread (one node each; --limits large)",
         3000,
         None,
         None,

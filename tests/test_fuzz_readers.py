@@ -5,16 +5,19 @@ line, and stay within 30 s of CPU and 400 MiB of memory growth each.
 
 The generators and the property are ``bench/fuzz_readers.py``'s; here a few seeded inputs per
 reader (the same on every run), without the values at the documented limits, whose cost
-docs/simulate.md states. The long run is in bench/README.md.
+docs/simulate.md states; and scenarios and dumps run with limits on what a run does (nodes
+launched, node-hours) low enough that they stop there. The long run is in bench/README.md.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from nodewright.simulation.limits import BY_NAME, DEFAULT
 from tests.bench_modules import load_bench
 
 fuzzing = load_bench("fuzz_readers")
@@ -40,3 +43,35 @@ def test_mutated_inputs_of_every_reader_keep_the_property(reader: str) -> None:
         assert outcome.violations == [], (case, outcome.stderr[:2000])
 
     check()
+
+
+@pytest.mark.parametrize("reader", ["scenario", "dump"])
+def test_mutated_runs_stopped_at_the_run_limits_keep_the_property(
+    reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Limits on what a run does (nodes launched, node-/pod-hours) these small inputs reach,
+    # so a run stops in every state a step can leave it in.
+    low = replace(DEFAULT, launched_nodes=1, node_hours=0, pod_hours=0)
+    monkeypatch.setitem(BY_NAME, DEFAULT.name, low)
+    stopped: list[str] = []
+
+    @settings(
+        max_examples=DEFAULT_EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(fuzzing.reader_inputs(reader))
+    def check(case: Any) -> None:
+        outcome = fuzzing.check_reader_input(case)
+        assert outcome.violations == [], (case, outcome.stderr[:2000])
+        errors = [line for line in outcome.stderr.splitlines() if line.startswith("error:")]
+        if any("refused: the run has" in line for line in errors):
+            assert outcome.exit_code == 2
+            assert len(errors) == 1, errors
+            stopped.append(errors[0])
+
+    check()
+    if reader == "scenario":  # mutated dumps are mostly refused as they are read
+        assert stopped, "no input reached a run limit"

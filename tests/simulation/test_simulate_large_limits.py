@@ -53,7 +53,7 @@ def test_more_pods_each_on_a_node_of_their_own_run_with_the_large_limits(
 ) -> None:
     manifests = MANIFESTS + deployment("apart", 0, extra_spec=NOWHERE)
     scenario = "- scale: {kind: Deployment, name: apart, replicas: 1001}\n"
-    assert "(--limits large allows 3,000)" in simulate(manifests, scenario).stderr
+    assert "(--limits large allows 6,000)" in simulate(manifests, scenario).stderr
     ran = simulate(manifests, scenario, *LARGE_LIMITS)
     assert ran.exit_code == 0, ran.stderr
     assert len([p for p in ran.pending() if p["name"].startswith("apart-")]) == 1001

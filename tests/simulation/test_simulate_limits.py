@@ -100,10 +100,27 @@ def test_at_most_a_thousand_pods_may_each_need_a_node_of_their_own(
     result = simulate(node_pool() + KWOK_NODE_CLASS + apart)
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'manifests.yaml'}: a workload would ask for 1,001 pods that each "
-        "need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
-        "hostname spread); a simulation runs at most 1,000 per workload (--limits large "
-        "allows 3,000)"
+        f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 1,001 pods that "
+        "each need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
+        "hostname spread) together; a simulation runs at most 1,000 (--limits large allows "
+        "6,000)"
+    ]
+
+
+def test_pods_that_each_need_a_node_of_their_own_count_over_every_workload(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    # Pods of the two workloads could share nodes, but each pod's constraint still weighs on
+    # every placement: 20 such workloads of 1,000 pods do not finish in minutes.
+    first = deployment("apart", 600, extra_spec=HOSTNAME_ANTI_AFFINITY)
+    second = deployment("apart-too", 401, extra_spec=HOSTNAME_SPREAD.replace("apart", "apart-too"))
+    result = simulate(node_pool() + KWOK_NODE_CLASS + first + second)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 1,001 pods that "
+        "each need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
+        "hostname spread) together; a simulation runs at most 1,000 (--limits large allows "
+        "6,000)"
     ]
 
 
@@ -116,10 +133,10 @@ def test_a_scale_step_counts_the_pods_that_need_a_node_of_their_own(
     assert result.exit_code == 2
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert line == (
-        f"error: {tmp_path / 'scenario.yaml'}:1: steps[0].scale.replicas: a workload would "
+        f"error: {tmp_path / 'scenario.yaml'}:1: steps[0].scale.replicas: the workloads would "
         "ask for 1,001 pods that each need a node of their own (a required hostname "
-        "anti-affinity or a DoNotSchedule hostname spread); a simulation runs at most 1,000 "
-        "per workload (--limits large allows 3,000)"
+        "anti-affinity or a DoNotSchedule hostname spread) together; a simulation runs at "
+        "most 1,000 (--limits large allows 6,000)"
     )
 
 

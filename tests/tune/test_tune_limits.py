@@ -11,7 +11,7 @@ from tests.tune.conftest import Tune
 
 #: Pods that each need a node of their own, none yet; no NodePool can take them.
 MANIFESTS = node_pool() + KWOK_NODE_CLASS + deployment("apart", 0, extra_spec=NOWHERE)
-#: Beyond the default per-workload limit (1,000), checked when the step runs: in a worker.
+#: Beyond the default limit (1,000), checked when the step runs: in a worker.
 SCALE_BEYOND = "- scale: {kind: Deployment, name: apart, namespace: default, replicas: 1001}\n"
 #: One variant besides the baseline, so two worker processes each run one.
 SPACE = """\
@@ -30,8 +30,8 @@ def test_the_workers_run_within_the_limits_the_tune_was_given(tune: Tune, tmp_pa
     refusals = [variant["error"] for variant in default.report["variants"]]
     assert len(refusals) == 2
     assert all(
-        "steps[0].scale.replicas: a workload would ask for 1,001 pods" in error
-        and "(--limits large allows 3,000)" in error
+        "steps[0].scale.replicas: the workloads would ask for 1,001 pods that each" in error
+        and "(--limits large allows 6,000)" in error
         for error in refusals
     )
 

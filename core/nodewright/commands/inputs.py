@@ -187,6 +187,7 @@ def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
         scenario=scenario,
         objects=objects,
         snapshot=snapshot,
+        source=", ".join(args.paths) or (snapshot.source if snapshot is not None else ""),
     )
 
 

@@ -1,16 +1,20 @@
-"""How much one simulation may be asked to do: :data:`DEFAULT`, sized so that an input at
-any one limit runs within 30 s of CPU and 1.5 GB on a 2-core machine, and :data:`LARGE`
+"""How much one simulation may be asked to do: :data:`DEFAULT`, sized so that an input
+within them runs within 30 s of CPU and 1.5 GB on a 2-core machine, and :data:`LARGE`
 (``--limits large``), for clusters of thousands of nodes, whose runs at the limits take
 minutes (docs/simulate.md says what each costs).
 
 What a run costs grows with the pods it places, the more so when each pod needs a node of its
 own (every such node is weighed for consolidation against the others), with the nodes static
 NodePools hold and a snapshot brings, and with the steps and the simulated time a scenario
-asks for. Both sets bound all of them, so a run always ends and its memory stays bounded.
+asks for: all read from the input and checked before the run. What no input states, the
+nodes its pods make the run launch and how long they stay, is counted as it runs (nodes
+launched, node-hours). Both sets bound all of them, so a run always ends and its memory
+stays bounded.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,8 +29,35 @@ from nodewright.api.meta import KubeObject
 
 #: The name of each limit, as :meth:`Limits.at_most` takes it.
 Limit = Literal[
-    "pods", "apart_pods", "static_nodes", "snapshot_nodes", "steps", "step_time", "scenario_time"
+    "pods",
+    "apart_pods",
+    "static_nodes",
+    "snapshot_nodes",
+    "steps",
+    "step_time",
+    "scenario_time",
+    "launched_nodes",
+    "node_hours",
+    "pod_hours",
 ]
+
+
+@dataclass(frozen=True)
+class RunSoFar:
+    """What a run has done so far, as its limits count it."""
+
+    #: NodeClaims it created.
+    launched: int
+    node_hours: float
+    pod_hours: float
+    #: Nodes and pods (bound or pending) now.
+    nodes: int
+    pods: int
+
+
+class LimitReached(Exception):
+    """A run went beyond a limit on what it does (:meth:`Limits.run_problem`); the message
+    says which, for the caller to name the input that asked for it."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +68,10 @@ class Limits:
     name: str
     #: The most pods the workloads of one simulation may ask for together.
     pods: int
-    #: The most pods one workload may ask for that each need a node of their own (a required
-    #: hostname anti-affinity or a ``DoNotSchedule`` hostname spread): as many nodes, each
-    #: weighed for consolidation against the others. Pods of different workloads may share
-    #: those nodes.
+    #: The most pods the workloads may ask for together that each need a node of their own
+    #: (a required hostname anti-affinity or a ``DoNotSchedule`` hostname spread): up to as
+    #: many nodes, each weighed for consolidation against the others (pods of different
+    #: workloads may share them, but their constraints still weigh on every placement).
     apart_pods: int
     #: The most nodes static NodePools (``spec.replicas``) may ask for together.
     static_nodes: int
@@ -55,6 +86,18 @@ class Limits:
     #: The most simulated time a scenario's ``advance`` and ``settle`` steps may ask for
     #: together.
     scenario_time: timedelta
+    #: The most Nodes one simulation may launch in all (for pods, static NodePools,
+    #: replacements; a snapshot's are not launched), counted as they join: what no limit on
+    #: the input bounds (pods each too big to share a node, workloads scaled up and down).
+    launched_nodes: int
+    #: The most node-hours one simulation may run (each Node, a snapshot's too, times the
+    #: simulated hours it is there), counted as simulated time passes: what keeping many
+    #: nodes for a long time costs.
+    node_hours: int
+    #: The most pod-hours one simulation may run (each pod, bound or pending, times the
+    #: simulated hours it is there): consolidation looks again at every node it could not
+    #: remove every few minutes, at a cost that grows with the pods it would move.
+    pod_hours: int
 
     def at_most(self, limit: Limit, per: str = "") -> str:
         """``at most N`` for a refusal, saying how far ``--limits large`` goes when these are
@@ -80,16 +123,51 @@ class Limits:
         static = sum(obj.spec.replicas or 0 for obj in objects if isinstance(obj, NodePool))
         return asked_pods(objects).problem(self) or self.static_nodes_problem(static)
 
+    def check_run(self, run: RunSoFar) -> None:
+        """Raise :class:`LimitReached` when a simulation within these limits cannot go on
+        from ``run``."""
+        problem = self.run_problem(run)
+        if problem is not None:
+            raise LimitReached(problem)
+
+    def run_problem(self, run: RunSoFar) -> str | None:
+        """What a simulation within these limits cannot go on with from ``run`` (None: it
+        can)."""
+        launched, node_hours, nodes = run.launched, run.node_hours, run.nodes
+        if launched > self.launched_nodes:
+            return (
+                f"refused: the run has launched {launched:,} nodes; a simulation launches "
+                f"{self.at_most('launched_nodes')}"
+            )
+        if node_hours > self.node_hours:
+            reached = math.ceil(node_hours)
+            return (
+                f"refused: the run has reached {reached:,} node-hours (its Nodes times the "
+                f"simulated hours each was there; {nodes:,} Nodes now); a simulation runs "
+                f"{self.at_most('node_hours', ' node-hours')}"
+            )
+        if run.pod_hours > self.pod_hours:
+            reached = math.ceil(run.pod_hours)
+            return (
+                f"refused: the run has reached {reached:,} pod-hours (its pods times the "
+                f"simulated hours each was there; {run.pods:,} pods now); a simulation runs "
+                f"{self.at_most('pod_hours', ' pod-hours')}"
+            )
+        return None
+
 
 def _show(value: int | timedelta) -> str:
     return format_duration(value) if isinstance(value, timedelta) else f"{value:,}"
 
 
-#: Each sized so that an input at it, alone, runs within 30 s of CPU and 1.5 GB: 20,000
-#: pods in one Deployment (about 19 s), 1,000 pods each on a node of its own (about 24 s),
-#: a static NodePool of 1,000 (about 15 s), 500 steps that each launch or remove a node
-#: (about 19 s), a week with a node consolidation keeps looking at (about 18 s), a dump of
-#: 60 AWS nodes and 600 pods (about 15 s).
+#: Sized so that an input within them runs within 30 s of CPU and 1.5 GB, or stops with an
+#: error: each limit alone (20,000 pods in one Deployment, 1,000 pods each on a node of its
+#: own, a static NodePool of 1,000, 500 steps, a week, a dump of 60 AWS nodes: each about
+#: 10 to 25 s), and together, which is what the limits on what a run does are for: 1,000
+#: nodes each with a pod consolidation keeps looking at cost about 24 s a simulated hour,
+#: a 60-node what-if about 1.6 s, so time stops at 300 node-hours and 3,000 pod-hours; pods
+#: each too big to share a node, or scaled down and up again, stop at 1,500 nodes launched.
+#: docs/simulate.md has the figures, bench/limit_combinations.py the combinations.
 DEFAULT = Limits(
     name="default",
     pods=20_000,
@@ -99,6 +177,9 @@ DEFAULT = Limits(
     steps=500,
     step_time=timedelta(hours=168),
     scenario_time=timedelta(hours=168),
+    launched_nodes=1_500,
+    node_hours=300,
+    pod_hours=3_000,
 )
 #: For clusters as large as real ones (thousands of nodes, tens of thousands of pods), and
 #: Karpenter's default ``expireAfter`` (720h) with a run past it: each still a bound on a
@@ -107,12 +188,15 @@ DEFAULT = Limits(
 LARGE = Limits(
     name="large",
     pods=100_000,
-    apart_pods=3_000,
+    apart_pods=6_000,
     static_nodes=10_000,
     snapshot_nodes=5_000,
     steps=1_000,
     step_time=timedelta(hours=720),
     scenario_time=timedelta(hours=1_440),
+    launched_nodes=20_000,
+    node_hours=100_000,
+    pod_hours=200_000,
 )
 #: ``--limits`` choices.
 BY_NAME = {limits.name: limits for limits in (DEFAULT, LARGE)}
@@ -123,14 +207,13 @@ WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, Pod)
 
 @dataclass(frozen=True)
 class AskedPods:
-    """Pods asked for: all of them, and the most one workload asks for that each need a node
-    of their own."""
+    """Pods asked for: all of them, and those of them that each need a node of their own."""
 
     total: int = 0
     apart: int = 0
 
     def __add__(self, other: AskedPods) -> AskedPods:
-        return AskedPods(self.total + other.total, max(self.apart, other.apart))
+        return AskedPods(self.total + other.total, self.apart + other.apart)
 
     def problem(self, limits: Limits) -> str | None:
         """What a simulation within ``limits`` cannot run of this (None: it can)."""
@@ -141,9 +224,9 @@ class AskedPods:
             )
         if self.apart > limits.apart_pods:
             return (
-                f"a workload would ask for {self.apart:,} pods that each need a node of their "
-                "own (a required hostname anti-affinity or a DoNotSchedule hostname spread); a "
-                f"simulation runs {limits.at_most('apart_pods', ' per workload')}"
+                f"the workloads would ask for {self.apart:,} pods that each need a node of "
+                "their own (a required hostname anti-affinity or a DoNotSchedule hostname "
+                f"spread) together; a simulation runs {limits.at_most('apart_pods')}"
             )
         return None
 

@@ -28,6 +28,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from nodewright.simulation.limits import Limits, RunSoFar
 from nodewright.simulation.timeline import Timeline
 
 log = logging.getLogger("nodewright.simulation")
@@ -95,6 +96,12 @@ class Simulation:
         self._kubelets_wake: datetime | None = None
         #: Called after every simulated step (the command line's progress line).
         self.on_step: Callable[[], None] | None = None
+        #: Bounds on the nodes the run launches and the node-hours it runs, checked after
+        #: every step (:class:`~nodewright.simulation.limits.LimitReached`); None: unbounded.
+        self.limits: Limits | None = None
+        #: NodeClaims created since the start, or since :meth:`forget_launches`.
+        self.nodes_launched = 0
+        self._claims = self.cluster.state.feed(NodeClaim)
 
     # -- changing the cluster -------------------------------------------------------------------
 
@@ -184,6 +191,25 @@ class Simulation:
         if self.launches_in_flight():
             self.settle(limit)
 
+    def forget_launches(self) -> None:
+        """Count no NodeClaim so far as launched by the run (a snapshot's, the manifests')."""
+        self._claims.drain()
+        self.nodes_launched = 0
+
+    def _check_limits(self) -> None:
+        self.nodes_launched += sum(1 for change in self._claims.drain() if change.old is None)
+        if self.limits is not None:
+            timeline = self.timeline
+            self.limits.check_run(
+                RunSoFar(
+                    launched=self.nodes_launched,
+                    node_hours=timeline.node_hours,
+                    pod_hours=timeline.pod_hours,
+                    nodes=timeline.nodes,
+                    pods=timeline.pods,
+                )
+            )
+
     def launches_in_flight(self) -> int:
         """Instances launched whose Node has not registered yet (their NodeClaims not going).
 
@@ -210,6 +236,7 @@ class Simulation:
                 # next thing due by time alone.
                 wake = self._next_deadline()
             self.timeline.observe(self.clock.now())
+            self._check_limits()
             if self.on_step is not None:
                 self.on_step()
             now = self.clock.now()
@@ -239,6 +266,8 @@ class Simulation:
             before = object_version(self.cluster)
             self.kube.reconcile()
             wake = self.operator.run_once()
+            # A pass may create a thousand NodeClaims: stop before they launch and register.
+            self._check_limits()
             if self.kubelets is not None:
                 self._kubelets_wake = self.kubelets.reconcile()
                 wake = _earlier_wake(wake, self._kubelets_wake)

@@ -55,6 +55,7 @@ from nodewright.simulation.limits import (
     LARGE,
     WORKLOAD_KINDS,
     AskedPods,
+    LimitReached,
     Limits,
     asked_pods,
 )
@@ -337,6 +338,13 @@ def run_scenario(
 def run_step(simulation: Simulation, step: Step, host: PluginHost, limits: Limits) -> None:
     """Run one step; raises :class:`InputError` naming the step when it cannot run, or would
     take the run beyond ``limits``."""
+    try:
+        _run_step(simulation, step, host, limits)
+    except LimitReached as error:
+        raise InputError([f"{step.where}.{step.action}: {error}"]) from None
+
+
+def _run_step(simulation: Simulation, step: Step, host: PluginHost, limits: Limits) -> None:
     if step.action == "apply":
         _apply(simulation, step, host, limits)
     elif step.action == "advance":

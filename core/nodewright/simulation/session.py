@@ -18,7 +18,7 @@ from nodewright.api.meta import KubeObject
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.simulation.inputs import InputError
-from nodewright.simulation.limits import Limits
+from nodewright.simulation.limits import LimitReached, Limits
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.report import Report, build_report
 from nodewright.simulation.runner import Simulation
@@ -44,6 +44,9 @@ class SimulationInputs:
     #: Manifests, applied over the snapshot when there is one.
     objects: list[KubeObject] = field(default_factory=list)
     snapshot: Snapshot | None = None
+    #: What the run starts from, for a refusal while it settles: the manifest files, or the
+    #: snapshot's source.
+    source: str = ""
 
     def all_objects(self) -> list[KubeObject]:
         """The snapshot's objects, then the manifests'."""
@@ -74,12 +77,14 @@ def start(host: PluginHost, inputs: SimulationInputs) -> Simulation:
     )
     if problems:
         raise InputError(problems)
+    simulation.limits = inputs.limits
     return simulation
 
 
 def run(simulation: Simulation, inputs: SimulationInputs) -> Outcome:
-    """Load, apply, settle, run the scenario, and report. A scenario step that cannot run
-    raises :class:`InputError` naming the step."""
+    """Load, apply, settle, run the scenario, and report. A scenario step that cannot run,
+    or a run beyond its limits, raises :class:`InputError` naming the step (or the inputs,
+    while they settle)."""
     snapshot = inputs.snapshot
     current = None
     if snapshot is not None:
@@ -93,9 +98,17 @@ def run(simulation: Simulation, inputs: SimulationInputs) -> Outcome:
             if not n.managed and n.price_per_hour is not None
         }
     simulation.apply(inputs.objects)
-    simulation.settle()
+    # The snapshot's and the manifests' NodeClaims were there before the run.
+    simulation.forget_launches()
+    try:
+        simulation.settle()
+    except LimitReached as error:
+        raise InputError([f"{inputs.source or 'the inputs'}: {error}"]) from None
     run_scenario(simulation, inputs.scenario, simulation.host, inputs.limits)
-    simulation.finish()
+    try:
+        simulation.finish()
+    except LimitReached as error:
+        raise InputError([f"{inputs.source or 'the inputs'}: {error}"]) from None
     report = build_report(simulation)
     what_if = None
     if snapshot is not None and current is not None:
