@@ -102,3 +102,28 @@ def test_merging_does_not_depend_on_order(parts: list[Requirement], rng: random.
 @given(combined(), st.sampled_from(PROBE_VALUES))
 def test_a_node_label_matches_exactly_the_values_the_set_has(a: Requirement, value: str) -> None:
     assert Requirements([a]).matches_labels({K: value}) == a.has(value)
+
+
+@settings(max_examples=300)
+@given(combined(), combined())
+def test_two_sets_overlap_exactly_when_their_intersection_has_a_value(
+    a: Requirement, b: Requirement
+) -> None:
+    assert a.overlaps(b) == (len(a.intersection(b)) > 0)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(combined(), max_size=2),
+    st.lists(combined(), max_size=2),
+    st.booleans(),
+)
+def test_requirements_meet_exactly_when_they_have_no_intersection_problem(
+    mine: list[Requirement], theirs: list[Requirement], other_key: bool
+) -> None:
+    """``meets`` is ``intersects`` without the words, with keys only one side defines."""
+    first = Requirements([*mine[:1], *(dataclasses.replace(r, key=ZONE_LABEL) for r in mine[1:])])
+    moved = [dataclasses.replace(r, key=ZONE_LABEL) for r in theirs[1:]]
+    second = Requirements([*theirs[:1], *moved] if other_key else theirs[:1])
+    assert first.meets(second) == (not first.intersects(second))
+    assert second.meets(first) == (not second.intersects(first))

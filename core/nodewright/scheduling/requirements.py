@@ -150,6 +150,22 @@ class Requirement:
             return value not in self.values and self._within_bounds(value)
         return value in self.values and self._within_bounds(value)
 
+    def overlaps(self, other: Requirement) -> bool:
+        """True when some value is in both sets (``len(self.intersection(other)) > 0``,
+        without building the intersection)."""
+        if (
+            self.greater_than is None
+            and self.less_than is None
+            and other.greater_than is None
+            and other.less_than is None
+        ):
+            if self.complement:
+                return other.complement or not other.values <= self.values
+            if other.complement:
+                return not self.values <= other.values
+            return not self.values.isdisjoint(other.values)
+        return len(self.intersection(other)) > 0
+
     def intersection(self, other: Requirement) -> Requirement:
         """The values allowed by both requirements; minValues takes the larger."""
         complement = self.complement and other.complement
@@ -190,6 +206,15 @@ class Requirement:
         if self.min_values is not None:
             text += f" minValues {self.min_values}"
         return text
+
+
+def _both_exclude(first: Requirement, second: Requirement) -> bool:
+    """Both sides only exclude values (``NotIn``, ``DoesNotExist``): no intersection between
+    them is a problem."""
+    return first.operator in (NOT_IN, DOES_NOT_EXIST) and second.operator in (
+        NOT_IN,
+        DOES_NOT_EXIST,
+    )
 
 
 def _first_integer(excluded: frozenset[str], above: int | None, below: int | None) -> str | None:
@@ -321,14 +346,25 @@ class Requirements(Mapping[str, Requirement]):
         for key in self._items.keys() & incoming._items.keys():
             existing = self._items[key]
             other = incoming._items[key]
-            if len(existing.intersection(other)) == 0:
-                if other.operator in (NOT_IN, DOES_NOT_EXIST) and existing.operator in (
-                    NOT_IN,
-                    DOES_NOT_EXIST,
-                ):
-                    continue
+            if not existing.overlaps(other) and not _both_exclude(existing, other):
                 problems.append(f"key {key}, {other} not in {existing}")
         return sorted(problems)
+
+    def meets(self, incoming: Requirements) -> bool:
+        """True when every key both sides define intersects: ``not self.intersects(incoming)``
+        without putting the problems into words."""
+        mine, theirs = self._items, incoming._items
+        if len(theirs) < len(mine):
+            mine, theirs = theirs, mine
+        for key, requirement in mine.items():
+            other = theirs.get(key)
+            if (
+                other is not None
+                and not requirement.overlaps(other)
+                and not _both_exclude(requirement, other)
+            ):
+                return False
+        return True
 
     def compatibility_problems(
         self, incoming: Requirements, allow_undefined: frozenset[str] = WELL_KNOWN_LABELS

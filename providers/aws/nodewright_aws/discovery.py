@@ -418,7 +418,7 @@ def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> AMI | None:
     """The first AMI whose requirements (architecture, accelerators) the type meets."""
     for ami in amis:
         wanted = Requirements(Requirement.of(k, op, v) for k, op, v in ami.requirements)
-        if not instance_type.requirements.intersects(wanted):
+        if instance_type.requirements.meets(wanted):
             return ami
     return None
 

@@ -310,14 +310,14 @@ class InstanceProvider:
             subnets_by_zone.setdefault(subnet.zone, subnet.id)
         choices: list[tuple[float, str, InstanceType, Offering]] = []
         for option in request.instance_types:
-            if request.requirements.intersects(option.requirements):
+            if not request.requirements.meets(option.requirements):
                 continue
             for offering in option.offerings:
                 if (
                     offering.available
                     and offering.capacity_type in LAUNCHABLE_CAPACITY_TYPES
                     and offering.zone in subnets_by_zone
-                    and not request.requirements.intersects(offering.requirements())
+                    and request.requirements.meets(offering.requirements())
                 ):
                     choices.append((offering.price, option.name, option, offering))
         if not choices:

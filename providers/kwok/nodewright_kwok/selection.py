@@ -37,10 +37,10 @@ def cheapest_offering(
     choice: tuple[InstanceType, Offering] | None = None
     exhausted: list[tuple[str, str, str]] = []
     for position, instance_type in enumerate(instance_types):
-        if requirements.intersects(instance_type.requirements):
+        if not requirements.meets(instance_type.requirements):
             continue
         for offering in instance_type.offerings:
-            if not offering.available or requirements.intersects(offering.requirements()):
+            if not offering.available or not requirements.meets(offering.requirements()):
                 continue
             if lacks_capacity(instance_type.name, offering.zone, offering.capacity_type):
                 exhausted.append((instance_type.name, offering.zone, offering.capacity_type))

@@ -57,7 +57,7 @@ def node_pool_template(
 
 def _launchable(instance_type: InstanceType, requirements: Requirements) -> bool:
     """True when the pool's requirements allow this type and one of its available offerings."""
-    if instance_type.requirements.intersects(requirements):
+    if not instance_type.requirements.meets(requirements):
         return False
     return any(o.available and o.matches(requirements) for o in instance_type.offerings)
 
@@ -109,7 +109,7 @@ def daemon_overhead_groups(
         landing = tuple(
             index
             for index, pod_terms in terms.items()
-            if any(not instance_type.requirements.intersects(t) for t in pod_terms)
+            if any(instance_type.requirements.meets(t) for t in pod_terms)
         )
         members.setdefault(landing, []).append(instance_type.name)
     groups: list[DaemonOverheadGroup] = []

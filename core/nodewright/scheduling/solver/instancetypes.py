@@ -95,7 +95,7 @@ class InstanceTypeOption:
         return self.offer(requirements)[0]
 
     def compatible(self, requirements: Requirements) -> bool:
-        return not self.instance_type.requirements.intersects(requirements)
+        return self.instance_type.requirements.meets(requirements)
 
 
 def _names_a_reservation(requirements: Requirements, labels: frozenset[str]) -> bool:

@@ -153,7 +153,7 @@ def _launch_options(
     options: list[tuple[float, InstanceType]] = []
     for instance_type in instance_types:
         # The claim's instance-type requirement is one of the keys checked here.
-        if instance_type.requirements.intersects(requirements):
+        if not instance_type.requirements.meets(requirements):
             continue
         offerings = tuple(
             o for o in instance_type.offerings if o.available and o.matches(requirements)
