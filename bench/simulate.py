@@ -9,6 +9,10 @@ peak RSS and pods per CPU second, next to the case's target:
     uv run --all-packages python bench/simulate.py --case 1k 10k          # some of them
     uv run --all-packages python bench/simulate.py --case idle --repeat 5
 
+Before the first case it writes the bytecode of nodewright and what it runs on, as an install
+has it (bench/bytecode.py); ``--no-bytecode`` leaves it out, so each child compiles what it
+imports when the machine keeps no bytecode (``PYTHONDONTWRITEBYTECODE=1``).
+
 The ``idle`` case is not a ``simulate`` run: it settles the 20,000-pod / 2,000-node cluster of
 ``existing-2k`` in this process, then times single passes of every controller
 (``Operator.run_once``) while nothing changes, which is what ``nodewright run`` does on an idle
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bytecode
 import diverse_mix
 import reserved_catalog
 import whatif_dump
@@ -509,7 +514,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--case", nargs="+", choices=names, default=names, metavar="CASE")
     parser.add_argument("--repeat", type=int, default=1, help="runs per case (medians shown)")
     parser.add_argument("--keep", action="store_true", help="keep the generated folders")
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="do not write bytecode first: each child compiles what it imports (bench/bytecode.py)",
+    )
     args = parser.parse_args(argv)
+    if not args.no_bytecode:
+        print(f"# bytecode written first ({bytecode.precompile():.1f} s of CPU)", file=sys.stderr)
 
     header = (
         f"{'case':<15} {'wall s':>8} {'cpu s':>8} {'target':>7} {'rss MB':>8} {'target':>7}"
