@@ -202,6 +202,31 @@ def test_eviction_respects_a_budget(cluster: Cluster) -> None:
         cluster.evict("missing", "default")
 
 
+def test_a_refused_eviction_is_allowed_once_the_budget_or_its_pods_change(
+    cluster: Cluster,
+) -> None:
+    _running(cluster, "w1")
+    budget = cluster.create(
+        PodDisruptionBudget(
+            metadata=ObjectMeta(name="web", namespace="default"),
+            spec=PodDisruptionBudgetSpec(
+                min_available=1, selector=LabelSelector(match_labels={"app": "web"})
+            ),
+        )
+    )
+    with pytest.raises(EvictionBlockedError):
+        cluster.evict("w1", "default")
+    _running(cluster, "w2")  # a second healthy pod: one may go
+    cluster.evict("w1", "default")
+    with pytest.raises(EvictionBlockedError):
+        cluster.evict("w2", "default")
+    relaxed = mutable(budget)
+    relaxed.spec.min_available = 0
+    cluster.update(relaxed)
+    cluster.evict("w2", "default")
+    assert cluster.get(Pod, "w2", "default") is None
+
+
 def test_resource_version_moves_on_writes(cluster: Cluster) -> None:
     before = cluster.resource_version()
     cluster.create(Node(metadata=ObjectMeta(name="n1")))

@@ -5,7 +5,7 @@ disruption (healthy pods above the desired count); more than one budget is refus
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
@@ -15,7 +15,39 @@ from nodewright.cluster.selectors import label_selector_matches
 from nodewright.cluster.state import ClusterState
 
 
-def check_eviction(state: ClusterState, pod: Pod) -> None:
+class EvictionCheck:
+    """The API server's eviction check over one cluster state, with each budget's answer kept
+    while no pod, ReplicaSet, StatefulSet or budget changed (a drain asks about every pod of
+    a node, and asks again while a budget holds it back)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        #: Budget key -> the kinds' versions it was counted at, and how many more may go.
+        self._allowed: dict[tuple[str, str], tuple[tuple[int, ...], int]] = {}
+
+    def __call__(self, pod: Pod) -> None:
+        """Raise :class:`~nodewright.cluster.EvictionBlockedError` when the API server would
+        refuse to evict ``pod``."""
+        check_eviction(self._state, pod, self._disruptions_allowed)
+
+    def _disruptions_allowed(self, state: ClusterState, pdb: PodDisruptionBudget) -> int:
+        versions = tuple(state.kind_version(kind) for kind in _COUNTED_KINDS)
+        key = (pdb.namespace, pdb.name)
+        kept = self._allowed.get(key)
+        if kept is not None and kept[0] == versions:
+            return kept[1]
+        if len(self._allowed) >= _BUDGETS_KEPT:
+            self._allowed.clear()
+        allowed = _disruptions_allowed(state, pdb)
+        self._allowed[key] = (versions, allowed)
+        return allowed
+
+
+def check_eviction(
+    state: ClusterState,
+    pod: Pod,
+    allowed: Callable[[ClusterState, PodDisruptionBudget], int] | None = None,
+) -> None:
     """Raise :class:`~nodewright.cluster.EvictionBlockedError` when the API server would
     refuse to evict ``pod``."""
     # The API server lets pods that are not running (or already going) leave freely.
@@ -32,7 +64,8 @@ def check_eviction(state: ClusterState, pod: Pod) -> None:
             f"pod {pod.key} has more than one PodDisruptionBudget ({names}), "
             "which the eviction subresource does not support"
         )
-    if budgets and _disruptions_allowed(state, budgets[0]) <= 0:
+    count = allowed if allowed is not None else _disruptions_allowed
+    if budgets and count(state, budgets[0]) <= 0:
         raise EvictionBlockedError(
             f"Cannot evict pod {pod.key} as it would violate the pod's disruption "
             f"budget {budgets[0].name}."
@@ -41,10 +74,11 @@ def check_eviction(state: ClusterState, pod: Pod) -> None:
 
 def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
     """How many more pods the budget lets go: healthy pods minus the desired count."""
+    selector = pdb.spec.selector
     pods = [
         pod
-        for pod in state.sorted(Pod, pdb.namespace)
-        if label_selector_matches(pdb.spec.selector, pod.metadata.labels)
+        for pod in state.in_namespace(Pod, pdb.namespace).values()
+        if label_selector_matches(selector, pod.metadata.labels)
         and pod.status.phase not in ("Succeeded", "Failed")
     ]
     healthy = sum(1 for pod in pods if pod.status.phase == "Running" and not pod.deleting)
@@ -64,21 +98,26 @@ def _expected_pods(state: ClusterState, pods: Iterable[Pod]) -> int:
     controllers: set[tuple[str, str]] = set()
     for pod in pods:
         owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
+        if owner is not None and (owner.kind, owner.name) in controllers:
+            continue  # its controller's scale is counted
         scale = _controller_scale(state, pod.namespace, owner.kind, owner.name) if owner else None
         if scale is None or owner is None:
             expected += 0 if pod.deleting else 1
-        elif (owner.kind, owner.name) not in controllers:
+        else:
             controllers.add((owner.kind, owner.name))
             expected += scale
     return expected
 
 
+_SCALABLE: dict[str, type[KubeObject]] = {"ReplicaSet": ReplicaSet, "StatefulSet": StatefulSet}
+#: What a budget's count reads besides the budget itself.
+_COUNTED_KINDS: tuple[type[KubeObject], ...] = (Pod, ReplicaSet, StatefulSet, PodDisruptionBudget)
+#: Budgets' answers kept before the memo starts over.
+_BUDGETS_KEPT = 1024
+
+
 def _controller_scale(state: ClusterState, namespace: str, kind: str, name: str) -> int | None:
-    scalable: dict[str, type[KubeObject]] = {
-        "ReplicaSet": ReplicaSet,
-        "StatefulSet": StatefulSet,
-    }
-    owner_kind = scalable.get(kind)
+    owner_kind = _SCALABLE.get(kind)
     if owner_kind is None:
         return None
     owner = state.get(owner_kind, (namespace, name))

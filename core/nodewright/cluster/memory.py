@@ -46,7 +46,7 @@ from nodewright.cluster import (
     ReadOnlyViolation,
     WatchEvent,
 )
-from nodewright.cluster.eviction import check_eviction
+from nodewright.cluster.eviction import EvictionCheck
 from nodewright.cluster.faults import Crash, FaultPoint, WriteVerb
 from nodewright.cluster.objects import collector_paused, mutable
 from nodewright.cluster.selectors import label_selector_matches
@@ -86,6 +86,7 @@ class MemoryCluster:
         self._rng = random.Random(seed)
         self._resource_version = 0
         self.state = ClusterState()
+        self._check_eviction = EvictionCheck(self.state)
         self._objects = self.state._objects
         if check_read_only is None:
             check_read_only = os.environ.get(CHECK_READ_ONLY_ENV) == "1"
@@ -363,7 +364,7 @@ class MemoryCluster:
         current = self._objects.get(Pod, {}).get(key)
         if not isinstance(current, Pod):
             raise NotFoundError(f'pods "{pod_name}" not found in namespace "{namespace}"')
-        check_eviction(self.state, current)
+        self._check_eviction(current)
         if self._fault_points:
             self._fault("evict", Pod, True, current, None)
         self._delete_stored(Pod, key, current)

@@ -5,6 +5,7 @@ the field that did not. :class:`NodeClassDiscovery` keeps each class's result fo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -417,10 +418,15 @@ def resolve(
 def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> AMI | None:
     """The first AMI whose requirements (architecture, accelerators) the type meets."""
     for ami in amis:
-        wanted = Requirements(Requirement.of(k, op, v) for k, op, v in ami.requirements)
-        if instance_type.requirements.meets(wanted):
+        if instance_type.requirements.meets(_ami_requirements(ami.requirements)):
             return ami
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _ami_requirements(terms: tuple[tuple[str, str, tuple[str, ...]], ...]) -> Requirements:
+    """An AMI's requirements as a set (a launch asks for each of its types' AMI)."""
+    return Requirements(Requirement.of(k, op, v) for k, op, v in terms)
 
 
 class NodeClassDiscovery:

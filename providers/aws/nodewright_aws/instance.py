@@ -317,7 +317,7 @@ class InstanceProvider:
                     offering.available
                     and offering.capacity_type in LAUNCHABLE_CAPACITY_TYPES
                     and offering.zone in subnets_by_zone
-                    and request.requirements.meets(offering.requirements())
+                    and offering.matches(request.requirements)
                 ):
                     choices.append((offering.price, option.name, option, offering))
         if not choices:

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 #: A template unused this long is deleted.
 LAUNCH_TEMPLATE_TTL = timedelta(minutes=1)
+#: User data texts kept before the memo starts over (a cache: dropping it costs renders).
+_USER_DATA_KEPT = 256
 
 
 class LaunchTemplateProvider:
@@ -49,6 +51,8 @@ class LaunchTemplateProvider:
         self.now = now
         self.templates: dict[str, datetime] = {}
         self.templates_loaded = False
+        #: (AMI family, bootstrap options as written out) -> the user data they make.
+        self._user_data: dict[tuple[str, str], str] = {}
 
     def bootstrap_options(
         self, request: LaunchRequest, node_class: EC2NodeClass, capacity_type: str, max_pods: int
@@ -95,15 +99,22 @@ class LaunchTemplateProvider:
         """The name of the template launching ``ami`` for this claim, created if missing:
         into reservation ``reservation_id`` (as interruptible capacity when ``interruptible``),
         with ``efa_count`` EFA interfaces and in ``placement`` (a placement group)."""
-        try:
-            text = generate_user_data(
-                node_class.spec.effective_ami_family(),
-                self.bootstrap_options(request, node_class, capacity_type, max_pods),
-            )
-        except UserDataError as error:
-            raise LaunchError(
-                "InvalidUserData", f"EC2NodeClass {node_class.name!r}: {error}"
-            ) from None
+        family = node_class.spec.effective_ami_family()
+        options = self.bootstrap_options(request, node_class, capacity_type, max_pods)
+        # The user data is a function of the family and the options alone, and launches of
+        # one pool's claims ask for the same few (one per max-pods value) over and over.
+        key = (family, repr(options))
+        text = self._user_data.get(key)
+        if text is None:
+            try:
+                text = generate_user_data(family, options)
+            except UserDataError as error:
+                raise LaunchError(
+                    "InvalidUserData", f"EC2NodeClass {node_class.name!r}: {error}"
+                ) from None
+            if len(self._user_data) >= _USER_DATA_KEPT:
+                self._user_data.clear()
+            self._user_data[key] = text
         data = launch_template_data(
             node_class,
             image_id=ami.id,

@@ -22,7 +22,13 @@ from nodewright.api.quantity import QuantityError, parse_quantity
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster
 from nodewright.controllers.catalog import Catalog, NodeClassNotFoundError
-from nodewright.controllers.state.cost import CostError, PoolCosts, offering_of, offering_prices
+from nodewright.controllers.state.cost import (
+    CostError,
+    OfferingKey,
+    PoolCosts,
+    offering_of,
+    offering_prices,
+)
 from nodewright.controllers.workqueue import Resync, wait_until
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
@@ -55,6 +61,8 @@ class NodePoolMetrics:
         self._published_costs: set[str] = set()
         #: NodePool -> the instance types its counted offerings were last priced from.
         self._priced_from: dict[str, list[InstanceType]] = {}
+        #: NodePool -> the last catalog its offerings' prices were read from, and those prices.
+        self._price_tables: dict[str, tuple[list[InstanceType], dict[OfferingKey, float]]] = {}
 
     def resync(self) -> None:
         self._resync.reset()
@@ -105,7 +113,7 @@ class NodePoolMetrics:
         price = self._costs.known_price(pool_name, offering)
         if price is None:
             try:
-                prices = offering_prices(self._instance_types(pool_name))
+                prices = self._prices(pool_name, self._instance_types(pool_name))
             except _CostLookupError as error:
                 metrics.cost_tracker_errors.labels(pool_name).inc()
                 log.error("Cannot count the cost of nodeclaim %s: %s", claim.name, error)
@@ -149,9 +157,19 @@ class NodePoolMetrics:
             if self._priced_from.get(pool) is types:
                 continue  # the same catalog (the host hands out one list per answer)
             self._priced_from[pool] = types
-            self._costs.reprice(pool, offering_prices(types))
+            self._costs.reprice(pool, self._prices(pool, types))
             repriced.add(pool)
         return repriced
+
+    def _prices(self, pool: str, types: list[InstanceType]) -> dict[OfferingKey, float]:
+        """Each offering's price in ``types``, read again only for another catalog (the host
+        hands out one list per answer, and instance types are frozen)."""
+        kept = self._price_tables.get(pool)
+        if kept is not None and kept[0] is types:
+            return kept[1]
+        prices = offering_prices(types)
+        self._price_tables[pool] = (types, prices)
+        return prices
 
     def _instance_types(self, pool_name: str) -> list[InstanceType]:
         pool = self._cluster.state.get(NodePool, ("", pool_name))
@@ -173,6 +191,7 @@ class NodePoolMetrics:
         if pool is None:
             self._costs.drop_pool(name)
             self._priced_from.pop(name, None)
+            self._price_tables.pop(name, None)
             for gauge, resource in old:
                 _GAUGES[gauge].remove(name, resource)
             if name in self._published_costs:
