@@ -1,6 +1,5 @@
 """DRA objects and example inputs the DRA tests share: claims allocated as kube-scheduler
-leaves them, the kind registry a simulation loads manifests with, and an example's manifests
-as one text."""
+leaves them, and an example's manifests as one text."""
 
 from __future__ import annotations
 
@@ -8,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.api.core import Pod
-from nodewright.api.manifests.kinds import KindRegistry
 from nodewright.api.resource import ResourceClaim
-from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.dra.pools import NODE_NAME_FIELD
 from nodewright.testing.catalog import GPU_DRIVER
 from tests.disruption.harness import Harness
@@ -20,14 +17,6 @@ NO_INSTANCE_TYPE_FOR_ALLOCATION = (
     'Failed to schedule pod, incompatible with nodepool "default", allocating dynamic '
     "resources, no instance type can satisfy the allocation"
 )
-
-
-def kind_registry(host: PluginHost) -> KindRegistry:
-    """The kinds ``simulate`` reads, with the loaded providers' NodeClasses."""
-    registry = KindRegistry()
-    for kind in host.node_class_kinds():
-        registry.register(kind.model, kind.extra_versions)
-    return registry
 
 
 def example_manifests(example: Path) -> str:

@@ -18,9 +18,10 @@ from nodewright.api.resource import ResourceClaim, ResourceSlice
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
+from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation
 from tests.conftest import Simulate
-from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests, kind_registry
+from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra"
 CATALOG = {"kwok": {"instance-types-file": str(EXAMPLE / "gpu-catalog.yaml")}}

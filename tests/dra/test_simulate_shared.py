@@ -14,9 +14,10 @@ from nodewright.api.manifests.loading import load_paths
 from nodewright.api.resource import ResourceClaim
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
+from nodewright.simulation.inputs import kind_registry
 from nodewright.simulation.runner import Simulation
 from tests.conftest import Simulate
-from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests, kind_registry
+from tests.dra.builders import NO_INSTANCE_TYPE_FOR_ALLOCATION, example_manifests
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra-shared"
 CATALOG = {"kwok": {"instance-types-file": str(EXAMPLE / "catalog.yaml")}}

@@ -92,6 +92,13 @@ LOOSE_SPREADS = """topologySpreadConstraints:
      labelSelector: {matchLabels: {app: apart}}}"""
 
 
+#: The refusal of 1,001 pods that each need a node of their own, after the file and count.
+APART_REFUSED = (
+    "each need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
+    "hostname spread) together; a simulation runs at most 1,000 (--limits large allows 6,000)"
+)
+
+
 @pytest.mark.parametrize("spec", [HOSTNAME_ANTI_AFFINITY, HOSTNAME_SPREAD], ids=["anti", "spread"])
 def test_at_most_a_thousand_pods_may_each_need_a_node_of_their_own(
     simulate: Simulate, tmp_path: Path, spec: str
@@ -101,9 +108,7 @@ def test_at_most_a_thousand_pods_may_each_need_a_node_of_their_own(
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 1,001 pods that "
-        "each need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
-        "hostname spread) together; a simulation runs at most 1,000 (--limits large allows "
-        "6,000)"
+        + APART_REFUSED
     ]
 
 
@@ -118,9 +123,7 @@ def test_pods_that_each_need_a_node_of_their_own_count_over_every_workload(
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"error: {tmp_path / 'manifests.yaml'}: the workloads would ask for 1,001 pods that "
-        "each need a node of their own (a required hostname anti-affinity or a DoNotSchedule "
-        "hostname spread) together; a simulation runs at most 1,000 (--limits large allows "
-        "6,000)"
+        + APART_REFUSED
     ]
 
 
