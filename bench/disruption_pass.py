@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import diverse_mix
+from whatif_dump import object_meta, owner
 
 from nodewright.api.quantity import format_quantity
 from nodewright.cluster.objects import tune_collector
@@ -62,22 +63,7 @@ CATALOG = default_catalog()
 
 
 def _meta(name: str, namespace: str | None = None, **more: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}", "creationTimestamp": CREATED}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    meta.update(more)
-    return meta
-
-
-def _owner(kind: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "name": name,
-        "uid": f"uid-{name}",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return object_meta(name, namespace, created=CREATED, resource_version=None, **more)
 
 
 def _node(index: int) -> tuple[dict[str, Any], list[float]]:
@@ -167,7 +153,7 @@ def cluster(nodes: int = 2000, scale: int = 12, seed: int = 1) -> list[dict[str,
                     replica_set,
                     "default",
                     labels=labels,
-                    ownerReferences=[_owner("Deployment", name)],
+                    ownerReferences=[owner("Deployment", name)],
                 ),
                 "spec": {
                     "replicas": deployment["spec"]["replicas"],
@@ -211,7 +197,7 @@ def cluster(nodes: int = 2000, scale: int = 12, seed: int = 1) -> list[dict[str,
                         f"{replica_set}-{replica:05d}",
                         "default",
                         labels=labels,
-                        ownerReferences=[_owner("ReplicaSet", replica_set)],
+                        ownerReferences=[owner("ReplicaSet", replica_set)],
                     ),
                     "spec": {**template["spec"], "nodeName": made[target][0]["metadata"]["name"]},
                     "status": {

@@ -56,20 +56,28 @@ DAEMONSETS: dict[str, tuple[int, int]] = {"kube-proxy": (100, 128), "node-export
 THIN = 0.5
 
 
-def _meta(name: str, namespace: str | None = None, **more: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "uid": f"uid-{name}",
-        "resourceVersion": "1000",
-        "creationTimestamp": CREATED,
-    }
+def object_meta(
+    name: str,
+    namespace: str | None = None,
+    *,
+    created: str = CREATED,
+    resource_version: str | None = "1000",
+    **more: Any,
+) -> dict[str, Any]:
+    """An object's metadata as a dump holds it: a uid made from its name, its creation time
+    and (unless None) a resourceVersion; ``more`` adds fields."""
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
+    meta["creationTimestamp"] = created
     if namespace is not None:
         meta["namespace"] = namespace
     meta.update(more)
     return meta
 
 
-def _owner(kind: str, name: str, api: str = "apps/v1") -> dict[str, Any]:
+def owner(kind: str, name: str, api: str = "apps/v1") -> dict[str, Any]:
+    """The controller reference a workload controller sets, to ``name``'s made-up uid."""
     return {
         "apiVersion": api,
         "kind": kind,
@@ -99,7 +107,7 @@ def node_class() -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
-        "metadata": _meta("default"),
+        "metadata": object_meta("default"),
         "spec": {
             "role": "KarpenterNodeRole-bench",
             "amiSelectorTerms": [{"alias": "al2023@latest"}],
@@ -113,7 +121,7 @@ def node_pool() -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": _meta("default"),
+        "metadata": object_meta("default"),
         "spec": {
             "template": {
                 "spec": {
@@ -169,7 +177,7 @@ def node(index: int, instance_type: str, zone: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": _meta(
+        "metadata": object_meta(
             name,
             labels={
                 **karpenter_labels(instance_type),
@@ -212,7 +220,7 @@ def pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _meta(name, "default", labels=labels, ownerReferences=[owner]),
+        "metadata": object_meta(name, "default", labels=labels, ownerReferences=[owner]),
         "spec": {"nodeName": node_name, "containers": [_container(cpu, memory)]},
         "status": {
             "phase": "Running",
@@ -229,7 +237,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
     """The dump as a ``v1`` List: ``nodes`` nodes, ``pods`` pods in all."""
     rng = random.Random(seed)
     items: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta("default")},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": object_meta("default")},
         node_class(),
         node_pool(),
     ]
@@ -246,7 +254,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
             {
                 "apiVersion": "apps/v1",
                 "kind": "DaemonSet",
-                "metadata": _meta(name, "default"),
+                "metadata": object_meta(name, "default"),
                 "spec": {
                     "selector": {"matchLabels": {"app": name}},
                     "template": _pod_template(name, cpu, memory),
@@ -259,7 +267,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
                     f"{name}-{index:05d}",
                     each["metadata"]["name"],
                     (cpu, memory),
-                    _owner("DaemonSet", name),
+                    owner("DaemonSet", name),
                     {"app": name},
                 )
             )
@@ -275,7 +283,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": _meta(
+                "metadata": object_meta(
                     name, "default", annotations={"deployment.kubernetes.io/revision": "1"}
                 ),
                 "spec": {
@@ -289,12 +297,12 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
             {
                 "apiVersion": "apps/v1",
                 "kind": "ReplicaSet",
-                "metadata": _meta(
+                "metadata": object_meta(
                     replica_set,
                     "default",
                     labels=template["metadata"]["labels"],
                     annotations={"deployment.kubernetes.io/revision": "1"},
-                    ownerReferences=[_owner("Deployment", name)],
+                    ownerReferences=[owner("Deployment", name)],
                 ),
                 "spec": {
                     "replicas": counts[name],
@@ -313,7 +321,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
                     f"{replica_set}-{replica:05d}",
                     made[target]["metadata"]["name"],
                     (cpu, memory),
-                    _owner("ReplicaSet", replica_set),
+                    owner("ReplicaSet", replica_set),
                     dict(template["metadata"]["labels"]),
                 )
             )
@@ -321,7 +329,7 @@ def dump(nodes: int, pods: int, seed: int = 1) -> dict[str, Any]:
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
-            "metadata": _meta("api", "default"),
+            "metadata": object_meta("api", "default"),
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "api"}}},
         }
     )
