@@ -38,6 +38,7 @@ from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.provider import ProviderBackgroundWork
 from nodewright.controllers.provisioning.controller import Provisioner
 from nodewright.controllers.state.nodepoolhealth import RegistrationOutcomes
+from nodewright.controllers.state.nominations import Nominations
 from nodewright.controllers.static.controller import StaticDeprovisioning, StaticProvisioning
 from nodewright.logfields import duration, fields
 from nodewright.plugin.host import PluginHost
@@ -68,6 +69,8 @@ class Operator:
         #: provisioning places them and disruption keeps room for them.
         self.virtual_pods = VirtualPods(cluster, clock, enabled=self.options.capacity_buffer)
         self.buffers = CapacityBuffers(cluster, clock, self.virtual_pods)
+        #: Nodes provisioning counts on for pending pods, which disruption leaves alone.
+        self.nominations = Nominations(clock, self.options.batch_max_duration)
         self.provisioner = Provisioner(
             cluster,
             host,
@@ -76,6 +79,7 @@ class Operator:
             self.events,
             options=self.options,
             virtual_pods=self.virtual_pods,
+            nominations=self.nominations,
         )
         self.disruption = DisruptionController(
             cluster,
@@ -85,6 +89,7 @@ class Operator:
             self.events,
             options=self.options,
             virtual_pods=self.virtual_pods,
+            nominations=self.nominations,
         )
         #: How each NodePool's recent NodeClaims fared: the lifecycle records outcomes, the
         #: registration health controller starts pools over when they change.

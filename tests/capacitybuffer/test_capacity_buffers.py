@@ -77,6 +77,13 @@ def test_a_buffer_launches_headroom_that_consolidation_leaves_alone(tmp_path: Pa
     )
     assert harness.cluster.list(Pod) == [], "virtual pods are never written"
     assert buffer_events(harness) == []
+    # Virtual pods are placed on the headroom on every pass, but never nominate it: a
+    # nominated node could not be disrupted at all (drift, expiry) while the buffer lasts.
+    assert [
+        event
+        for event in harness.event_log("DisruptionBlocked")
+        if event[1] == "Node is nominated for a pending pod"
+    ] == []
 
 
 def test_a_pod_using_the_headroom_makes_the_buffer_ask_for_more(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ from nodewright.controllers.state.cluster import (
     VolumeFacts,
     owner_kind,
 )
+from nodewright.controllers.state.nominations import NOMINATED
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import ExistingNode, PlacedPod
@@ -308,10 +309,12 @@ def judge(
     pods: Sequence[Pod],
     pdbs: PdbLimits,
     now: datetime,
+    nominated_until: datetime | None = None,
 ) -> NodeVerdict:
     """The verdict on ``node``: ``pool`` is its NodePool (None: missing), ``instance_types``
     that pool's by name (None: its NodeClass does not resolve), ``pods`` the pods bound to it
-    that have not finished, in namespace/name order."""
+    that have not finished, in namespace/name order; ``nominated_until`` when the node's
+    nomination for pending pods ends (None: it is not nominated)."""
     if claim is None:
         return NodeVerdict(node, None, marked=_tainted(node))
     counted = is_initialized(node, claim) and not is_true(
@@ -328,6 +331,10 @@ def judge(
     # Nodes still starting or already going are skipped quietly: nothing to act on.
     if not is_initialized(node, claim) or node.deleting or claim.deleting:
         return facts
+    # A recent provisioning pass counts on this node for a pending pod: not a candidate until
+    # the nomination ends (the verdict is worked out again then).
+    if nominated_until is not None:
+        return replace(facts, blocked=NOMINATED, expires=nominated_until)
     if node.metadata.annotations.get(DO_NOT_DISRUPT_ANNOTATION) == "true":
         return replace(
             facts,

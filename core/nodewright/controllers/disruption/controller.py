@@ -43,6 +43,7 @@ from nodewright.controllers.nodeclaim.history import NodeHistory
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.state.cluster import NodeCache
+from nodewright.controllers.state.nominations import Nominations
 from nodewright.plugin.host import PluginHost
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 
@@ -75,8 +76,11 @@ class DisruptionController:
         *,
         options: Options,
         virtual_pods: VirtualPods | None = None,
+        nominations: Nominations | None = None,
     ) -> None:
         self._cluster = cluster
+        #: Nodes a provisioning pass counts on for pending pods: not candidates meanwhile.
+        self.nominations = nominations or Nominations(clock, options.batch_max_duration)
         self._virtual_pods = virtual_pods
         self._catalog = catalog
         self._clock = clock
@@ -95,7 +99,7 @@ class DisruptionController:
         ]
         self.pending: PendingCommand | None = None
         #: Every node's verdict, kept from changes.
-        self.verdicts = NodeVerdicts(cluster.state, self.methods)
+        self.verdicts = NodeVerdicts(cluster.state, self.methods, self.nominations)
         #: What the consolidated memos compare: changes that can change a search's answer.
         self._consolidation_state = ConsolidationState(cluster.state)
         #: Existing nodes and their pods as the solver saw them, kept until they change.
@@ -112,7 +116,7 @@ class DisruptionController:
         self.decisions: dict[tuple[str, str], int] = {}
         #: What the last pass read, when it found no candidate and nothing queued: until any
         #: of it changes, a pass only repeats the events that fall due (:meth:`_idle_pass`).
-        self._idle: PassInputs | None = None
+        self._idle: tuple[PassInputs, int] | None = None
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -183,8 +187,11 @@ class DisruptionController:
         due = self.verdicts.next_due(now)
         return Poll(POLLING_PERIOD, None if due is None else max(due - now, POLLING_PERIOD))
 
-    def _inputs(self) -> PassInputs:
-        return pass_inputs(self._cluster, self._catalog, self._host, self._virtual_pods)
+    def _inputs(self) -> tuple[PassInputs, int]:
+        """What a pass reads, and the nominations (a node nominated anew is blocked, which a
+        pass tells in an event)."""
+        inputs = pass_inputs(self._cluster, self._catalog, self._host, self._virtual_pods)
+        return inputs, self.nominations.version
 
     def _idle_pass(self, now: datetime) -> Poll:
         """A pass after one that found no candidate, with nothing it reads changed since and

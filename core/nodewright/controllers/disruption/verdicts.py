@@ -4,7 +4,9 @@ Karpenter works out its disruption candidates from the whole cluster on every lo
 :class:`NodeVerdict` of each node is kept and worked out again only when something it depends
 on changed: the Node, its NodeClaim, the pods bound to it, its NodePool (spec) or that pool's
 instance types, the PodDisruptionBudgets over its pods (whom they select, whether they allow
-an eviction), or when a ``karpenter.sh/do-not-disrupt`` duration on one of its pods runs out.
+an eviction), its nomination for pending pods (:mod:`~nodewright.controllers.state.nominations`),
+or when a ``karpenter.sh/do-not-disrupt`` duration on one of its pods or that nomination runs
+out.
 From the verdicts it keeps, per disruption class and per method, the candidates in node order,
 what each NodePool's budget counts, and the nodes a stale disruption taint may sit on.
 
@@ -40,6 +42,7 @@ from nodewright.controllers.disruption.candidates import (
 from nodewright.controllers.disruption.methods import Eligibility, Method
 from nodewright.controllers.disruption.pdbs import PdbLimits, PdbTracker
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.state.nominations import Nominations
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.scheduling.instancetype import InstanceType
 
@@ -173,8 +176,18 @@ class _PoolFacts:
 class NodeVerdicts:
     """Each node's :class:`NodeVerdict`, and what the disruption loop reads from them."""
 
-    def __init__(self, state: ClusterState, methods: Sequence[Method]) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        methods: Sequence[Method],
+        nominations: Nominations | None = None,
+    ) -> None:
         self._state = state
+        #: Nodes nominated for pending pods are not candidates while their nomination lasts.
+        self._nominations = nominations
+        #: The nominations as the verdicts last took them in, and the counter they had then.
+        self._nominated: dict[str, datetime] = {}
+        self._nomination_changes = 0
         self._changes = state.feed(Node, NodeClaim, Pod)
         self.pdbs = PdbTracker(state)
         self._verdicts: dict[str, NodeVerdict] = {}
@@ -222,6 +235,7 @@ class NodeVerdicts:
             self.missed += 1
         dirty = self._changed_nodes()
         dirty |= self._changed_pools(pools, instance_types)
+        dirty |= self._changed_nominations()
         dirty |= self._expiring.pop_ready(now)
         for namespace in pdb_changes:
             for pod in self._state.in_namespace(Pod, namespace).values():
@@ -258,6 +272,21 @@ class NodeVerdicts:
                 for pod in (change.old, change.new):
                     if pod is not None and cast(Pod, pod).spec.node_name:
                         dirty.add(cast(Pod, pod).spec.node_name or "")
+        return dirty
+
+    def _changed_nominations(self) -> set[str]:
+        """Nodes nominated, or nominated again, since the last refresh (a nomination that
+        ends is an expiry of the verdict it made)."""
+        nominations = self._nominations
+        if nominations is None or nominations.changes == self._nomination_changes:
+            return set()
+        self._nomination_changes = nominations.changes
+        held = nominations.held()
+        dirty: set[str] = set()
+        for provider_id, until in held.items():
+            if self._nominated.get(provider_id) != until:
+                dirty.update(n.name for n in self._state.nodes_with_provider_id(provider_id))
+        self._nominated = dict(held)
         return dirty
 
     def _changed_pools(
@@ -302,6 +331,7 @@ class NodeVerdicts:
         claim = state.claim_for(node)
         facts = self._pools.get(node.metadata.labels.get(NODEPOOL_LABEL, ""))
         pods = sorted(state.pods_on(name).values(), key=_pod_order)
+        nominations = self._nominations
         return judge(
             node,
             claim,
@@ -310,6 +340,9 @@ class NodeVerdicts:
             pods=pods,
             pdbs=pdbs,
             now=now,
+            nominated_until=(
+                nominations.until(node.spec.provider_id, now) if nominations is not None else None
+            ),
         )
 
     def _store(self, name: str, kept: NodeVerdict | None, verdict: NodeVerdict | None) -> None:

@@ -44,6 +44,7 @@ from nodewright.controllers.state.cluster import (
     is_provisionable,
     owner_kind,
 )
+from nodewright.controllers.state.nominations import Nominations
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -90,8 +91,11 @@ class Provisioner:
         *,
         options: Options,
         virtual_pods: VirtualPods | None = None,
+        nominations: Nominations | None = None,
     ) -> None:
         self._cluster = cluster
+        #: Existing nodes a pass plans real pending pods onto are nominated here.
+        self._nominations = nominations
         self._host = host
         self._catalog = catalog
         self._clock = clock
@@ -262,11 +266,17 @@ class Provisioner:
                     "Nominated",
                     f"Pod should schedule on: nodeclaim/{claim.name}",
                 )
+        nominated: list[str] = []
         for node_name, placed in result.existing_nodes.items():
+            real = [p for p in placed if p.key not in virtual]
+            if not real:
+                continue
+            nominated.append(_provider_id(view, node_name))
             message = f"Pod should schedule on: {_target(view, node_name)}"
-            for placed_pod in placed:
-                if placed_pod.key not in virtual:
-                    self._events.publish(by_key[placed_pod.key], "Nominated", message)
+            for placed_pod in real:
+                self._events.publish(by_key[placed_pod.key], "Nominated", message)
+        if self._nominations is not None:
+            self._nominations.nominate(nominated)
         for key, message in result.errors.items():
             if key in result.awaiting_reservation or key in virtual:
                 continue
@@ -372,6 +382,16 @@ def _leaving_pods(view: ClusterView) -> frozenset[str]:
             leaving.update(p.metadata.uid or "" for p in view.pods_on(node.name))
     leaving.discard("")
     return frozenset(leaving)
+
+
+def _provider_id(view: ClusterView, name: str) -> str:
+    """The provider ID of the existing node ``name`` (a Node, else an in-flight NodeClaim;
+    empty while the NodeClaim has not launched)."""
+    node = view.state.get(Node, ("", name))
+    if node is not None:
+        return node.spec.provider_id or ""
+    claim = view.claim_named(name)
+    return (claim.status.provider_id or "") if claim is not None else ""
 
 
 def _target(view: ClusterView, name: str) -> str:
