@@ -73,6 +73,18 @@ def test_new_nodes_when_pod_slots_run_out() -> None:
     assert {cheapest(c) for c in result.new_node_claims} == {"small-instance-type"}
 
 
+def test_a_solve_opens_no_more_nodeclaims_than_allowed_and_the_rest_wait() -> None:
+    options = SolverOptions(max_new_claims=2)
+    result = solve([pod() for _ in range(25)], [], [node_pool()], options)
+    assert result.capped
+    assert [len(c.pods) for c in result.new_node_claims] == [5, 5]
+    # The pods it did not reach wait for the next pass, with no error.
+    assert not result.errors
+    uncapped = solve([pod() for _ in range(25)], [], [node_pool()], SolverOptions(max_new_claims=5))
+    assert not uncapped.capped
+    assert len(uncapped.new_node_claims) == 5
+
+
 def test_init_container_requests_count_when_binpacking() -> None:
     # pod_requests turns (1 CPU app, 2 CPU init) into 2 CPU; 2-CPU types hold only 1.9.
     result = solve([pod(cpu="2", memory="1Gi")], [], [node_pool()])

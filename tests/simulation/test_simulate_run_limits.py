@@ -62,7 +62,24 @@ def test_nodes_launched_count_over_the_whole_run(simulate: Simulate, tmp_path: P
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
         f"error: {tmp_path / 'scenario.yaml'}:2: steps[1].scale: refused: the run has launched "
-        "6 nodes; a simulation launches at most 4 (--limits large allows 20,000)"
+        "5 nodes; a simulation launches at most 4 (--limits large allows 20,000)"
+    ]
+
+
+@pytest.mark.usefixtures("small_limits")
+def test_pods_each_too_big_to_share_a_node_stop_one_node_beyond_the_limit(
+    simulate: Simulate, tmp_path: Path
+) -> None:
+    # 3 CPU on 4-CPU types: a node each. The pass plans no more nodes than the run may
+    # launch and one beyond, rather than one per pod, however many pods wait.
+    pool = node_pool(
+        requirements="[{key: karpenter.kwok.sh/instance-cpu, operator: In, values: ['4']}]"
+    )
+    result = simulate(pool + KWOK_NODE_CLASS + deployment("big", 40, cpu="3"))
+    assert result.exit_code == 2
+    assert _errors(result.stderr) == [
+        f"error: {tmp_path / 'manifests.yaml'}: refused: the run has launched 5 nodes; a "
+        "simulation launches at most 4 (--limits large allows 20,000)"
     ]
 
 

@@ -201,6 +201,11 @@ class SolverOptions:
     #: ``IGNORE_DRA_REQUESTS=false``: the callers read pods' ResourceClaims and the cluster's
     #: devices and hand them to the solve (its ``devices``).
     dra: bool = False
+    #: The most NodeClaims one solve opens (None: no bound). Once it has opened that many,
+    #: the solve stops where it is and the pods not yet placed wait, unreported, for the
+    #: next pass: a simulation passes what its launch limit leaves, so a pass never plans
+    #: more nodes than the run may launch (:mod:`nodewright.simulation.limits`).
+    max_new_claims: int | None = None
 
 
 @dataclass
@@ -237,6 +242,8 @@ class SchedulingResult:
     awaiting_reservation: set[str] = field(default_factory=set)
     #: Pod key → its effective zone as the solve began (with ``effective_zones`` only).
     effective_zones: dict[str, str] = field(default_factory=dict)
+    #: The solve stopped at ``max_new_claims``: pods it did not reach are in no field.
+    capped: bool = False
 
     def scheduled_count(self) -> int:
         return sum(len(c.pods) for c in self.new_node_claims) + sum(

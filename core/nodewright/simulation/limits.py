@@ -89,6 +89,8 @@ class Limits:
     #: The most Nodes one simulation may launch in all (for pods, static NodePools,
     #: replacements; a snapshot's are not launched), counted as they join: what no limit on
     #: the input bounds (pods each too big to share a node, workloads scaled up and down).
+    #: A provisioning pass plans at most one NodeClaim beyond what is left of it, so the
+    #: run stops there however many pods wait.
     launched_nodes: int
     #: The most node-hours one simulation may run (each Node, a snapshot's too, times the
     #: simulated hours it is there), counted as simulated time passes: what keeping many

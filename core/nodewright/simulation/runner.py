@@ -102,6 +102,7 @@ class Simulation:
         #: NodeClaims created since the start, or since :meth:`forget_launches`.
         self.nodes_launched = 0
         self._claims = self.cluster.state.feed(NodeClaim)
+        self.operator.provisioner.launch_allowance = self._launch_allowance
 
     # -- changing the cluster -------------------------------------------------------------------
 
@@ -195,6 +196,16 @@ class Simulation:
         """Count no NodeClaim so far as launched by the run (a snapshot's, the manifests')."""
         self._claims.drain()
         self.nodes_launched = 0
+
+    def _launch_allowance(self) -> int | None:
+        """How many NodeClaims a provisioning pass may plan: one beyond what the launch limit
+        leaves, so that a pass that would plan more goes beyond the limit, and the run stops
+        there, without planning (and creating) the rest (None: no limits). Counted as the
+        limit counts them, at the end of the last step: NodeClaims made since then may take
+        the run a little further beyond, never a run within the limit."""
+        if self.limits is None:
+            return None
+        return max(0, self.limits.launched_nodes + 1 - self.nodes_launched)
 
     def _check_limits(self) -> None:
         self.nodes_launched += sum(1 for change in self._claims.drain() if change.old is None)

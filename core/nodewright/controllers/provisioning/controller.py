@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from nodewright import metrics
@@ -111,6 +111,9 @@ class Provisioner:
         self._nodes = NodeCache()
         #: NodePools made into NodeClaimTemplates, kept while they and their types stay.
         self._claim_templates = ClaimTemplates()
+        #: How many NodeClaims a pass may still plan (None: no bound); a simulation sets it
+        #: from its launch limit, so a pass stops planning where the run would stop anyway.
+        self.launch_allowance: Callable[[], int | None] | None = None
 
     # -- batching ----------------------------------------------------------------------------
 
@@ -151,7 +154,9 @@ class Provisioner:
         """Solve for ``pending`` pods and create the NodeClaims the solution needs."""
         domains = self._host.restricted_label_domains()
         settings = dataclasses.replace(
-            solver_options(self._options, self._host), effective_zones=True
+            solver_options(self._options, self._host),
+            effective_zones=True,
+            max_new_claims=None if self.launch_allowance is None else self.launch_allowance(),
         )
         well_known = settings.well_known_labels
         ordered = sorted(

@@ -69,6 +69,9 @@ IGNORE_PREFERENCES = "Ignore"
 RESERVED_STRICT = "Strict"
 #: Entries kept in the solver's per-shape rejection memo before it starts over.
 _MEMO_LIMIT = 2_000_000
+#: What :meth:`Scheduler._add` answers when a pod needs a NodeClaim beyond
+#: ``max_new_claims``: the solve stops there.
+_CAPPED = "the solve has opened as many NodeClaims as it may"
 
 
 def _queue_order(pod: PodRequest) -> tuple[int, int, int, str]:
@@ -271,12 +274,16 @@ class Scheduler:
         queue = deque(states)
         last_length: dict[int, int] = {}
         errors: dict[str, str] = {}
+        capped = False
         while queue:
             state = queue[0]
             if last_length.get(state.seq) == len(queue):
                 break  # a full pass without progress
-            queue.popleft()
             error = self._try(state)
+            if error == _CAPPED:
+                capped = True
+                break  # this pod and those after it wait for the next pass
+            queue.popleft()
             if error is None:
                 errors.pop(state.pod.key, None)
                 continue
@@ -285,7 +292,9 @@ class Scheduler:
             self._prepare(state)
             queue.append(state)
             last_length[state.seq] = len(queue)
-        unplaced = {s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors}
+        unplaced = {
+            s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors and not capped
+        }
         finished: list[NewNodeClaim] = []
         for claim in self.claims:
             outcome = claim.finish(self.options.max_instance_types)
@@ -305,6 +314,7 @@ class Scheduler:
                 key for key, error in unplaced.items() if isinstance(error, ReservationError)
             },
             effective_zones=zones,
+            capped=capped,
         )
 
     def _try(self, state: PodState) -> str | None:
@@ -314,8 +324,8 @@ class Scheduler:
             error = self._add(state)
             if error is None:
                 return None
-            if isinstance(error, ReservationError):
-                # The pod may fit as it is once reserved capacity frees up.
+            if isinstance(error, ReservationError) or error == _CAPPED:
+                # The pod may fit as it is once reserved capacity frees up (or next pass).
                 return error
             if not state.relax(self.prefer_no_schedule_exists):
                 return error
@@ -358,6 +368,9 @@ class Scheduler:
                     claims = set()
                 claims.add(claim)
                 parked[outcome.group] = (outcome.group.epoch, claims)
+        cap = self.options.max_new_claims
+        if cap is not None and len(self.claims) >= cap:
+            return _CAPPED
         problems: list[str] = []
         hostname = f"hostname-placeholder-{self.hostnames + 1:04d}"
         for template in self.usable:
@@ -496,7 +509,9 @@ def solve(
     scheduler = Scheduler(existing, templates, options, pods, placed, built=built, devices=devices)
     result = scheduler.solve(pods)
     zones = result.effective_zones
-    if options.repack:
+    # A capped solve is not repacked: all its NodeClaims are created, and the run that
+    # capped it stops at its launch limit.
+    if options.repack and not result.capped:
         plain = replace(options, repack=False, effective_zones=False)
 
         def in_order(batch: Sequence[PodRequest], template: NodePoolTemplate) -> SchedulingResult:
