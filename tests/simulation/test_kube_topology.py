@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodewright.api.core import Namespace
+from nodewright.api.core import Namespace, Pod
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
@@ -18,6 +18,7 @@ from tests.simulation.kube_builders import (
     per_zone,
     placement,
     pod,
+    pods_of,
     settle,
     spread,
     term,
@@ -275,6 +276,33 @@ def test_required_hostname_anti_affinity_runs_one_per_node(
     assert pending_messages(cluster, "web") == {
         unavailable(3, "3 node(s) didn't match pod anti-affinity rules")
     }
+
+
+def test_anti_affinity_pods_take_the_fullest_node_left_as_others_fill_them(
+    cluster: MemoryCluster, kube: EmbeddedKubernetes
+) -> None:
+    for index in range(4):
+        cluster.create(node(f"n-{index}", "a"))
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term(HOSTNAME, "web")]
+        }
+    }
+    # One pass, in name order: a-web takes the first of four empty nodes; b-fill, pinned to
+    # n-3, makes it the fullest, so c-web goes there rather than to n-1.
+    cluster.create(pod("a-web", "web", cpu="100m", affinity=anti))
+    cluster.create(pod("b-fill", "fill", cpu="2", nodeSelector={HOSTNAME: "n-3"}))
+    cluster.create(pod("c-web", "web", cpu="100m", affinity=anti))
+    kube.reconcile()
+    assert {p.name: p.spec.node_name for p in pods_of(cluster, "web")} == {
+        "a-web": "n-0",
+        "c-web": "n-3",
+    }
+    # A later pass sees n-0 free again once a-web has gone.
+    cluster.delete(Pod, "a-web", "default")
+    cluster.create(pod("d-web", "web", cpu="100m", affinity=anti))
+    settle(kube)
+    assert placement(cluster, "web") == {"n-0": 1, "n-3": 1}
 
 
 def test_existing_pods_anti_affinity_repels_a_new_pod(

@@ -77,6 +77,11 @@ class Offering:
         return True
 
     def requirements(self) -> Requirements:
+        return self._requirements
+
+    @cached_property
+    def _requirements(self) -> Requirements:
+        # Made once: a launch weighs every offering of every type the NodeClaim allows.
         return Requirements.from_labels(
             {ZONE_LABEL: self.zone, CAPACITY_TYPE_LABEL: self.capacity_type, **self.labels}
         )
@@ -118,6 +123,10 @@ class InstanceType:
     _cheapest: dict[tuple[Requirement | None, ...], float] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    #: :meth:`for_launch`'s answers, kept the same way.
+    _for_launch: dict[tuple[Requirement | None, ...], InstanceType | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def allocatable(self) -> ResourceList:
         """Capacity less overhead (and less hugepages from memory), never negative."""
@@ -144,6 +153,18 @@ class InstanceType:
                 default=math.inf,
             )
             self._cheapest[said] = found
+        return found
+
+    def for_launch(self, requirements: Requirements) -> InstanceType | None:
+        """This type with only the available offerings ``requirements`` allow (None when none
+        does), kept per what they say on :attr:`offering_keys` as :meth:`cheapest` is: every
+        launch weighs every type its NodeClaim allows."""
+        said = tuple(requirements.get(key) for key in self.offering_keys)
+        if said in self._for_launch:
+            return self._for_launch[said]
+        offerings = tuple(o for o in self.offerings if o.available and o.matches(requirements))
+        found = self.with_offerings(offerings) if offerings else None
+        self._for_launch[said] = found
         return found
 
     @cached_property

@@ -13,7 +13,7 @@ that process (its Node never appears; the NodeClaim's launch is repeated).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -53,15 +53,20 @@ class Ledger:
 
     def __init__(self) -> None:
         self._entries: list[LedgerEntry] = []
-        self._provider_ids: set[str] = set()
+        #: The entries of each provider ID and of each idempotency key, in launch order (an
+        #: entry keeps both for life; only its state changes).
+        self._by_provider_id: dict[str, list[LedgerEntry]] = {}
+        self._by_key: dict[str, list[LedgerEntry]] = {}
 
     def clear(self) -> None:
         self._entries.clear()
-        self._provider_ids.clear()
+        self._by_provider_id.clear()
+        self._by_key.clear()
 
     def record(self, entry: LedgerEntry) -> None:
         self._entries.append(entry)
-        self._provider_ids.add(entry.instance.provider_id)
+        self._by_provider_id.setdefault(entry.instance.provider_id, []).append(entry)
+        self._by_key.setdefault(entry.idempotency_key, []).append(entry)
 
     def entries(self, *, include_terminated: bool = False) -> list[LedgerEntry]:
         return [e for e in self._entries if include_terminated or e.state != TERMINATED]
@@ -72,18 +77,17 @@ class Ledger:
 
     def by_provider_id(self, provider_id: str) -> LedgerEntry | None:
         """The live (not terminated) instance with this provider ID."""
-        for entry in self._entries:
-            if entry.instance.provider_id == provider_id and entry.state != TERMINATED:
-                return entry
-        return None
+        return _live(self._by_provider_id.get(provider_id, ()))
 
     def knows(self, provider_id: str) -> bool:
         """Whether this ledger has an entry for ``provider_id`` (terminated ones too)."""
-        return provider_id in self._provider_ids
+        return provider_id in self._by_provider_id
 
     def by_idempotency_key(self, key: str) -> LedgerEntry | None:
         """The live instance launched for this key."""
-        for entry in self._entries:
-            if entry.idempotency_key == key and entry.state != TERMINATED:
-                return entry
-        return None
+        return _live(self._by_key.get(key, ()))
+
+
+def _live(entries: Iterable[LedgerEntry]) -> LedgerEntry | None:
+    """The first of ``entries`` not terminated."""
+    return next((entry for entry in entries if entry.state != TERMINATED), None)

@@ -285,6 +285,8 @@ class KWOKProvider:
     def _full_reservations(self) -> set[tuple[str, str, str]]:
         """(instance type, zone, ``reserved``) of every reservation with no room left."""
         left = self._reservations_left()
+        if not left:
+            return set()  # a catalog without reservations (the usual one)
         return {
             (instance_type.name, offering.zone, offering.capacity_type)
             for instance_type in self.catalog.instance_types
@@ -296,6 +298,8 @@ class KWOKProvider:
         """Room left in each capacity reservation: its size less the instances (launching
         or running) in it."""
         left = self.catalog.reservations()
+        if not left:
+            return left
         for entry in self.ledger.entries():
             reservation = entry.instance.labels.get(RESERVATION_ID_LABEL)
             if reservation in left:

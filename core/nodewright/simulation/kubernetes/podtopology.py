@@ -475,6 +475,13 @@ class PodConstraints:
     def has_preferences(self) -> bool:
         return bool(self.preferred_spreads or self.preferred)
 
+    @property
+    def lasting(self) -> bool:
+        """Whether a node these constraints reject stays rejected for the rest of a pass, for
+        every pod of the same namespace, labels and rules: only anti-affinity rejects (its
+        counts only grow as pods are bound), and nothing but the node's fit scores."""
+        return not (self.spreads or self.affinity is not None or self.has_preferences)
+
     def limits(self) -> tuple[SpreadLimit, ...]:
         """Each spread's limit now; take once per pod, not once per node."""
         return tuple(spread.limit() for spread in self.spreads)

@@ -69,6 +69,7 @@ from nodewright.simulation.kubernetes.schedulingpass import (
     has_room,
     most_allocated_score,
     shape,
+    topology_signature,
 )
 from nodewright.simulation.kubernetes.volumes import (
     WAIT_FOR_FIRST_CONSUMER,
@@ -306,6 +307,8 @@ class KubeScheduler:
         refused: list[str] = []
         if constraints is None and volumes.none and devices is None:
             chosen = run.fitting(request).best()
+        elif constraints is not None and constraints.lasting and volumes.none and devices is None:
+            chosen = run.viable(request, topology_signature(pod)).best_for(constraints)
         else:
             chosen = _best_by_scan(
                 request, volumes, constraints, run, devices=devices, refused=refused

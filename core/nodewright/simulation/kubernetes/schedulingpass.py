@@ -115,6 +115,27 @@ class FittingNodes:
         return None
 
 
+class ViableNodes(FittingNodes):
+    """Within one pass, the nodes with room for one shape that pods of one topology signature
+    have not ruled out, best first: for pods whose other pods only rule nodes out for good
+    within a pass (required anti-affinity, and the anti-affinity of pods already placed, whose
+    counts only grow as pods are bound; see :meth:`PodConstraints.lasting`). A node such a pod
+    refuses is dropped, so each pod looks at the best node left rather than at every node.
+    """
+
+    def best_for(self, constraints: PodConstraints) -> NodeState | None:
+        """The best node none of ``constraints`` rejects (the first in name order among
+        equal scores, as a scan of every node finds it)."""
+        self._sync()
+        heap = self._heap
+        while heap:
+            entry = heap[0]
+            if self._live(entry) and constraints.problem(entry[4].labels, ()) is None:
+                return entry[4]
+            heapq.heappop(heap)
+        return None
+
+
 class ShapeExplanation:
     """kube-scheduler's per-node reasons for a pod whose verdict rests on its shape alone,
     kept from pass to pass and brought up to date for the nodes that changed since."""
@@ -188,6 +209,7 @@ class SchedulingPass:
     _topology: PodTopology | None = None
     _admitting: dict[tuple[object, ...], list[NodeState]] = field(default_factory=dict)
     _open: dict[tuple[object, ...], list[NodeState]] = field(default_factory=dict)
+    _viable: dict[tuple[object, ...], ViableNodes] = field(default_factory=dict)
     _explanations: dict[tuple[object, ...], tuple[int, str]] = field(default_factory=dict)
 
     @property
@@ -215,6 +237,15 @@ class SchedulingPass:
 
     def keep_open(self, request: PodRequest, nodes: list[NodeState]) -> None:
         self._open[shape(request)] = nodes
+
+    def viable(self, request: PodRequest, signature: tuple[object, ...]) -> ViableNodes:
+        """The nodes pods of this shape and topology signature have not ruled out in this
+        pass (:class:`ViableNodes`)."""
+        key = (*shape(request), signature)
+        viable = self._viable.get(key)
+        if viable is None:
+            viable = self._viable[key] = ViableNodes(request, self.nodes)
+        return viable
 
     def fitting(self, request: PodRequest) -> FittingNodes:
         """The nodes with room for the pod's shape, best first."""

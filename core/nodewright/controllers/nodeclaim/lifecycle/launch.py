@@ -155,12 +155,10 @@ def _launch_options(
         # The claim's instance-type requirement is one of the keys checked here.
         if not instance_type.requirements.meets(requirements):
             continue
-        offerings = tuple(
-            o for o in instance_type.offerings if o.available and o.matches(requirements)
-        )
-        if offerings:
-            price = min(o.price for o in offerings)
-            options.append((price, instance_type.with_offerings(offerings)))
+        launchable = instance_type.for_launch(requirements)
+        if launchable is not None:
+            price = min(o.price for o in launchable.offerings)
+            options.append((price, launchable))
     options.sort(key=lambda item: (item[0], item[1].name))
     return [it for _, it in options]
 
