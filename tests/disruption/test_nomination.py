@@ -138,3 +138,17 @@ def test_validation_refuses_a_consolidation_whose_candidate_got_nominated(
             f"Consolidation rejected: {command.describe_for(candidate)}, reason: churn "
             f"(savings: ${command.savings():.2f})",
         ) in harness.event_log("ConsolidationRejected")
+
+
+def test_starting_a_consolidation_nominates_where_its_pods_go(tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    nodes = harness.node("small-instance-type"), harness.node("small-instance-type")
+    pods = {nodes[0]: harness.bind_pods(nodes[0], 1, owner="one")[0]}
+    pods[nodes[1]] = harness.bind_pods(nodes[1], 1, owner="two")[0]
+    harness.run(20)
+    (kept,) = harness.live_claim_names()
+    (gone,) = set(nodes) - {kept}
+    assert harness.event_log("Nominated") == [
+        (f"pod/{pods[gone]}", f"Pod should schedule on: nodeclaim/{kept}, node/{kept}")
+    ], "the deleted node's pod is told where it should go"
+    assert _blocked(harness, kept), "and the node it goes to is nominated"

@@ -34,6 +34,7 @@ from nodewright.controllers.disruption.pricing import (
     satisfies_min_values,
     with_types,
 )
+from nodewright.controllers.disruption.rescheduling import Rescheduling
 from nodewright.scheduling.model import NewNodeClaim
 
 #: Spot-to-spot replacement needs this many cheaper spot types, and launches only that many.
@@ -85,8 +86,16 @@ class Consolidation:
 
     def consolidation(self, context: Context, candidates: Sequence[Candidate]) -> Command | None:
         """Karpenter's ``computeConsolidation``: delete, replace with one cheaper, or nothing."""
-        single = candidates[0] if len(candidates) == 1 else None
         rescheduling = context.simulate(candidates)
+        command = self._decide(context, candidates, rescheduling)
+        if command is not None:
+            command.destinations = context.destinations(rescheduling)
+        return command
+
+    def _decide(
+        self, context: Context, candidates: Sequence[Candidate], rescheduling: Rescheduling
+    ) -> Command | None:
+        single = candidates[0] if len(candidates) == 1 else None
         if not rescheduling.all_scheduled():
             if single is not None:
                 context.unconsolidatable(single, sentence(rescheduling.error_text()))

@@ -9,6 +9,7 @@ before the orchestration queue starts them; drift commands start at once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -89,7 +90,9 @@ class DisruptionController:
         self._host = host
         self.history = NodeHistory()
         self.conditions = NodeClaimDisruptionConditions(cluster, host, catalog, clock, self.history)
-        self.queue = OrchestrationQueue(cluster, host, clock, events, self.history)
+        self.queue = OrchestrationQueue(
+            cluster, host, clock, events, self.history, nominations=self.nominations
+        )
         self.methods: list[Method] = [
             Emptiness(virtual_pods.holds_buffer if virtual_pods is not None else None),
             StaticDrift(),
@@ -266,7 +269,7 @@ class DisruptionController:
                 self._events.publish(candidate.claim, "ConsolidationRejected", message)
             log.info("Consolidation %s rejected: %s", command.describe(), reason)
             return False
-        return self._start(Command(method, still, command.replacements))
+        return self._start(dataclasses.replace(command, candidates=still))
 
     def _rejection(
         self,

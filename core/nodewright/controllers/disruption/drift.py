@@ -42,5 +42,10 @@ class Drift:
             if not rescheduling.all_scheduled():
                 context.blocked(candidate, sentence(rescheduling.error_text()))
                 continue
-            return Command(self, [candidate], list(rescheduling.result.new_node_claims))
+            return Command(
+                self,
+                [candidate],
+                list(rescheduling.result.new_node_claims),
+                context.destinations(rescheduling),
+            )
         return None

@@ -48,6 +48,9 @@ class Command:
     method: Method
     candidates: list[Candidate]
     replacements: list[NewNodeClaim] = field(default_factory=list)
+    #: Existing nodes the simulation planned real pods onto (the candidates' and pending
+    #: ones), by name, with those pods' keys: starting the command nominates them.
+    destinations: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def reason(self) -> str:
@@ -190,6 +193,17 @@ class Context:
             virtual=self.virtual,
             built=self._claim_templates,
         )
+
+    def destinations(self, rescheduling: Rescheduling) -> dict[str, list[str]]:
+        """The existing nodes ``rescheduling`` plans real pods onto, with their keys (virtual
+        CapacityBuffer pods left out: they never nominate a node)."""
+        virtual = {pod.key for pod in self.virtual}
+        planned: dict[str, list[str]] = {}
+        for name, landed in sorted(rescheduling.result.existing_nodes.items()):
+            keys = [request.key for request in landed if request.key not in virtual]
+            if keys:
+                planned[name] = keys
+        return planned
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:
         for obj in (candidate.node, candidate.claim):

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodewright.api.core import Node, Taint
+from nodewright.api.core import Node, Pod, Taint
 from nodewright.api.karpenter import (
     CONDITION_DISRUPTION_REASON,
     CONDITION_INITIALIZED,
@@ -35,6 +35,11 @@ from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.metrics.disruption import record_disrupted, snake_case
 from nodewright.controllers.nodeclaim.creation import create_node_claim
 from nodewright.controllers.nodeclaim.history import NodeHistory
+from nodewright.controllers.state.nominations import (
+    Nominations,
+    nominated_message,
+    provider_id_of,
+)
 from nodewright.logfields import fields, ref
 from nodewright.plugin.host import PluginHost
 
@@ -73,8 +78,12 @@ class OrchestrationQueue:
         clock: Clock,
         events: EventRecorder,
         history: NodeHistory,
+        *,
+        nominations: Nominations | None = None,
     ) -> None:
         self._cluster = cluster
+        #: Where a started command's pods are planned to go is nominated here.
+        self._nominations = nominations
         self._host = host
         self._clock = clock
         self._events = events
@@ -119,8 +128,26 @@ class OrchestrationQueue:
         except (ClusterError, CommandFailedError) as error:
             self._release(queued, f"launching replacement nodeclaim, {error}")
             return True
+        self._nominate(command)
         self.commands.append(queued)
         return True
+
+    def _nominate(self, command: Command) -> None:
+        """Nominate the existing nodes the command's simulation planned pods onto, and tell
+        each pod where it should go (Karpenter records the command's scheduling results, so
+        the next loop does not take those nodes away while the pods move)."""
+        state = self._cluster.state
+        nominated: list[str] = []
+        for name, keys in command.destinations.items():
+            nominated.append(provider_id_of(state, name))
+            message = nominated_message(state, name)
+            for key in keys:
+                namespace, _, pod_name = key.rpartition("/")
+                pod = state.get(Pod, (namespace, pod_name))
+                if pod is not None:
+                    self._events.publish(pod, "Nominated", message)
+        if self._nominations is not None:
+            self._nominations.nominate(nominated)
 
     # -- progress -----------------------------------------------------------------------------
 

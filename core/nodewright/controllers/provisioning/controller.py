@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.apps import DaemonSet
-from nodewright.api.core import Namespace, Node, Pod
+from nodewright.api.core import Namespace, Pod
 from nodewright.api.karpenter import (
     CONDITION_LAUNCHED,
     CONDITION_READY,
@@ -44,7 +44,11 @@ from nodewright.controllers.state.cluster import (
     is_provisionable,
     owner_kind,
 )
-from nodewright.controllers.state.nominations import Nominations
+from nodewright.controllers.state.nominations import (
+    Nominations,
+    nominated_message,
+    provider_id_of,
+)
 from nodewright.logfields import duration, fields, ref, shortened
 from nodewright.plugin.errors import PluginError, UnknownNodeClassError
 from nodewright.plugin.host import PluginHost
@@ -276,8 +280,8 @@ class Provisioner:
             real = [p for p in placed if p.key not in virtual]
             if not real:
                 continue
-            nominated.append(_provider_id(view, node_name))
-            message = f"Pod should schedule on: {_target(view, node_name)}"
+            nominated.append(provider_id_of(state, node_name))
+            message = nominated_message(state, node_name)
             for placed_pod in real:
                 self._events.publish(by_key[placed_pod.key], "Nominated", message)
         if self._nominations is not None:
@@ -387,28 +391,6 @@ def _leaving_pods(view: ClusterView) -> frozenset[str]:
             leaving.update(p.metadata.uid or "" for p in view.pods_on(node.name))
     leaving.discard("")
     return frozenset(leaving)
-
-
-def _provider_id(view: ClusterView, name: str) -> str:
-    """The provider ID of the existing node ``name`` (a Node, else an in-flight NodeClaim;
-    empty while the NodeClaim has not launched)."""
-    node = view.state.get(Node, ("", name))
-    if node is not None:
-        return node.spec.provider_id or ""
-    claim = view.claim_named(name)
-    return (claim.status.provider_id or "") if claim is not None else ""
-
-
-def _target(view: ClusterView, name: str) -> str:
-    claim = view.claim_named(name)
-    if claim is not None:
-        node = view.node_for(claim)
-        return f"nodeclaim/{claim.name}" + (f", node/{node.name}" if node else "")
-    existing = view.state.get(Node, ("", name))
-    if existing is not None:
-        owner = view.claim_for(existing)
-        return (f"nodeclaim/{owner.name}, " if owner else "") + f"node/{existing.name}"
-    return f"node/{name}"
 
 
 def _reserve_daemons(

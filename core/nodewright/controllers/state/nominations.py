@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
+from nodewright.api.core import Node
+from nodewright.api.karpenter import NodeClaim
 from nodewright.clock import Clock
+from nodewright.cluster.state import ClusterState
 
 #: The shortest nomination window, whatever BATCH_MAX_DURATION says.
 MINIMUM_WINDOW = timedelta(seconds=10)
@@ -74,3 +77,27 @@ class Nominations:
         ended = [key for key, until in self._until.items() if until <= now]
         for key in ended:
             del self._until[key]
+
+
+def provider_id_of(state: ClusterState, name: str) -> str:
+    """The provider ID of the existing node ``name`` as the solver names it (a Node, else an
+    in-flight NodeClaim; empty while that NodeClaim has not launched)."""
+    node = state.get(Node, ("", name))
+    if node is not None:
+        return node.spec.provider_id or ""
+    claim = state.get(NodeClaim, ("", name))
+    return (claim.status.provider_id or "") if claim is not None else ""
+
+
+def nominated_message(state: ClusterState, name: str) -> str:
+    """The ``Nominated`` event's message for a pod planned onto the existing node ``name``:
+    ``Pod should schedule on: nodeclaim/<claim>, node/<node>`` (what of the two exists)."""
+    claim = state.get(NodeClaim, ("", name))
+    if claim is not None:
+        node = state.node_for(claim)
+        target = f"nodeclaim/{claim.name}" + (f", node/{node.name}" if node else "")
+    else:
+        existing = state.get(Node, ("", name))
+        owner = state.claim_for(existing) if existing is not None else None
+        target = (f"nodeclaim/{owner.name}, " if owner else "") + f"node/{name}"
+    return f"Pod should schedule on: {target}"
