@@ -90,8 +90,9 @@ def test_an_aws_pool_without_a_region_stops_the_run_saying_what_to_set(
     result = simulate(AWS_MANIFESTS + deployment("web", 3))
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
-        "error: provider aws: no AWS region: set --provider-option aws.region=<region> "
-        "or AWS_REGION"
+        f'error: {tmp_path / "manifests.yaml"}:35: NodePool "default": '
+        "spec.template.spec.nodeClassRef: provider aws: no AWS region: set --provider-option "
+        "aws.region=<region> or AWS_REGION"
     ]
     assert result.stdout == ""
 
@@ -103,12 +104,13 @@ def test_an_aws_pool_without_credentials_stops_the_run(
     result = simulate(AWS_MANIFESTS, None, "--provider-option", "aws.region=eu-west-1")
     assert result.exit_code == 2
     assert _errors(result.stderr) == [
-        "error: provider aws: no AWS credentials found (environment, shared config or "
-        "instance role)"
+        f'error: {tmp_path / "manifests.yaml"}:35: NodePool "default": '
+        "spec.template.spec.nodeClassRef: provider aws: no AWS credentials found (environment, "
+        "shared config or instance role)"
     ]
 
 
-def test_seed_000_without_a_region_fails_fast(
+def test_seed_000s_retired_provisioner_without_a_region_fails_fast_naming_its_provider_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from nodewright.commands import main
@@ -120,9 +122,11 @@ def test_seed_000_without_a_region_fails_fast(
     )
     out = capsys.readouterr()
     assert code == 2
+    # The Provisioner (karpenter.sh/v1alpha5) names its NodeClass by its spec.provider block.
     assert _errors(out.err) == [
-        "error: provider aws: no AWS region: set --provider-option aws.region=<region> "
-        "or AWS_REGION"
+        f'error: {example / "manifests" / "provisioner.yaml"}:22: NodePool "default": '
+        "spec.template.spec.nodeClassRef: provider aws: no AWS region: set --provider-option "
+        "aws.region=<region> or AWS_REGION"
     ]
     assert "TemporaryProviderError" not in out.out + out.err
 

@@ -169,9 +169,15 @@ def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
         raise InputError(
             [f"give manifests (PATH ...), --from-cluster or --from-dump FILE to {args.command}"]
         )
+    node_class_refs: dict[str, str] = {}
     objects = (
         load_checked(
-            [Path(p) for p in args.paths], host, existing, file_hint=scenario_hint, limits=limits
+            [Path(p) for p in args.paths],
+            host,
+            existing,
+            file_hint=scenario_hint,
+            limits=limits,
+            node_class_refs=node_class_refs,
         )
         if args.paths
         else []
@@ -188,6 +194,7 @@ def read_inputs(args: argparse.Namespace, host: PluginHost) -> SimulationInputs:
         objects=objects,
         snapshot=snapshot,
         source=", ".join(args.paths) or (snapshot.source if snapshot is not None else ""),
+        node_class_refs=node_class_refs,
     )
 
 

@@ -80,12 +80,16 @@ def load_checked(
     *,
     file_hint: FileHint,
     limits: Limits,
+    node_class_refs: dict[str, str] | None = None,
 ) -> list[KubeObject]:
     """Load, check and convert manifests; warnings are printed, problems raised as
     :class:`InputError`. ``existing`` are objects already in the simulation (a NodePool may
     name a NodeClass applied earlier); ``file_hint`` explains a file that is not manifests;
-    the workloads and static NodePools must fit in ``limits``."""
+    the workloads and static NodePools must fit in ``limits``. ``node_class_refs``, when
+    given, gets where each NodePool names its NodeClass (:func:`node_class_ref_places`)."""
     result = load_manifests(paths, kind_registry(host), rules=karpenter_rules(host))
+    if node_class_refs is not None:
+        node_class_refs.update(node_class_ref_places(result.manifests))
     for line in conversion_notices(result.manifests):
         print(f"warning: {line}", file=sys.stderr)
     for warning in result.warnings:
@@ -96,6 +100,21 @@ def load_checked(
     if problems:
         raise InputError(problems)
     return result.objects
+
+
+#: The field by which a NodePool needs its provider.
+NODE_CLASS_REF = "spec.template.spec.nodeClassRef"
+
+
+def node_class_ref_places(manifests: Sequence[Manifest]) -> dict[str, str]:
+    """Per NodePool name, where it names its NodeClass, as a problem with its provider is
+    reported: ``file:line: NodePool "name": spec.template.spec.nodeClassRef`` (the line the
+    user wrote, in a retired Provisioner too)."""
+    return {
+        m.obj.name: f'{m.where(NODE_CLASS_REF)}: NodePool "{m.obj.name}": {NODE_CLASS_REF}'
+        for m in manifests
+        if isinstance(m.obj, NodePool)
+    }
 
 
 def conversion_notices(manifests: Sequence[Manifest]) -> list[str]:
@@ -194,7 +213,7 @@ def _cross_object_problems(
             continue
         static_nodes += obj.spec.replicas or 0
         ref = obj.spec.template.spec.node_class_ref
-        path = "spec.template.spec.nodeClassRef"
+        path = NODE_CLASS_REF
         where = f'{manifest.where(path)}: NodePool "{obj.name}"'
         try:
             host.provider_for(ref.group, ref.kind)

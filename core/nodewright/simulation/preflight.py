@@ -7,7 +7,7 @@ option (or setting) to fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from nodewright.api.karpenter import NodePool
 from nodewright.api.meta import KubeObject
@@ -36,9 +36,15 @@ def option_problems(host: PluginHost, options: Mapping[str, Mapping[str, str]]) 
     return lines
 
 
-def unusable_providers(host: PluginHost, objects: Iterable[KubeObject]) -> list[str]:
-    """The providers the NodePools in ``objects`` need that are broken or not configured."""
-    needed: dict[str, LoadedProvider | PluginError] = {}
+def unusable_providers(
+    host: PluginHost,
+    objects: Iterable[KubeObject],
+    where: Callable[[NodePool], str] | None = None,
+) -> list[str]:
+    """The providers the NodePools in ``objects`` need that are broken or not configured.
+    With ``where``, each line starts with where the first NodePool needing that provider
+    names its NodeClass (``file:line: NodePool "name": spec.template.spec.nodeClassRef``)."""
+    needed: dict[str, tuple[LoadedProvider | PluginError, NodePool]] = {}
     for obj in objects:
         if not isinstance(obj, NodePool):
             continue
@@ -48,20 +54,21 @@ def unusable_providers(host: PluginHost, objects: Iterable[KubeObject]) -> list[
         except UnknownNodeClassError:
             continue  # reported with the manifests
         except PluginError as broken:
-            needed.setdefault(broken.plugin, broken)
+            needed.setdefault(broken.plugin, (broken, obj))
             continue
-        needed.setdefault(entry.name, entry)
+        needed.setdefault(entry.name, (entry, obj))
     lines = []
-    for name, found in sorted(needed.items()):
+    for name, (found, pool) in sorted(needed.items()):
         if isinstance(found, PluginError):
-            lines.append(f"provider {name}: {found.detail.removeprefix(_CONFIGURE_FAILED)}")
-            continue
-        try:
-            problem = host.configuration_problem(name)
-        except PluginError as error:
-            problem = str(error)
+            problem: str | None = found.detail.removeprefix(_CONFIGURE_FAILED)
+        else:
+            try:
+                problem = host.configuration_problem(name)
+            except PluginError as error:
+                problem = str(error)
         if problem:
-            lines.append(f"provider {name}: {problem}")
+            line = f"provider {name}: {problem}"
+            lines.append(line if where is None else f"{where(pool)}: {line}")
     return lines
 
 

@@ -14,10 +14,11 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from nodewright.api.karpenter import NodePool
 from nodewright.api.meta import KubeObject
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
-from nodewright.simulation.inputs import InputError
+from nodewright.simulation.inputs import NODE_CLASS_REF, InputError
 from nodewright.simulation.limits import LimitReached, Limits
 from nodewright.simulation.preflight import option_problems, unusable_providers
 from nodewright.simulation.report import Report, build_report
@@ -47,6 +48,18 @@ class SimulationInputs:
     #: What the run starts from, for a refusal while it settles: the manifest files, or the
     #: snapshot's source.
     source: str = ""
+    #: Per NodePool of the manifests, where it names its NodeClass
+    #: (:func:`~nodewright.simulation.inputs.node_class_ref_places`).
+    node_class_refs: dict[str, str] = field(default_factory=dict)
+
+    def node_class_ref(self, pool: NodePool) -> str:
+        """Where ``pool`` names its NodeClass, for a problem with its provider: its manifest's
+        file and line, or the snapshot it came from."""
+        found = self.node_class_refs.get(pool.name)
+        if found is not None:
+            return found
+        source = f"{self.snapshot.source}: " if self.snapshot is not None else ""
+        return f'{source}NodePool "{pool.name}": {NODE_CLASS_REF}'
 
     def all_objects(self) -> list[KubeObject]:
         """The snapshot's objects, then the manifests'."""
@@ -73,7 +86,7 @@ def start(host: PluginHost, inputs: SimulationInputs) -> Simulation:
         node_registration_delay=inputs.node_registration_delay,
     )
     problems = option_problems(host, inputs.provider_options) or unusable_providers(
-        host, inputs.all_objects()
+        host, inputs.all_objects(), inputs.node_class_ref
     )
     if problems:
         raise InputError(problems)

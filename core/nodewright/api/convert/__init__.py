@@ -101,9 +101,12 @@ def convert_documents(documents: Iterable[Mapping[str, Any]]) -> ConversionResul
     return result
 
 
-def source_path(kind: str, location: Sequence[object]) -> list[object]:
-    """Where a field of a converted document was written in the ``kind`` it came from, so
-    an error in the converted document points at the line the user wrote."""
+def source_path(
+    kind: str, location: Sequence[object], original: Mapping[str, object] | None = None
+) -> list[object]:
+    """Where a field of a converted document was written in the ``kind`` it came from (the
+    document ``original``), so an error in the converted document points at the line the
+    user wrote."""
     parts = list(location)
     if kind == "Provisioner" and parts[:1] == ["spec"]:
         rest = parts[1:]
@@ -111,6 +114,12 @@ def source_path(kind: str, location: Sequence[object]) -> list[object]:
             rest = rest[2:]
             if rest[:1] == ["expireAfter"]:
                 return ["spec", "ttlSecondsUntilExpired"]
+            if rest[:1] == ["nodeClassRef"]:
+                # From spec.providerRef, or made from the inline spec.provider block.
+                spec = original.get("spec") if original is not None else None
+                if isinstance(spec, Mapping) and "providerRef" not in spec and "provider" in spec:
+                    return ["spec", "provider"]
+                return ["spec", "providerRef", *rest[1:]]
             return ["spec", *rest]
         if rest[:1] == ["limits"]:
             return ["spec", "limits", "resources", *rest[1:]]

@@ -88,7 +88,7 @@ class _Entry:
         if self.original is None:
             return at_line(self.source, line_of(self.document, location))
         kind = self.original.get("kind")
-        translated = source_path(kind if isinstance(kind, str) else "", location)
+        translated = source_path(kind if isinstance(kind, str) else "", location, self.original)
         return at_line(self.source, line_of(self.original, translated))
 
 
