@@ -1,12 +1,13 @@
 """The bounds on what a simulation does, counted while it runs: the nodes it launches (pods
-each too big to share a node, workloads scaled up and down, static NodePools, replacements),
-its node-hours and its pod-hours (each Node, each pod, times the simulated hours it is
-there). Beyond any, the run stops with exit status 2 and one line naming the step that went
-beyond (or the manifests, while they settle) and the limit, with how far ``--limits large``
-goes.
+each too big to share a node, workloads scaled up and down, static NodePools, replacements)
+and the units of work its controllers do (passes over the cluster, pods given to
+provisioning, consolidation's simulations and the pods they move). Beyond either, the run
+stops with exit status 2 and one line naming the step that went beyond (or the manifests,
+while they settle) and the limit, with how far ``--limits large`` goes.
 
 The limits themselves take tens of seconds to reach, so these runs lower the default ones
-(as a smaller machine's limits would be) and keep the large ones as they are."""
+(as a smaller machine's limits would be) and keep the large ones as they are; the runs a
+user commonly asks for run within the default ones as they are."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import pytest
 from nodewright.simulation.limits import BY_NAME, DEFAULT
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
-from tests.simulation.conftest import RunDump, example
+from tests.simulation.conftest import ROOT, RunDump, example
+
+EXAMPLES = ROOT / "examples"
 
 #: Pods that each need a node of their own.
 APART = """affinity:
@@ -30,8 +33,8 @@ APART = """affinity:
 
 @pytest.fixture
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Default limits of 4 launched Nodes and 10 node-hours."""
-    monkeypatch.setitem(BY_NAME, DEFAULT.name, replace(DEFAULT, launched_nodes=4, node_hours=10))
+    """Default limits of 4 launched Nodes and a million units of work."""
+    monkeypatch.setitem(BY_NAME, DEFAULT.name, replace(DEFAULT, launched_nodes=4, work=1_000_000))
 
 
 def _errors(stderr: str) -> list[str]:
@@ -84,32 +87,43 @@ def test_pods_each_too_big_to_share_a_node_stop_one_node_beyond_the_limit(
 
 
 @pytest.mark.usefixtures("small_limits")
-def test_a_run_stops_at_the_node_hours_limit(simulate: Simulate, tmp_path: Path) -> None:
+def test_a_run_stops_at_the_work_limit(simulate: Simulate, tmp_path: Path) -> None:
+    # Two nodes consolidation looks at every 10 s: about 100,000 units an hour.
     manifests = node_pool() + KWOK_NODE_CLASS + deployment("apart", 2, extra_spec=APART)
     result = simulate(manifests, "- advance: 1h\n- advance: 24h\n")
     assert result.exit_code == 2
     (line,) = _errors(result.stderr)
-    assert line.startswith(f"error: {tmp_path / 'scenario.yaml'}:2: steps[1].advance: refused: ")
-    assert line.endswith(
-        " node-hours (its Nodes times the simulated hours each was there; 2 Nodes now); a "
-        "simulation runs at most 10 node-hours (--limits large allows 100,000)"
+    assert line.startswith(
+        f"error: {tmp_path / 'scenario.yaml'}:2: steps[1].advance: refused: the run has done "
     )
+    assert line.endswith(
+        " units of work (its controllers' passes over the cluster, nodes launched, pods given "
+        "to provisioning and moved in consolidation's simulations); a simulation does at most "
+        "1,000,000 (--limits large allows 500,000,000)"
+    )
+    done = int(line.split("the run has done ")[1].split(" units")[0].replace(",", ""))
+    assert 1_000_000 < done < 1_100_000
 
 
-def test_a_run_stops_at_the_pod_hours_limit(
-    simulate: Simulate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+#: Pods no instance type can hold, which provisioning tries again every pass, and as many
+#: that share one node.
+PENDING = node_pool() + KWOK_NODE_CLASS + deployment("huge", 10, cpu="1000")
+BOUND = node_pool() + KWOK_NODE_CLASS + deployment("small", 10, cpu="100m")
+
+
+@pytest.mark.parametrize(("manifests", "stops"), [(PENDING, True), (BOUND, False)])
+def test_pods_left_pending_count_as_work_each_time_provisioning_tries_them(
+    simulate: Simulate, monkeypatch: pytest.MonkeyPatch, manifests: str, stops: bool
 ) -> None:
-    # Ten small pods share a node: few node-hours, ten times as many pod-hours.
-    monkeypatch.setitem(BY_NAME, DEFAULT.name, replace(DEFAULT, pod_hours=100))
-    manifests = node_pool() + KWOK_NODE_CLASS + deployment("small", 10, cpu="100m")
-    result = simulate(manifests, "- advance: 9h\n- advance: 2h\n")
-    assert result.exit_code == 2
-    (line,) = _errors(result.stderr)
-    assert line.startswith(f"error: {tmp_path / 'scenario.yaml'}:2: steps[1].advance: refused: ")
-    assert line.endswith(
-        " pod-hours (its pods times the simulated hours each was there; 10 pods now); a "
-        "simulation runs at most 100 pod-hours (--limits large allows 200,000)"
-    )
+    monkeypatch.setitem(BY_NAME, DEFAULT.name, replace(DEFAULT, work=1_500_000))
+    result = simulate(manifests, "- advance: 1h\n- advance: 2h\n")
+    if stops:
+        assert result.exit_code == 2
+        (line,) = _errors(result.stderr)
+        assert "steps[1].advance: refused: the run has done " in line
+    else:
+        assert result.exit_code == 0, result.stderr
+        assert 100_000 < result.report["work"] < 1_500_000
 
 
 @pytest.mark.usefixtures("small_limits")
@@ -118,6 +132,21 @@ def test_the_large_limits_run_what_the_default_ones_stop(simulate: Simulate) -> 
     result = simulate(manifests, "- advance: 24h\n", "--limits", "large")
     assert result.exit_code == 0, result.stderr
     assert len({pod["node"] for pod in result.pods()}) == 5
+    assert result.report["work"] > 1_000_000
+
+
+def test_a_week_of_the_inflate_example_at_400_pods_runs_within_the_default_limits(
+    simulate: Simulate,
+) -> None:
+    manifests = "---\n".join(
+        path.read_text() for path in sorted((EXAMPLES / "inflate" / "manifests").iterdir())
+    )
+    scenario = "- scale: {kind: Deployment, name: inflate, replicas: 400}\n- advance: 168h\n"
+    result = simulate(manifests, scenario)
+    assert result.exit_code == 0, result.stderr
+    assert result.pending() == []
+    # A small share of the limit: a cluster ten times the size runs a week too.
+    assert result.report["work"] < DEFAULT.work / 10
 
 
 def test_a_snapshots_nodes_are_not_launched_by_the_run(
@@ -127,3 +156,14 @@ def test_a_snapshots_nodes_are_not_launched_by_the_run(
     monkeypatch.setitem(BY_NAME, DEFAULT.name, replace(DEFAULT, launched_nodes=0))
     run = run_dump(example())
     assert run.exit_code == 0, run.stderr
+
+
+def test_a_day_of_the_example_what_if_runs_within_the_default_limits(
+    run_dump: RunDump, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "day.yaml"
+    scenario.write_text("- advance: 24h\n")
+    run = run_dump(example(), "--scenario", str(scenario))
+    assert run.exit_code == 0, run.stderr
+    # A small share of the limit: a what-if of 60 nodes (the snapshot limit) runs a day too.
+    assert run.report["work"] < DEFAULT.work / 10

@@ -244,6 +244,9 @@ class SchedulingResult:
     effective_zones: dict[str, str] = field(default_factory=dict)
     #: The solve stopped at ``max_new_claims``: pods it did not reach are in no field.
     capped: bool = False
+    #: How many times the solve tried to open a NodeClaim from a NodePool for a pod: the
+    #: costliest step of a solve (every instance type is weighed), counted as work.
+    claims_tried: int = field(default=0, compare=False)
 
     def scheduled_count(self) -> int:
         return sum(len(c.pods) for c in self.new_node_claims) + sum(

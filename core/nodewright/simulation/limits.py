@@ -7,14 +7,13 @@ What a run costs grows with the pods it places, the more so when each pod needs 
 own (every such node is weighed for consolidation against the others), with the nodes static
 NodePools hold and a snapshot brings, and with the steps and the simulated time a scenario
 asks for: all read from the input and checked before the run. What no input states, the
-nodes its pods make the run launch and how long they stay, is counted as it runs (nodes
-launched, node-hours). Both sets bound all of them, so a run always ends and its memory
-stays bounded.
+nodes its pods make the run launch and the work its controllers do as simulated time passes,
+is counted as it runs (nodes launched, units of work: :class:`Work`). Both sets bound all of
+them, so a run always ends and its memory stays bounded.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,9 +36,51 @@ Limit = Literal[
     "step_time",
     "scenario_time",
     "launched_nodes",
-    "node_hours",
-    "pod_hours",
+    "work",
 ]
+
+#: What each thing a run does counts in units of work (:class:`Work`), after what each
+#: costs in CPU on the project's machine (docs/simulate.md): about a microsecond a unit.
+WORK_PER_PASS = 250
+WORK_PER_NODE_LAUNCHED = 10_000
+WORK_PER_NODE_IN_A_PASS = 10
+WORK_PER_POD_SOLVED = 60
+WORK_PER_CLAIM_TRIED = 160
+WORK_PER_SIMULATION = 100
+WORK_PER_POD_MOVED = 70
+
+
+@dataclass(frozen=True)
+class Work:
+    """The work a run's controllers have done, counted as they do it (never timed, so the
+    same input always stops at the same point, on any machine). Each item counts as many
+    units as it costs, as measured: a pass of the controllers over the cluster (each a
+    little more for every Node there), a node launched, a pod given to provisioning's solver
+    and each NodeClaim the solver tries to open for one, a consolidation simulation, and
+    each pod it moves off its candidates."""
+
+    passes: int = 0
+    #: The Nodes there at each pass, summed.
+    nodes_in_passes: int = 0
+    #: NodeClaims the run created (as :attr:`RunSoFar.launched` counts them).
+    launched: int = 0
+    pods_solved: int = 0
+    #: NodeClaims provisioning's solver tried to open from a NodePool for a pod.
+    claims_tried: int = 0
+    simulations: int = 0
+    pods_moved: int = 0
+
+    @property
+    def units(self) -> int:
+        return (
+            WORK_PER_PASS * self.passes
+            + WORK_PER_NODE_IN_A_PASS * self.nodes_in_passes
+            + WORK_PER_NODE_LAUNCHED * self.launched
+            + WORK_PER_POD_SOLVED * self.pods_solved
+            + WORK_PER_CLAIM_TRIED * self.claims_tried
+            + WORK_PER_SIMULATION * self.simulations
+            + WORK_PER_POD_MOVED * self.pods_moved
+        )
 
 
 @dataclass(frozen=True)
@@ -48,11 +89,7 @@ class RunSoFar:
 
     #: NodeClaims it created.
     launched: int
-    node_hours: float
-    pod_hours: float
-    #: Nodes and pods (bound or pending) now.
-    nodes: int
-    pods: int
+    work: Work
 
 
 class LimitReached(Exception):
@@ -92,14 +129,10 @@ class Limits:
     #: A provisioning pass plans at most one NodeClaim beyond what is left of it, so the
     #: run stops there however many pods wait.
     launched_nodes: int
-    #: The most node-hours one simulation may run (each Node, a snapshot's too, times the
-    #: simulated hours it is there), counted as simulated time passes: what keeping many
-    #: nodes for a long time costs.
-    node_hours: int
-    #: The most pod-hours one simulation may run (each pod, bound or pending, times the
-    #: simulated hours it is there): consolidation looks again at every node it could not
-    #: remove every few minutes, at a cost that grows with the pods it would move.
-    pod_hours: int
+    #: The most units of work (:class:`Work`) one simulation may do, counted as it runs:
+    #: what keeping nodes and pods for a long time costs, consolidation weighing them again
+    #: and again, and provisioning retrying pods that stay pending.
+    work: int
 
     def at_most(self, limit: Limit, per: str = "") -> str:
         """``at most N`` for a refusal, saying how far ``--limits large`` goes when these are
@@ -135,25 +168,17 @@ class Limits:
     def run_problem(self, run: RunSoFar) -> str | None:
         """What a simulation within these limits cannot go on with from ``run`` (None: it
         can)."""
-        launched, node_hours, nodes = run.launched, run.node_hours, run.nodes
-        if launched > self.launched_nodes:
+        if run.launched > self.launched_nodes:
             return (
-                f"refused: the run has launched {launched:,} nodes; a simulation launches "
+                f"refused: the run has launched {run.launched:,} nodes; a simulation launches "
                 f"{self.at_most('launched_nodes')}"
             )
-        if node_hours > self.node_hours:
-            reached = math.ceil(node_hours)
+        units = run.work.units
+        if units > self.work:
             return (
-                f"refused: the run has reached {reached:,} node-hours (its Nodes times the "
-                f"simulated hours each was there; {nodes:,} Nodes now); a simulation runs "
-                f"{self.at_most('node_hours', ' node-hours')}"
-            )
-        if run.pod_hours > self.pod_hours:
-            reached = math.ceil(run.pod_hours)
-            return (
-                f"refused: the run has reached {reached:,} pod-hours (its pods times the "
-                f"simulated hours each was there; {run.pods:,} pods now); a simulation runs "
-                f"{self.at_most('pod_hours', ' pod-hours')}"
+                f"refused: the run has done {units:,} units of work (its controllers' passes "
+                "over the cluster, nodes launched, pods given to provisioning and moved in "
+                f"consolidation's simulations); a simulation does {self.at_most('work')}"
             )
         return None
 
@@ -165,11 +190,12 @@ def _show(value: int | timedelta) -> str:
 #: Sized so that an input within them runs within 30 s of CPU and 1.5 GB, or stops with an
 #: error: each limit alone (20,000 pods in one Deployment, 1,000 pods each on a node of its
 #: own, a static NodePool of 1,000, 500 steps, a week, a dump of 60 AWS nodes: each about
-#: 10 to 25 s), and together, which is what the limits on what a run does are for: 1,000
-#: nodes each with a pod consolidation keeps looking at cost about 24 s a simulated hour,
-#: a 60-node what-if about 1.6 s, so time stops at 300 node-hours and 3,000 pod-hours; pods
-#: each too big to share a node, or scaled down and up again, stop at 1,500 nodes launched.
-#: docs/simulate.md has the figures, bench/limit_combinations.py the combinations.
+#: 10 to 25 s), and together, which is what the limits on what a run does are for: a unit of
+#: work costs about a microsecond of CPU, whatever the shape of the cluster, so 20 million
+#: stop a run after about 20 s of it (a 60-node what-if kept a day, a few tens of nodes kept
+#: a week, run within them); pods each too big to share a node, or scaled down and up
+#: again, stop at 1,500 nodes launched. docs/simulate.md has the figures,
+#: bench/limit_combinations.py the combinations and what a unit costs in each.
 DEFAULT = Limits(
     name="default",
     pods=20_000,
@@ -180,8 +206,7 @@ DEFAULT = Limits(
     step_time=timedelta(hours=168),
     scenario_time=timedelta(hours=168),
     launched_nodes=1_500,
-    node_hours=300,
-    pod_hours=3_000,
+    work=20_000_000,
 )
 #: For clusters as large as real ones (thousands of nodes, tens of thousands of pods), and
 #: Karpenter's default ``expireAfter`` (720h) with a run past it: each still a bound on a
@@ -197,8 +222,7 @@ LARGE = Limits(
     step_time=timedelta(hours=720),
     scenario_time=timedelta(hours=1_440),
     launched_nodes=20_000,
-    node_hours=100_000,
-    pod_hours=200_000,
+    work=500_000_000,
 )
 #: ``--limits`` choices.
 BY_NAME = {limits.name: limits for limits in (DEFAULT, LARGE)}

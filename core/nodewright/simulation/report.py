@@ -95,6 +95,8 @@ class Report:
     dollar_hours: float = 0.0
     #: Each NodePool's status at the end: its nodes, resources and conditions.
     node_pools: list[dict[str, Any]] = field(default_factory=list)
+    #: The units of work the run did, as its limits count them (:class:`~.limits.Work`).
+    work: int = 0
 
     @property
     def total_price_per_hour(self) -> float:
@@ -152,6 +154,7 @@ class Report:
             ],
             "totalPricePerHour": self.total_price_per_hour,
             "simulatedSeconds": self.simulated_seconds,
+            "work": self.work,
             "events": self.events,
             "notes": self.notes,
             "timeline": [
@@ -275,6 +278,7 @@ def build_report(simulation: Simulation) -> Report:
         list(timeline.points),
         timeline.dollar_hours,
         [_node_pool(pool) for pool in cluster.list(NodePool)],
+        simulation.work().units,
     )
 
 

@@ -28,7 +28,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
-from nodewright.simulation.limits import Limits, RunSoFar
+from nodewright.simulation.limits import Limits, RunSoFar, Work
 from nodewright.simulation.timeline import Timeline
 
 log = logging.getLogger("nodewright.simulation")
@@ -96,11 +96,14 @@ class Simulation:
         self._kubelets_wake: datetime | None = None
         #: Called after every simulated step (the command line's progress line).
         self.on_step: Callable[[], None] | None = None
-        #: Bounds on the nodes the run launches and the node-hours it runs, checked after
+        #: Bounds on the nodes the run launches and the work it does, checked after
         #: every step (:class:`~nodewright.simulation.limits.LimitReached`); None: unbounded.
         self.limits: Limits | None = None
         #: NodeClaims created since the start, or since :meth:`forget_launches`.
         self.nodes_launched = 0
+        #: Passes of the controllers so far, and the Nodes there at each, summed.
+        self._passes = 0
+        self._nodes_in_passes = 0
         self._claims = self.cluster.state.feed(NodeClaim)
         self.operator.provisioner.launch_allowance = self._launch_allowance
 
@@ -210,16 +213,19 @@ class Simulation:
     def _check_limits(self) -> None:
         self.nodes_launched += sum(1 for change in self._claims.drain() if change.old is None)
         if self.limits is not None:
-            timeline = self.timeline
-            self.limits.check_run(
-                RunSoFar(
-                    launched=self.nodes_launched,
-                    node_hours=timeline.node_hours,
-                    pod_hours=timeline.pod_hours,
-                    nodes=timeline.nodes,
-                    pods=timeline.pods,
-                )
-            )
+            self.limits.check_run(RunSoFar(launched=self.nodes_launched, work=self.work()))
+
+    def work(self) -> Work:
+        """The work the run's controllers have done so far (what its limits count)."""
+        return Work(
+            passes=self._passes,
+            nodes_in_passes=self._nodes_in_passes,
+            launched=self.nodes_launched,
+            pods_solved=self.operator.provisioner.pods_solved,
+            claims_tried=self.operator.provisioner.claims_tried,
+            simulations=self.operator.disruption.simulations,
+            pods_moved=self.operator.disruption.pods_moved,
+        )
 
     def launches_in_flight(self) -> int:
         """Instances launched whose Node has not registered yet (their NodeClaims not going).
@@ -277,6 +283,8 @@ class Simulation:
             before = object_version(self.cluster)
             self.kube.reconcile()
             wake = self.operator.run_once()
+            self._passes += 1
+            self._nodes_in_passes += len(self.cluster.state.objects(Node))
             # A pass may create a thousand NodeClaims: stop before they launch and register.
             self._check_limits()
             if self.kubelets is not None:

@@ -62,11 +62,6 @@ class Timeline:
         self._pending = 0
         self._last = start
         self.dollar_hours = 0.0
-        #: Node-hours from the start of the run: each Node times the hours it was there.
-        self.node_hours = 0.0
-        #: Pod-hours from the start of the run: each pod (bound or pending, not finished)
-        #: times the hours it was there.
-        self.pod_hours = 0.0
         self.points: list[TimelinePoint] = []
 
     def pods_changed(self, changes: Iterable[tuple[Pod | None, Pod | None]]) -> None:
@@ -90,8 +85,6 @@ class Timeline:
         if now > self._last:
             hours = (now - self._last).total_seconds() / _SECONDS_PER_HOUR
             self.dollar_hours += self._price_per_hour * hours
-            self.node_hours += len(self._group_of) * hours
-            self.pod_hours += (self._bound + self._pending) * hours
             self._last = now
         for change in self._nodes.drain():
             name = change.key[1]
@@ -117,16 +110,6 @@ class Timeline:
             self.points[-1] = point
         else:
             self.points.append(point)
-
-    @property
-    def nodes(self) -> int:
-        """Nodes in the cluster at the last step."""
-        return len(self._group_of)
-
-    @property
-    def pods(self) -> int:
-        """Pods bound or pending at the last step."""
-        return self._bound + self._pending
 
     def _add(self, node: Node) -> None:
         labels = node.metadata.labels

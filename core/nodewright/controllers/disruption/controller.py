@@ -115,6 +115,10 @@ class DisruptionController:
         self._trial_memo = TrialMemo()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
         self.allowed_disruptions: dict[tuple[str, str], int] = {}
+        #: Simulations run and the pods they moved off their candidates, over every pass
+        #: (answered from memory or solved): work a simulation's limits count, never timed.
+        self.simulations = 0
+        self.pods_moved = 0
         #: ``karpenter_voluntary_disruption_decisions_total``: (decision, reason) → count.
         self.decisions: dict[tuple[str, str], int] = {}
         #: What the last pass read, when it found no candidate and nothing queued: until any
@@ -348,7 +352,12 @@ class DisruptionController:
             trial_memo=self._trial_memo,
             clock=self._clock,
             consolidation_state=self._consolidation_state.refresh(),
+            count_moved=self._count_moved,
         )
+
+    def _count_moved(self, pods: int) -> None:
+        self.simulations += 1
+        self.pods_moved += pods
 
 
 def _consolidation_type(command: Command) -> str:

@@ -112,8 +112,11 @@ class Context:
         trial_memo: TrialMemo | None = None,
         clock: Clock | None = None,
         consolidation_state: int = 0,
+        count_moved: Callable[[int], None] | None = None,
     ) -> None:
         self.snapshot = snapshot
+        #: Told how many pods each simulation moves (work a simulation's limits count).
+        self._count_moved = count_moved
         #: Karpenter's consolidation state as of this pass (:mod:`.consolidationstate`).
         self.consolidation_state = consolidation_state
         #: What consolidation's time budgets are measured on (the snapshot's instant, standing
@@ -170,6 +173,7 @@ class Context:
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
         """What removing ``candidates`` takes: one of this pass's simulations, which share
         everything that does not depend on the candidates (:mod:`.trials`)."""
+        self._moving(candidates)
         if self._trials is None:
             self._trials = Trials(
                 self.snapshot,
@@ -184,6 +188,7 @@ class Context:
 
     def simulate_alone(self, candidates: Sequence[Candidate]) -> Rescheduling:
         """The same, from scratch: for a pass that simulates once (a command's validation)."""
+        self._moving(candidates)
         return simulate(
             self.snapshot,
             self.templates(),
@@ -204,6 +209,10 @@ class Context:
             if keys:
                 planned[name] = keys
         return planned
+
+    def _moving(self, candidates: Sequence[Candidate]) -> None:
+        if self._count_moved is not None:
+            self._count_moved(sum(len(c.reschedulable) for c in candidates))
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:
         for obj in (candidate.node, candidate.claim):

@@ -118,6 +118,10 @@ class Provisioner:
         #: How many NodeClaims a pass may still plan (None: no bound); a simulation sets it
         #: from its launch limit, so a pass stops planning where the run would stop anyway.
         self.launch_allowance: Callable[[], int | None] | None = None
+        #: Pods its passes have given the solver, and the NodeClaims the solver tried to open
+        #: for them, over every pass: work a simulation's limits count, never timed.
+        self.pods_solved = 0
+        self.claims_tried = 0
 
     # -- batching ----------------------------------------------------------------------------
 
@@ -203,6 +207,7 @@ class Provisioner:
             requests.append(request)
             by_key[pod.key] = pod
         metrics.scheduler_queue_depth.labels("provisioner").set(len(requests))
+        self.pods_solved += len(requests)
         if not requests:
             metrics.record_pending_zones(self.name, {})
             return []
@@ -230,6 +235,7 @@ class Provisioner:
         metrics.scheduling_duration.labels("provisioner").observe(
             time.perf_counter() - solve_started
         )
+        self.claims_tried += result.claims_tried
         metrics.scheduler_queue_depth.labels("provisioner").set(0)
         metrics.record_pending_zones(
             self.name,

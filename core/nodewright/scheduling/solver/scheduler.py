@@ -172,6 +172,8 @@ class Scheduler:
         self.memo = memo
         self.hostnames = 0
         self.ranks = 0
+        #: NodeClaims tried from a NodePool for a pod (:attr:`SchedulingResult.claims_tried`).
+        self.claims_tried = 0
         #: Claims in the order they were opened or had their requirements narrowed.
         self.changed: list[OpenNodeClaim] = []
         #: Per pod shape: how far into :attr:`changed` it has looked, and the claims it has
@@ -315,6 +317,7 @@ class Scheduler:
             },
             effective_zones=zones,
             capped=capped,
+            claims_tried=self.claims_tried,
         )
 
     def _try(self, state: PodState) -> str | None:
@@ -379,6 +382,7 @@ class Scheduler:
                 problems.append(options)
                 continue
             claim = OpenNodeClaim(template, options, self.memo, self.reservations, self.devices)
+            self.claims_tried += 1
             opened = claim.plan(state, topology, hostname, explain=True)
             if isinstance(opened, Refusal):
                 if isinstance(opened.reason, ReservationError):
@@ -521,7 +525,9 @@ def solve(
             )
 
         placed_terms = {term for pod in placed for term in pod.anti_affinity}
+        tried = result.claims_tried
         result = repack(result, pods, templates, placed_terms, in_order)
+        result.claims_tried = tried
     result.errors.update(skipped)
     result.effective_zones = zones
     return result
