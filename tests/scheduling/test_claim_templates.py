@@ -7,6 +7,8 @@ from __future__ import annotations
 from nodewright.scheduling.model import NodePoolTemplate, PodRequest, SchedulingResult
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
+from nodewright.scheduling.solver.instancetypes import allocatable_ceiling, allocatable_floor
+from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
 from tests.scheduling.scheduling_fakes import instance_type, node_pool, pod
@@ -70,3 +72,36 @@ def test_pools_are_tried_in_weight_order_whatever_order_they_were_kept_in() -> N
     assert _claims(_same_as_fresh(built, pods, [node_pool("light", weight=20), heavy]))[0][0] == (
         "light"
     )
+
+
+def test_a_pool_keeps_the_bounds_of_each_set_of_its_types_apart() -> None:
+    # Claims narrow a pool's types the same few ways in solve after solve; each set's
+    # largest and smallest allocatable is kept, and a different set never gets another's.
+    catalog = [
+        instance_type("small", cpu="2", memory="4Gi", pods=4),
+        instance_type("wide", cpu="4", memory="32Gi", pods=10),
+        instance_type("gpu", cpu="8", memory="16Gi", pods=6, extra={"nvidia.com/gpu": "2"}),
+    ]
+    template = NodeClaimTemplate(node_pool(instance_types=catalog))
+    options = template.options
+    subsets = [options, options[:2], options[1:], options[::2], options[2:], options[:2], options]
+    for subset in subsets:
+        assert template.ceiling(subset) == allocatable_ceiling(subset)
+        assert template.floor(subset) == allocatable_floor(subset)
+    assert template.ceiling(options[:2]).get("nvidia.com/gpu") is None
+    assert template.ceiling(options[2:])["nvidia.com/gpu"] == 2000
+
+
+def test_claims_narrowed_differently_in_turn_fill_as_a_fresh_solve() -> None:
+    built = ClaimTemplates()
+    catalog = [
+        instance_type("small", cpu="2", memory="4Gi", pods=4),
+        instance_type("wide", cpu="4", memory="32Gi", pods=10),
+        instance_type("tall", cpu="16", memory="8Gi", pods=10),
+    ]
+    pools = [node_pool(instance_types=catalog)]
+    memory_heavy = [pod(cpu="500m", memory="6Gi") for _ in range(5)]
+    cpu_heavy = [pod(cpu="3", memory="1Gi") for _ in range(5)]
+    mixed = [p for pair in zip(memory_heavy, cpu_heavy, strict=True) for p in pair]
+    for pods in (memory_heavy, cpu_heavy, mixed, memory_heavy, mixed):
+        _same_as_fresh(built, pods, pools)

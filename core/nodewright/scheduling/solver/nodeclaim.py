@@ -30,12 +30,7 @@ from nodewright.scheduling.solver.constraints import (
     port_conflict,
 )
 from nodewright.scheduling.solver.devices import NO_COMMON_TYPE, DeviceRound
-from nodewright.scheduling.solver.instancetypes import (
-    InstanceTypeOption,
-    allocatable_ceiling,
-    allocatable_floor,
-    options_fitting,
-)
+from nodewright.scheduling.solver.instancetypes import InstanceTypeOption, options_fitting
 from nodewright.scheduling.solver.minvalues import (
     lower_min_values,
     min_values_lowered,
@@ -176,7 +171,7 @@ class OpenNodeClaim:
         if not options:
             return options
         if self._floor is None:
-            self._floor = allocatable_floor(options)
+            self._floor = self.template.floor(options)
         cpu, memory, pods = self._floor
         if (
             requests.get(CPU, 0) <= cpu
@@ -190,7 +185,7 @@ class OpenNodeClaim:
     def ceiling(self) -> ResourceList:
         """Element-wise largest allocatable of the options left: a quick upper bound."""
         if self._ceiling is None:
-            self._ceiling = allocatable_ceiling(self.options)
+            self._ceiling = self.template.ceiling(self.options)
         return self._ceiling
 
     def _fit(self, pod: PodRequest, requirements: Requirements, explain: bool) -> Plan | str:

@@ -17,13 +17,20 @@ from nodewright.scheduling.resources import (
     minimum,
 )
 from nodewright.scheduling.solver.constraints import port_conflict, taint_error, untolerated
-from nodewright.scheduling.solver.instancetypes import InstanceTypeOption, overhead_group
+from nodewright.scheduling.solver.instancetypes import (
+    InstanceTypeOption,
+    allocatable_ceiling,
+    allocatable_floor,
+    overhead_group,
+)
 from nodewright.scheduling.taints import Toleration
 from nodewright.scheduling.topology import DomainSource
 
 #: The ``nodes`` key of NodePool limits counts NodeClaims; one node in milli-units.
 NODES = "nodes"
 ONE_NODE = 1000
+#: Sets of options whose bounds a pool keeps before it starts over.
+_BOUNDS_KEPT = 1024
 
 
 def _reachable_zones(
@@ -85,6 +92,10 @@ class NodeClaimTemplate:
         self._ranked: dict[Requirements, list[InstanceTypeOption]] = {}
         self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
         self._port_blocked: dict[tuple[HostPort, ...], frozenset[int]] = {}
+        #: The same options -> their smallest and largest allocatable (see :meth:`bounds`).
+        self._bounds: dict[
+            tuple[InstanceTypeOption, ...], tuple[tuple[int, int, int] | None, ResourceList | None]
+        ] = {}
         overheads = [g.overhead for g in template.daemon_groups if g.overhead]
         #: Smallest and largest daemonset overhead, for failure messages.
         self.overhead_bounds: tuple[ResourceList, ResourceList] | None = (
@@ -99,6 +110,40 @@ class NodeClaimTemplate:
         forked.remaining = dict(remaining) if remaining is not None else None
         forked._within_limits = None
         return forked
+
+    def floor(self, options: Sequence[InstanceTypeOption]) -> tuple[int, int, int]:
+        """What every one of ``options`` (this pool's) holds: see
+        :func:`~nodewright.scheduling.solver.instancetypes.allocatable_floor`."""
+        key = tuple(options)
+        floor, ceiling = self._bounds.get(key, (None, None))
+        if floor is None:
+            floor = allocatable_floor(options)
+            self._keep_bounds(key, floor, ceiling)
+        return floor
+
+    def ceiling(self, options: Sequence[InstanceTypeOption]) -> ResourceList:
+        """The element-wise largest allocatable of ``options`` (this pool's; read-only): see
+        :func:`~nodewright.scheduling.solver.instancetypes.allocatable_ceiling`."""
+        key = tuple(options)
+        floor, ceiling = self._bounds.get(key, (None, None))
+        if ceiling is None:
+            ceiling = allocatable_ceiling(options)
+            self._keep_bounds(key, floor, ceiling)
+        return ceiling
+
+    def _keep_bounds(
+        self,
+        key: tuple[InstanceTypeOption, ...],
+        floor: tuple[int, int, int] | None,
+        ceiling: ResourceList | None,
+    ) -> None:
+        # Claims of one pool narrow its options the same few ways in solve after solve (the
+        # same requests cut the same types), so few distinct sets come back thousands of
+        # times; the key holds the options themselves, so it names the same objects for as
+        # long as it is kept.
+        if len(self._bounds) >= _BOUNDS_KEPT:
+            self._bounds.clear()
+        self._bounds[key] = (floor, ceiling)
 
     def port_blocked(self, ports: tuple[HostPort, ...]) -> frozenset[int]:
         """Indices of types whose daemonset pods already hold one of ``ports``."""
