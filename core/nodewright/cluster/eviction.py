@@ -5,42 +5,39 @@ disruption (healthy pods above the desired count); more than one budget is refus
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
+from nodewright.api.apps import PodDisruptionBudget
 from nodewright.api.core import Pod
-from nodewright.api.meta import KubeObject
 from nodewright.cluster import EvictionBlockedError, InvalidError
+from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
 from nodewright.cluster.selectors import label_selector_matches
 from nodewright.cluster.state import ClusterState
 
 
 class EvictionCheck:
-    """The API server's eviction check over one cluster state, with each budget's answer kept
-    while no pod, ReplicaSet, StatefulSet or budget changed (a drain asks about every pod of
-    a node, and asks again while a budget holds it back)."""
+    """The API server's eviction check over one cluster state, with each budget's pods
+    counted from what changed since the last question (a drain asks about every pod of a
+    node, and asks again while a budget holds it back; each eviction changes one pod)."""
 
     def __init__(self, state: ClusterState) -> None:
         self._state = state
-        #: Budget key -> the kinds' versions it was counted at, and how many more may go.
-        self._allowed: dict[tuple[str, str], tuple[tuple[int, ...], int]] = {}
+        self._counts = BudgetCounts(state)
 
     def __call__(self, pod: Pod) -> None:
         """Raise :class:`~nodewright.cluster.EvictionBlockedError` when the API server would
         refuse to evict ``pod``."""
         check_eviction(self._state, pod, self._disruptions_allowed)
 
+    def catch_up(self) -> None:
+        """Count the pods that changed since the last eviction now (see
+        :meth:`~nodewright.cluster.budgetcounts.BudgetCounts.catch_up`)."""
+        self._counts.catch_up()
+
     def _disruptions_allowed(self, state: ClusterState, pdb: PodDisruptionBudget) -> int:
-        versions = tuple(state.kind_version(kind) for kind in _COUNTED_KINDS)
-        key = (pdb.namespace, pdb.name)
-        kept = self._allowed.get(key)
-        if kept is not None and kept[0] == versions:
-            return kept[1]
-        if len(self._allowed) >= _BUDGETS_KEPT:
-            self._allowed.clear()
-        allowed = _disruptions_allowed(state, pdb)
-        self._allowed[key] = (versions, allowed)
-        return allowed
+        if state is not self._state or not countable(pdb.spec.selector):
+            return _disruptions_allowed(state, pdb)
+        return _allowed(pdb, self._counts.count(pdb))
 
 
 def check_eviction(
@@ -73,7 +70,7 @@ def check_eviction(
 
 
 def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
-    """How many more pods the budget lets go: healthy pods minus the desired count."""
+    """How many more pods the budget lets go, counting its namespace's pods now."""
     selector = pdb.spec.selector
     pods = [
         pod
@@ -81,50 +78,19 @@ def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
         if label_selector_matches(selector, pod.metadata.labels)
         and pod.status.phase not in ("Succeeded", "Failed")
     ]
-    healthy = sum(1 for pod in pods if pod.status.phase == "Running" and not pod.deleting)
-    expected = _expected_pods(state, pods)
+    return _allowed(pdb, count_of(state, pdb.namespace, pods))
+
+
+def _allowed(pdb: PodDisruptionBudget, count: BudgetCount) -> int:
+    """Healthy pods minus the desired count."""
+    expected = count.expected
     if pdb.spec.max_unavailable is not None:
         desired = max(0, expected - _scaled(pdb.spec.max_unavailable, expected))
     elif pdb.spec.min_available is not None:
         desired = _scaled(pdb.spec.min_available, expected)
     else:
         desired = expected  # policy/v1 default: minAvailable 100%
-    return healthy - desired
-
-
-def _expected_pods(state: ClusterState, pods: Iterable[Pod]) -> int:
-    """Pods the budget expects: the scale of each owning controller, else one per live pod."""
-    expected = 0
-    controllers: set[tuple[str, str]] = set()
-    for pod in pods:
-        owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
-        if owner is not None and (owner.kind, owner.name) in controllers:
-            continue  # its controller's scale is counted
-        scale = _controller_scale(state, pod.namespace, owner.kind, owner.name) if owner else None
-        if scale is None or owner is None:
-            expected += 0 if pod.deleting else 1
-        else:
-            controllers.add((owner.kind, owner.name))
-            expected += scale
-    return expected
-
-
-_SCALABLE: dict[str, type[KubeObject]] = {"ReplicaSet": ReplicaSet, "StatefulSet": StatefulSet}
-#: What a budget's count reads besides the budget itself.
-_COUNTED_KINDS: tuple[type[KubeObject], ...] = (Pod, ReplicaSet, StatefulSet, PodDisruptionBudget)
-#: Budgets' answers kept before the memo starts over.
-_BUDGETS_KEPT = 1024
-
-
-def _controller_scale(state: ClusterState, namespace: str, kind: str, name: str) -> int | None:
-    owner_kind = _SCALABLE.get(kind)
-    if owner_kind is None:
-        return None
-    owner = state.get(owner_kind, (namespace, name))
-    if owner is None:
-        return None
-    replicas: int = getattr(owner, "spec").replicas  # noqa: B009
-    return replicas
+    return count.healthy - desired
 
 
 def _scaled(value: int | str, total: int) -> int:

@@ -359,6 +359,12 @@ class MemoryCluster:
         if self._fault_points:
             self._fault("bind", Pod, False, current, pod)
 
+    def catch_up_evictions(self) -> None:
+        """Count what changed since the last eviction into the eviction check's budgets now:
+        the simulated control plane calls this on each pass, so the changes it follows are
+        not held until the next drain."""
+        self._check_eviction.catch_up()
+
     def evict(self, pod_name: str, namespace: str) -> None:
         key = self._key(Pod, pod_name, namespace)
         current = self._objects.get(Pod, {}).get(key)

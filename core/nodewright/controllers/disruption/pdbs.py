@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
+from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
 from nodewright.cluster.selectors import InvalidSelectorError, label_selector_matches
 from nodewright.cluster.state import ClusterState
 from nodewright.controllers.state.cluster import is_terminal
@@ -83,8 +84,11 @@ class PdbLimits:
         ]
 
 
-def namespace_limits(state: ClusterState, namespace: str) -> list[PdbLimit]:
-    """The budgets of one namespace, by name, with what each allows now."""
+def namespace_limits(
+    state: ClusterState, namespace: str, counts: BudgetCounts | None = None
+) -> list[PdbLimit]:
+    """The budgets of one namespace, by name, with what each allows now (from ``counts``
+    where it can keep a budget's count, else from the namespace's pods)."""
     limits = []
     budgets = state.in_namespace(PodDisruptionBudget, namespace)
     for key in sorted(budgets):
@@ -92,15 +96,15 @@ def namespace_limits(state: ClusterState, namespace: str) -> list[PdbLimit]:
         limit = PdbLimit(budget, 0, _fully_blocking(budget))
         if _maintained(budget):
             allowed = budget.status.disruptions_allowed
+        elif counts is not None and countable(budget.spec.selector):
+            allowed = _allowed(budget, counts.count(budget))
         else:
             selected = [
                 p
-                for p in sorted(
-                    state.in_namespace(Pod, namespace).values(), key=lambda p: p.metadata.name
-                )
+                for p in state.in_namespace(Pod, namespace).values()
                 if limit.selects(p) and not is_terminal(p)
             ]
-            allowed = _allowed(budget, selected, state)
+            allowed = _allowed(budget, count_of(state, namespace, selected))
         limits.append(PdbLimit(budget, allowed, limit.fully_blocking))
     return limits
 
@@ -115,6 +119,7 @@ class PdbTracker:
     def __init__(self, state: ClusterState) -> None:
         self._state = state
         self._changes = state.feed(PodDisruptionBudget, Pod, ReplicaSet, StatefulSet)
+        self._counts = BudgetCounts(state)
         self._by_namespace: dict[str, list[PdbLimit]] = {}
         #: Namespaces with a budget whose allowance is worked out from the pods.
         self._counting: set[str] = set()
@@ -142,6 +147,7 @@ class PdbTracker:
         full refresh found different from what changes had kept (none, if nothing was
         missed).
         """
+        self._counts.catch_up()
         dirty: set[str] = set()
         for change in self._changes.drain():
             namespace = change.key[0]
@@ -149,6 +155,7 @@ class PdbTracker:
                 dirty.add(namespace)
         full, self._full = self._full, False
         if full:
+            self._counts.reset()
             known = {key[0] for key in self._state.objects(PodDisruptionBudget)}
             everywhere = known | set(self._by_namespace)
         else:
@@ -156,7 +163,7 @@ class PdbTracker:
         changed: set[str] = set()
         missed: set[str] = set()
         for namespace in everywhere:
-            limits = namespace_limits(self._state, namespace)
+            limits = namespace_limits(self._state, namespace, self._counts)
             before = self._by_namespace.get(namespace, [])
             if _verdict_facts(limits) != _verdict_facts(before):
                 changed.add(namespace)
@@ -209,30 +216,8 @@ def _scaled(value: int | str, total: int) -> int:
         return total  # an unreadable budget protects everything
 
 
-def _scale_of(state: ClusterState, kind: str, namespace: str, name: str) -> int | None:
-    """The replicas of a pod's ReplicaSet or StatefulSet (what the budget expects)."""
-    if kind == "ReplicaSet":
-        rs = state.get(ReplicaSet, (namespace, name))
-        return None if rs is None else rs.spec.replicas
-    if kind == "StatefulSet":
-        sts = state.get(StatefulSet, (namespace, name))
-        return None if sts is None else sts.spec.replicas
-    return None
-
-
-def _allowed(budget: PodDisruptionBudget, pods: Sequence[Pod], state: ClusterState) -> int:
-    healthy = sum(1 for p in pods if p.status.phase == "Running" and not p.deleting)
-    expected = 0
-    owners: set[tuple[str, str, str]] = set()
-    for pod in pods:
-        owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
-        key = (owner.kind, pod.namespace, owner.name) if owner else None
-        scale = None if key is None else _scale_of(state, *key)
-        if key is None or scale is None:
-            expected += 0 if pod.deleting else 1
-        elif key not in owners:
-            owners.add(key)
-            expected += scale
+def _allowed(budget: PodDisruptionBudget, count: BudgetCount) -> int:
+    expected = count.expected
     spec = budget.spec
     if spec.max_unavailable is not None:
         desired = max(0, expected - _scaled(spec.max_unavailable, expected))
@@ -240,4 +225,4 @@ def _allowed(budget: PodDisruptionBudget, pods: Sequence[Pod], state: ClusterSta
         desired = _scaled(spec.min_available, expected)
     else:
         desired = expected
-    return max(0, healthy - desired)
+    return max(0, count.healthy - desired)

@@ -79,4 +79,5 @@ class EmbeddedKubernetes:
             self.static_kubelets.reconcile()
             self.volumes.bind_waiting_volumes()
             self.workload_statuses.reconcile()
+            self.cluster.catch_up_evictions()
         return self.cluster.resource_version() != before
