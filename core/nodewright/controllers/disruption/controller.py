@@ -41,6 +41,7 @@ from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
 from nodewright.controllers.events import EventRecorder
 from nodewright.controllers.nodeclaim.history import NodeHistory
+from nodewright.controllers.nodepool.templates import DaemonGroupMemo
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.passinputs import PassInputs, pass_inputs
 from nodewright.controllers.state.cluster import NodeCache
@@ -111,6 +112,7 @@ class DisruptionController:
         self._requests = PodRequests()
         #: NodePools as trial solves take them, kept while they stay the same.
         self._claim_templates = ClaimTemplates()
+        self._daemon_groups = DaemonGroupMemo()
         #: Simulation answers kept while what they read stays the same.
         self._trial_memo = TrialMemo()
         #: ``karpenter_nodepools_allowed_disruptions``: (nodepool, reason) → allowed.
@@ -349,6 +351,7 @@ class DisruptionController:
             virtual=self._virtual_pods.pods() if self._virtual_pods is not None else (),
             candidates=lambda: self.verdicts.candidates(GRACEFUL, self.queue.provider_ids()),
             claim_templates=self._claim_templates,
+            daemon_groups=self._daemon_groups,
             trial_memo=self._trial_memo,
             clock=self._clock,
             consolidation_state=self._consolidation_state.refresh(),

@@ -33,6 +33,7 @@ from nodewright.controllers.disruption.rescheduling import (
 from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.trials import Trials
 from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.nodepool.templates import DaemonGroupMemo
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 
@@ -109,6 +110,7 @@ class Context:
         virtual: Sequence[Pod] = (),
         candidates: Callable[[], Sequence[Candidate]] | None = None,
         claim_templates: ClaimTemplates | None = None,
+        daemon_groups: DaemonGroupMemo | None = None,
         trial_memo: TrialMemo | None = None,
         clock: Clock | None = None,
         consolidation_state: int = 0,
@@ -134,6 +136,8 @@ class Context:
         self._templates: list[NodePoolTemplate] | None = None
         #: NodePools made into NodeClaimTemplates, kept by the controller across passes.
         self._claim_templates = claim_templates
+        #: Daemon pods grouped over each catalog, kept by the controller across passes.
+        self._daemon_groups = daemon_groups
         #: Simulation answers kept by the controller across passes (:mod:`.trialmemo`).
         self._trial_memo = trial_memo
         self._trials: Trials | None = None
@@ -149,6 +153,7 @@ class Context:
                 self._daemonsets,
                 self.solver_options.well_known_labels,
                 self.solver_options.dra,
+                self._daemon_groups,
             )
         return self._templates
 

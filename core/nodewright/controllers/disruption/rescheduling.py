@@ -23,7 +23,11 @@ from nodewright.controllers.disruption.candidates import (
     Snapshot,
 )
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
-from nodewright.controllers.nodepool.templates import daemon_pods, node_pool_template
+from nodewright.controllers.nodepool.templates import (
+    DaemonGroupMemo,
+    daemon_pods,
+    node_pool_template,
+)
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
 from nodewright.controllers.state.cluster import VOLUME_KINDS, is_provisionable
 from nodewright.scheduling.model import (
@@ -64,6 +68,7 @@ def node_pool_templates(
     daemonsets: Sequence[DaemonSet],
     well_known: frozenset[str],
     dra: bool = False,
+    memo: DaemonGroupMemo | None = None,
 ) -> list[NodePoolTemplate]:
     """Every NodePool that could launch a replacement, as the provisioner sees it."""
     templates = []
@@ -80,7 +85,7 @@ def node_pool_templates(
         if not instance_types:
             continue
         template = node_pool_template(
-            pool, instance_types, snapshot.view, pods_of_daemons, well_known
+            pool, instance_types, snapshot.view, pods_of_daemons, well_known, memo=memo
         )
         if template is not None:
             templates.append(template)

@@ -32,7 +32,7 @@ from nodewright.api.labels import (
     TERMINATION_TIMESTAMP_ANNOTATION,
     ZONE_LABEL,
 )
-from nodewright.api.meta import KubeObject, find_condition, set_condition
+from nodewright.api.meta import KubeObject, copy_model, find_condition, set_condition
 from nodewright.api.timestamps import parse_timestamp
 from nodewright.clock import Clock
 from nodewright.cluster import (
@@ -151,13 +151,13 @@ class NodeTermination:
             return None
         deadline = self._deadline(node, claim)
         node = self._taint(node)
-        stored = claim.model_copy(deep=True) if claim is not None else None
+        stored = copy_model(claim.status) if claim is not None else None
         wait = self._await_drain(node, pods, claim, deadline)
         if wait is None:
             wait = self._await_volume_detachment(node, pods, claim, attachments, deadline)
         if wait is None and claim is not None:
             wait = self._await_instance_termination(claim)
-        if claim is not None and stored is not None and claim.status != stored.status:
+        if claim is not None and stored is not None and claim.status != stored:
             self._cluster.update_status(claim)
         if wait is not None:
             return wait

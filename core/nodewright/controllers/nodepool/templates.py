@@ -29,6 +29,41 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import ResourceList, merge, parse_resources
 from nodewright.scheduling.taints import Taint, tolerates_all
 
+#: Groupings a :class:`DaemonGroupMemo` keeps before it starts over.
+_GROUPINGS_KEPT = 64
+
+#: Each tolerant daemon pod's required terms that the pool allows.
+_Terms = tuple[tuple[Requirements, ...], ...]
+
+
+class DaemonGroupMemo:
+    """Which daemon pods land on which of a catalog's types, kept from call to call.
+
+    A controller builds its pools' templates pass after pass from the same catalog lists
+    (the catalog hands out one list per answer) and the same daemonsets; grouping a catalog
+    of a thousand types by the daemon pods' terms is then the same answer every time. It is
+    kept per list of types (held, so the key names the same objects while it is kept) and
+    per the daemon pods' terms.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[
+            tuple[_Terms, int], tuple[Sequence[InstanceType], dict[tuple[int, ...], list[str]]]
+        ] = {}
+
+    def members(
+        self, terms: _Terms, instance_types: Sequence[InstanceType]
+    ) -> dict[tuple[int, ...], list[str]]:
+        key = (terms, id(instance_types))
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] is instance_types:
+            return kept[1]
+        members = _members(terms, instance_types)
+        if len(self._kept) >= _GROUPINGS_KEPT:
+            self._kept.clear()
+        self._kept[key] = (instance_types, members)
+        return members
+
 
 def node_pool_template(
     pool: NodePool,
@@ -36,6 +71,8 @@ def node_pool_template(
     view: ClusterView,
     pods_of_daemons: Sequence[Pod],
     well_known: frozenset[str] = WELL_KNOWN_LABELS,
+    *,
+    memo: DaemonGroupMemo | None = None,
 ) -> NodePoolTemplate | None:
     """The pool as the solver sees it, or None when no instance type can be launched from it."""
     requirements = node_pool_requirements(pool)
@@ -50,7 +87,7 @@ def node_pool_template(
         instance_types=tuple(instance_types),
         remaining=_remaining(pool, view),
         daemon_groups=daemon_overhead_groups(
-            pods_of_daemons, requirements, taints, instance_types, well_known
+            pods_of_daemons, requirements, taints, instance_types, well_known, memo=memo
         ),
     )
 
@@ -92,6 +129,8 @@ def daemon_overhead_groups(
     taints: Sequence[Taint],
     instance_types: Sequence[InstanceType],
     well_known: frozenset[str] = WELL_KNOWN_LABELS,
+    *,
+    memo: DaemonGroupMemo | None = None,
 ) -> tuple[DaemonOverheadGroup, ...]:
     """The pool's instance types grouped by the daemonset pods that would run on them.
 
@@ -100,18 +139,14 @@ def daemon_overhead_groups(
     type's labels (custom keys the type does not define are not held against it).
     """
     tolerant = [p for p in daemon_pods if tolerates_all(pod_tolerations(p), taints) is None]
-    terms = {
-        index: [t for t in pod_requirement_terms(p) if requirements.compatible(t, well_known)]
-        for index, p in enumerate(tolerant)
-    }
-    members: dict[tuple[int, ...], list[str]] = {}
-    for instance_type in instance_types:
-        landing = tuple(
-            index
-            for index, pod_terms in terms.items()
-            if any(instance_type.requirements.meets(t) for t in pod_terms)
-        )
-        members.setdefault(landing, []).append(instance_type.name)
+    terms = tuple(
+        tuple(t for t in pod_requirement_terms(p) if requirements.compatible(t, well_known))
+        for p in tolerant
+    )
+    if memo is not None:
+        members = memo.members(terms, instance_types)
+    else:
+        members = _members(terms, instance_types)
     groups: list[DaemonOverheadGroup] = []
     for landing, names in members.items():
         if not landing:
@@ -125,3 +160,18 @@ def daemon_overhead_groups(
             )
         )
     return tuple(groups)
+
+
+def _members(
+    terms: _Terms, instance_types: Sequence[InstanceType]
+) -> dict[tuple[int, ...], list[str]]:
+    """The types' names by the indices (into ``terms``) of the daemon pods that land there."""
+    members: dict[tuple[int, ...], list[str]] = {}
+    for instance_type in instance_types:
+        landing = tuple(
+            index
+            for index, pod_terms in enumerate(terms)
+            if any(instance_type.requirements.meets(t) for t in pod_terms)
+        )
+        members.setdefault(landing, []).append(instance_type.name)
+    return members

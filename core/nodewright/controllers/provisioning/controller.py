@@ -34,7 +34,11 @@ from nodewright.controllers.catalog import (
 from nodewright.controllers.devices import device_facts, read_claims, with_claims
 from nodewright.controllers.events import WARNING, EventRecorder
 from nodewright.controllers.nodeclaim.creation import create_node_claim
-from nodewright.controllers.nodepool.templates import daemon_pods, node_pool_template
+from nodewright.controllers.nodepool.templates import (
+    DaemonGroupMemo,
+    daemon_pods,
+    node_pool_template,
+)
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
 from nodewright.controllers.state.cluster import (
@@ -115,6 +119,7 @@ class Provisioner:
         self._nodes = NodeCache()
         #: NodePools made into NodeClaimTemplates, kept while they and their types stay.
         self._claim_templates = ClaimTemplates()
+        self._daemon_groups = DaemonGroupMemo()
         #: How many NodeClaims a pass may still plan (None: no bound); a simulation sets it
         #: from its launch limit, so a pass stops planning where the run would stop anyway.
         self.launch_allowance: Callable[[], int | None] | None = None
@@ -350,7 +355,9 @@ class Provisioner:
             except (UnknownNodeClassError, NodeClassNotFoundError, PluginError) as error:
                 problems.append(f'nodepool "{pool.name}": {error}')
                 continue
-            template = node_pool_template(pool, instance_types, view, pods_of_daemons, well_known)
+            template = node_pool_template(
+                pool, instance_types, view, pods_of_daemons, well_known, memo=self._daemon_groups
+            )
             if template is None:
                 self._events.publish(
                     pool,
