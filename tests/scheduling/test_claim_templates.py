@@ -7,7 +7,11 @@ from __future__ import annotations
 from nodewright.scheduling.model import NodePoolTemplate, PodRequest, SchedulingResult
 from nodewright.scheduling.resources import resources
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
-from nodewright.scheduling.solver.instancetypes import allocatable_ceiling, allocatable_floor
+from nodewright.scheduling.solver.instancetypes import (
+    allocatable_ceiling,
+    allocatable_floor,
+    options_fitting,
+)
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import Taint
@@ -90,6 +94,18 @@ def test_a_pool_keeps_the_bounds_of_each_set_of_its_types_apart() -> None:
         assert template.floor(subset) == allocatable_floor(subset)
     assert template.ceiling(options[:2]).get("nvidia.com/gpu") is None
     assert template.ceiling(options[2:])["nvidia.com/gpu"] == 2000
+    asks = [
+        resources(cpu="1", memory="1Gi"),
+        resources(cpu="3", memory="1Gi"),
+        resources(cpu="1", memory="20Gi"),
+        {**resources(cpu="1"), "nvidia.com/gpu": 1000},
+        resources(cpu="3", memory="1Gi"),
+    ]
+    for subset in subsets:
+        for ask in asks:
+            assert template.fitting(subset, ask) == options_fitting(subset, ask)
+    assert [o.instance_type.name for o in template.fitting(options, asks[1])] == ["wide", "gpu"]
+    assert [o.instance_type.name for o in template.fitting(options[:2], asks[1])] == ["wide"]
 
 
 def test_claims_narrowed_differently_in_turn_fill_as_a_fresh_solve() -> None:

@@ -84,6 +84,10 @@ NOT_SHAPING = frozenset(
 BUILT_SETS = 16
 #: Serials of discovered data: each refresh that finds other data takes the next one.
 _DATA_VERSIONS = itertools.count(1)
+#: (label, value) -> its requirement, shared by every type that has it (see requirements_for).
+_LABEL_REQUIREMENTS: dict[tuple[str, str | None], Requirement] = {}
+_LABEL_REQUIREMENTS_KEPT = 16384
+_TENANCY = Requirement.of(L.INSTANCE_TENANCY, "In", ["default", "dedicated"])
 
 
 @dataclass(frozen=True)
@@ -198,14 +202,26 @@ def requirements_for(
         "true" if info.get("NetworkInfo", {}).get("EncryptionInTransitSupported") else "false"
     )
     items: list[Requirement] = [
-        Requirement.of(key, "In", [value])
-        if value is not None
-        else Requirement.of(key, "DoesNotExist")
-        for key, value in values.items()
-        if key != L.INSTANCE_TENANCY
+        _label_requirement(key, value) for key, value in values.items() if key != L.INSTANCE_TENANCY
     ]
-    items.append(Requirement.of(L.INSTANCE_TENANCY, "In", ["default", "dedicated"]))
+    items.append(_TENANCY)
     return Requirements(items)
+
+
+def _label_requirement(key: str, value: str | None) -> Requirement:
+    """``key In [value]``, or ``key DoesNotExist`` for None: one shared requirement per pair
+    (a catalog of a thousand types repeats the same few hundred; requirements are immutable)."""
+    found = _LABEL_REQUIREMENTS.get((key, value))
+    if found is None:
+        found = (
+            Requirement.of(key, "In", [value])
+            if value is not None
+            else Requirement.of(key, "DoesNotExist")
+        )
+        if len(_LABEL_REQUIREMENTS) >= _LABEL_REQUIREMENTS_KEPT:
+            _LABEL_REQUIREMENTS.clear()
+        _LABEL_REQUIREMENTS[(key, value)] = found
+    return found
 
 
 def ephemeral_storage(spec: EC2NodeClassSpec | None, info: Mapping[str, Any]) -> int:

@@ -11,7 +11,7 @@ from nodewright.api.labels import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REG
 from nodewright.clock import SimulatedClock
 from nodewright.plugin.model import InstanceType
 from nodewright_aws import labels as L
-from nodewright_aws.instancetype import kube_reserved_cpu_millis
+from nodewright_aws.instancetype import kube_reserved_cpu_millis, requirements_for
 from providers.aws.tests.aws_helpers import REGION, ZONES, World, configured_provider, node_class
 
 MI = 1024 * 1024 * 1000  # one MiB in milli-units
@@ -147,3 +147,20 @@ def test_discovery_is_cached_and_refreshed_with_the_clock(world: World) -> None:
     clock.advance(timedelta(hours=12))
     provider.instance_types(node_class())
     assert provider.instance_type_provider.data.refreshed_at == clock.now()
+
+
+def test_types_built_in_turn_carry_their_own_region_and_os() -> None:
+    # Label requirements are shared between types; each type still gets its own values.
+    info = {
+        "InstanceType": "m5.large",
+        "VCpuInfo": {"DefaultVCpus": 2},
+        "MemoryInfo": {"SizeInMiB": 8192},
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+    }
+    east = requirements_for(info, "us-east-1").labels()
+    west = requirements_for(info, "eu-west-1").labels()
+    windows = requirements_for(info, "us-east-1", "Windows2022").labels()
+    assert (east[REGION_LABEL], east[OS_LABEL]) == ("us-east-1", "linux")
+    assert (west[REGION_LABEL], west[OS_LABEL]) == ("eu-west-1", "linux")
+    assert (windows[REGION_LABEL], windows[OS_LABEL]) == ("us-east-1", "windows")
+    assert requirements_for(info, "us-east-1") == requirements_for(info, "us-east-1")

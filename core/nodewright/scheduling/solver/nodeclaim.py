@@ -30,7 +30,7 @@ from nodewright.scheduling.solver.constraints import (
     port_conflict,
 )
 from nodewright.scheduling.solver.devices import NO_COMMON_TYPE, DeviceRound
-from nodewright.scheduling.solver.instancetypes import InstanceTypeOption, options_fitting
+from nodewright.scheduling.solver.instancetypes import InstanceTypeOption
 from nodewright.scheduling.solver.minvalues import (
     lower_min_values,
     min_values_lowered,
@@ -180,7 +180,7 @@ class OpenNodeClaim:
             and all(k in (CPU, MEMORY, PODS) or v <= 0 for k, v in requests.items())
         ):
             return options
-        return options_fitting(options, requests)
+        return self.template.fitting(options, requests)
 
     def ceiling(self) -> ResourceList:
         """Element-wise largest allocatable of the options left: a quick upper bound."""

@@ -11,6 +11,9 @@ from nodewright.scheduling.instancetype import InstanceType
 from nodewright.scheduling.model import HostPort, NodePoolTemplate
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import (
+    CPU,
+    MEMORY,
+    PODS,
     ResourceList,
     format_resources_json,
     maximum,
@@ -21,6 +24,7 @@ from nodewright.scheduling.solver.instancetypes import (
     InstanceTypeOption,
     allocatable_ceiling,
     allocatable_floor,
+    options_fitting,
     overhead_group,
 )
 from nodewright.scheduling.taints import Toleration
@@ -31,6 +35,8 @@ NODES = "nodes"
 ONE_NODE = 1000
 #: Sets of options whose bounds a pool keeps before it starts over.
 _BOUNDS_KEPT = 1024
+#: Narrowings by requests a pool keeps before it starts over.
+_FITTING_KEPT = 512
 
 
 def _reachable_zones(
@@ -96,6 +102,8 @@ class NodeClaimTemplate:
         self._bounds: dict[
             tuple[InstanceTypeOption, ...], tuple[tuple[int, int, int] | None, ResourceList | None]
         ] = {}
+        #: (options, requests) -> those of the options that hold the requests.
+        self._fitting: dict[tuple[object, ...], list[InstanceTypeOption]] = {}
         overheads = [g.overhead for g in template.daemon_groups if g.overhead]
         #: Smallest and largest daemonset overhead, for failure messages.
         self.overhead_bounds: tuple[ResourceList, ResourceList] | None = (
@@ -130,6 +138,32 @@ class NodeClaimTemplate:
             ceiling = allocatable_ceiling(options)
             self._keep_bounds(key, floor, ceiling)
         return ceiling
+
+    def fitting(
+        self, options: Sequence[InstanceTypeOption], requests: ResourceList
+    ) -> list[InstanceTypeOption]:
+        """Those of ``options`` (this pool's) that hold ``requests``: see
+        :func:`~nodewright.scheduling.solver.instancetypes.options_fitting`. The list is
+        shared: read it, never change it."""
+        others = tuple(
+            (name, value)
+            for name, value in requests.items()
+            if value > 0 and name not in (CPU, MEMORY, PODS)
+        )
+        key = (
+            tuple(options),
+            requests.get(CPU, 0),
+            requests.get(MEMORY, 0),
+            requests.get(PODS, 0),
+            others,
+        )
+        found = self._fitting.get(key)
+        if found is None:
+            found = options_fitting(options, requests)
+            if len(self._fitting) >= _FITTING_KEPT:
+                self._fitting.clear()
+            self._fitting[key] = found
+        return found
 
     def _keep_bounds(
         self,
