@@ -127,6 +127,10 @@ class InstanceType:
     _for_launch: dict[tuple[Requirement | None, ...], InstanceType | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    #: :meth:`matching_offerings`' answers, kept the same way.
+    _matching: dict[tuple[Requirement | None, ...], tuple[Offering, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def allocatable(self) -> ResourceList:
         """Capacity less overhead (and less hugepages from memory), never negative."""
@@ -145,7 +149,7 @@ class InstanceType:
         prices the same types under the same zones and capacity types over and over. The
         type is frozen, so its offerings (and the answers) never change.
         """
-        said = tuple(requirements.get(key) for key in self.offering_keys)
+        said = self._said(requirements)
         found = self._cheapest.get(said)
         if found is None:
             found = min(
@@ -159,13 +163,27 @@ class InstanceType:
         """This type with only the available offerings ``requirements`` allow (None when none
         does), kept per what they say on :attr:`offering_keys` as :meth:`cheapest` is: every
         launch weighs every type its NodeClaim allows."""
-        said = tuple(requirements.get(key) for key in self.offering_keys)
+        said = self._said(requirements)
         if said in self._for_launch:
             return self._for_launch[said]
         offerings = tuple(o for o in self.offerings if o.available and o.matches(requirements))
         found = self.with_offerings(offerings) if offerings else None
         self._for_launch[said] = found
         return found
+
+    def matching_offerings(self, requirements: Requirements) -> tuple[Offering, ...]:
+        """The available offerings ``requirements`` allow, in order (kept as :meth:`cheapest`
+        keeps its answers: a launch asks about the same types under the same zones and
+        capacity types, launch after launch)."""
+        said = self._said(requirements)
+        found = self._matching.get(said)
+        if found is None:
+            found = tuple(o for o in self.offerings if o.available and o.matches(requirements))
+            self._matching[said] = found
+        return found
+
+    def _said(self, requirements: Requirements) -> tuple[Requirement | None, ...]:
+        return tuple(requirements.get(key) for key in self.offering_keys)
 
     @cached_property
     def offering_keys(self) -> tuple[str, ...]:

@@ -312,12 +312,10 @@ class InstanceProvider:
         for option in request.instance_types:
             if not request.requirements.meets(option.requirements):
                 continue
-            for offering in option.offerings:
+            for offering in option.matching_offerings(request.requirements):
                 if (
-                    offering.available
-                    and offering.capacity_type in LAUNCHABLE_CAPACITY_TYPES
+                    offering.capacity_type in LAUNCHABLE_CAPACITY_TYPES
                     and offering.zone in subnets_by_zone
-                    and offering.matches(request.requirements)
                 ):
                     choices.append((offering.price, option.name, option, offering))
         if not choices:
@@ -331,10 +329,8 @@ class InstanceProvider:
         choices = sorted(
             (c for c in choices if c[3].capacity_type == capacity_type), key=lambda c: c[:2]
         )
-        kept_types: list[str] = []
-        for _, name, _, _ in choices:
-            if name not in kept_types:
-                kept_types.append(name)
+        # The cheapest MAX_INSTANCE_TYPES types, each at its first (cheapest) choice.
+        kept_types = list(dict.fromkeys(name for _, name, _, _ in choices))
         kept = set(kept_types[:MAX_INSTANCE_TYPES])
         node_pool = request.node_claim.metadata.labels.get(NODEPOOL_LABEL, "")
         tags = instance_tags(

@@ -151,8 +151,14 @@ def _launch_options(
 ) -> list[InstanceType]:
     """The NodeClaim's instance types, with only compatible available offerings, cheapest first."""
     options: list[tuple[float, InstanceType]] = []
+    named = requirements.get(INSTANCE_TYPE_LABEL)
+    listed = named.values if named is not None and not named.complement else frozenset()
     for instance_type in instance_types:
-        # The claim's instance-type requirement is one of the keys checked here.
+        # The claim's instance-type requirement is one of the keys checked here; a type
+        # whose own name it leaves out fails it whatever the rest says (most of a catalog).
+        own = instance_type.requirements.get(INSTANCE_TYPE_LABEL)
+        if listed and own is not None and not own.complement and own.values.isdisjoint(listed):
+            continue
         if not instance_type.requirements.meets(requirements):
             continue
         launchable = instance_type.for_launch(requirements)
