@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.bench_modules import load_bench
+from tests.fuzz import fuzz_settings
 
 fuzzing = load_bench("fuzz_inputs")
 
@@ -23,13 +24,7 @@ fuzzing = load_bench("fuzz_inputs")
 EXAMPLES = 20
 
 
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+@fuzz_settings(EXAMPLES)
 @given(fuzzing.manifests())
 def test_mutated_manifests_keep_the_property(manifest: tuple[str, str]) -> None:
     text, suffix = manifest

@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from nodewright.simulation.limits import BY_NAME, DEFAULT
 from tests.bench_modules import load_bench
+from tests.fuzz import fuzz_settings
 
 fuzzing = load_bench("fuzz_readers")
 
@@ -30,13 +31,7 @@ DEFAULT_EXAMPLES = 10
 
 @pytest.mark.parametrize("reader", fuzzing.READERS)
 def test_mutated_inputs_of_every_reader_keep_the_property(reader: str) -> None:
-    @settings(
-        max_examples=EXAMPLES.get(reader, DEFAULT_EXAMPLES),
-        derandomize=True,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings(EXAMPLES.get(reader, DEFAULT_EXAMPLES))
     @given(fuzzing.reader_inputs(reader))
     def check(case: Any) -> None:
         outcome = fuzzing.check_reader_input(case)
@@ -56,13 +51,7 @@ def test_mutated_runs_stopped_at_the_run_limits_keep_the_property(
     monkeypatch.setitem(BY_NAME, DEFAULT.name, low)
     stopped: list[str] = []
 
-    @settings(
-        max_examples=DEFAULT_EXAMPLES,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings(DEFAULT_EXAMPLES)
     @given(fuzzing.reader_inputs(reader))
     def check(case: Any) -> None:
         outcome = fuzzing.check_reader_input(case)

@@ -19,7 +19,7 @@ from nodewright.api.core import LabelSelector, LabelSelectorRequirement, Pod, Po
 from nodewright.api.meta import ObjectMeta
 from nodewright.clock import SimulatedClock
 from nodewright.cluster import EvictionBlockedError
-from nodewright.cluster.budgetcounts import BudgetCounts
+from nodewright.cluster.budgetcounts import BudgetCounts, controller_scale
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.cluster.selectors import label_selector_matches
@@ -59,16 +59,6 @@ def _random_pod(rng: random.Random, name: str, namespace: str) -> Pod:
     return made
 
 
-def _scale(state: ClusterState, kind: str, namespace: str, name: str) -> int | None:
-    if kind == "ReplicaSet":
-        replica_set = state.get(ReplicaSet, (namespace, name))
-        return None if replica_set is None else replica_set.spec.replicas
-    if kind == "StatefulSet":
-        stateful_set = state.get(StatefulSet, (namespace, name))
-        return None if stateful_set is None else stateful_set.spec.replicas
-    return None
-
-
 def _fresh(state: ClusterState, budget: PodDisruptionBudget) -> tuple[int, int]:
     """The count made afresh, as kube-controller-manager makes it."""
     pods = [
@@ -81,7 +71,9 @@ def _fresh(state: ClusterState, budget: PodDisruptionBudget) -> tuple[int, int]:
     scaled: set[tuple[str, str]] = set()
     for p in pods:
         owner = next((ref for ref in p.metadata.owner_references if ref.controller), None)
-        scale = None if owner is None else _scale(state, owner.kind, p.namespace, owner.name)
+        scale = (
+            None if owner is None else controller_scale(state, owner.kind, p.namespace, owner.name)
+        )
         if owner is None or scale is None:
             expected += 0 if p.deleting else 1
         elif (owner.kind, owner.name) not in scaled:
