@@ -62,7 +62,7 @@ class Work:
     passes: int = 0
     #: The Nodes there at each pass, summed.
     nodes_in_passes: int = 0
-    #: NodeClaims the run created (as :attr:`RunSoFar.launched` counts them).
+    #: NodeClaims the run created (for pods, static NodePools, replacements).
     launched: int = 0
     pods_solved: int = 0
     #: NodeClaims provisioning's solver tried to open from a NodePool for a pod.
@@ -81,15 +81,6 @@ class Work:
             + WORK_PER_SIMULATION * self.simulations
             + WORK_PER_POD_MOVED * self.pods_moved
         )
-
-
-@dataclass(frozen=True)
-class RunSoFar:
-    """What a run has done so far, as its limits count it."""
-
-    #: NodeClaims it created.
-    launched: int
-    work: Work
 
 
 class LimitReached(Exception):
@@ -158,14 +149,14 @@ class Limits:
         static = sum(obj.spec.replicas or 0 for obj in objects if isinstance(obj, NodePool))
         return asked_pods(objects).problem(self) or self.static_nodes_problem(static)
 
-    def check_run(self, run: RunSoFar) -> None:
+    def check_run(self, run: Work) -> None:
         """Raise :class:`LimitReached` when a simulation within these limits cannot go on
-        from ``run``."""
+        from what it has done (``run``)."""
         problem = self.run_problem(run)
         if problem is not None:
             raise LimitReached(problem)
 
-    def run_problem(self, run: RunSoFar) -> str | None:
+    def run_problem(self, run: Work) -> str | None:
         """What a simulation within these limits cannot go on with from ``run`` (None: it
         can)."""
         if run.launched > self.launched_nodes:
@@ -173,7 +164,7 @@ class Limits:
                 f"refused: the run has launched {run.launched:,} nodes; a simulation launches "
                 f"{self.at_most('launched_nodes')}"
             )
-        units = run.work.units
+        units = run.units
         if units > self.work:
             return (
                 f"refused: the run has done {units:,} units of work (its controllers' passes "

@@ -28,7 +28,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.simulation.kubelet import DEFAULT_REGISTRATION_DELAY, SimulatedKubelets
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
-from nodewright.simulation.limits import Limits, RunSoFar, Work
+from nodewright.simulation.limits import Limits, Work
 from nodewright.simulation.timeline import Timeline
 
 log = logging.getLogger("nodewright.simulation")
@@ -213,7 +213,7 @@ class Simulation:
     def _check_limits(self) -> None:
         self.nodes_launched += sum(1 for change in self._claims.drain() if change.old is None)
         if self.limits is not None:
-            self.limits.check_run(RunSoFar(launched=self.nodes_launched, work=self.work()))
+            self.limits.check_run(self.work())
 
     def work(self) -> Work:
         """The work the run's controllers have done so far (what its limits count)."""
