@@ -166,7 +166,7 @@ class InstanceType:
         said = self._said(requirements)
         if said in self._for_launch:
             return self._for_launch[said]
-        offerings = tuple(o for o in self.offerings if o.available and o.matches(requirements))
+        offerings = self.matching_offerings(requirements)
         found = self.with_offerings(offerings) if offerings else None
         self._for_launch[said] = found
         return found
