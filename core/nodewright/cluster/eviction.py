@@ -5,7 +5,6 @@ disruption (healthy pods above the desired count); more than one budget is refus
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from nodewright.api.apps import PodDisruptionBudget
 from nodewright.api.core import Pod
@@ -27,46 +26,35 @@ class EvictionCheck:
     def __call__(self, pod: Pod) -> None:
         """Raise :class:`~nodewright.cluster.EvictionBlockedError` when the API server would
         refuse to evict ``pod``."""
-        check_eviction(self._state, pod, self._disruptions_allowed)
+        # The API server lets pods that are not running (or already going) leave freely.
+        if pod.deleting or pod.status.phase in ("Pending", "Succeeded", "Failed"):
+            return
+        budgets = [
+            pdb
+            for pdb in self._state.sorted(PodDisruptionBudget, pod.namespace)
+            if label_selector_matches(pdb.spec.selector, pod.metadata.labels)
+        ]
+        if len(budgets) > 1:
+            names = ", ".join(pdb.name for pdb in budgets)
+            raise EvictionBlockedError(
+                f"pod {pod.key} has more than one PodDisruptionBudget ({names}), "
+                "which the eviction subresource does not support"
+            )
+        if budgets and self._disruptions_allowed(budgets[0]) <= 0:
+            raise EvictionBlockedError(
+                f"Cannot evict pod {pod.key} as it would violate the pod's disruption "
+                f"budget {budgets[0].name}."
+            )
 
     def catch_up(self) -> None:
         """Count the pods that changed since the last eviction now (see
         :meth:`~nodewright.cluster.budgetcounts.BudgetCounts.catch_up`)."""
         self._counts.catch_up()
 
-    def _disruptions_allowed(self, state: ClusterState, pdb: PodDisruptionBudget) -> int:
-        if state is not self._state or not countable(pdb.spec.selector):
-            return _disruptions_allowed(state, pdb)
+    def _disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
+        if not countable(pdb.spec.selector):
+            return _disruptions_allowed(self._state, pdb)
         return _allowed(pdb, self._counts.count(pdb))
-
-
-def check_eviction(
-    state: ClusterState,
-    pod: Pod,
-    allowed: Callable[[ClusterState, PodDisruptionBudget], int] | None = None,
-) -> None:
-    """Raise :class:`~nodewright.cluster.EvictionBlockedError` when the API server would
-    refuse to evict ``pod``."""
-    # The API server lets pods that are not running (or already going) leave freely.
-    if pod.deleting or pod.status.phase in ("Pending", "Succeeded", "Failed"):
-        return
-    budgets = [
-        pdb
-        for pdb in state.sorted(PodDisruptionBudget, pod.namespace)
-        if label_selector_matches(pdb.spec.selector, pod.metadata.labels)
-    ]
-    if len(budgets) > 1:
-        names = ", ".join(pdb.name for pdb in budgets)
-        raise EvictionBlockedError(
-            f"pod {pod.key} has more than one PodDisruptionBudget ({names}), "
-            "which the eviction subresource does not support"
-        )
-    count = allowed if allowed is not None else _disruptions_allowed
-    if budgets and count(state, budgets[0]) <= 0:
-        raise EvictionBlockedError(
-            f"Cannot evict pod {pod.key} as it would violate the pod's disruption "
-            f"budget {budgets[0].name}."
-        )
 
 
 def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
