@@ -148,6 +148,8 @@ class Case:
     arguments: Callable[[Path], list[str]] | None = None
     #: Run with ``--limits large``: the case is beyond a default limit.
     large: bool = False
+    #: Pods the case leaves waiting by design (behind a NodePool's limits).
+    waiting: bool = False
 
 
 def _objects(build: Callable[[], list[dict[str, Any]]]) -> Callable[[Path], Any]:
@@ -194,6 +196,17 @@ def _advance(replicas: int) -> Callable[[Path], Any]:
     def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         steps = [{"advance": "168h"}]
         return [NODEPOOL, NODECLASS, deployment("inflate", replicas)], steps
+
+    return build
+
+
+def _behind_limit(replicas: int, cpu_limit: int, wait: str) -> Callable[[Path], Any]:
+    """``replicas`` one-CPU pods for a NodePool whose ``limits`` allow ``cpu_limit`` CPUs:
+    most of them wait, pass after pass, for ``wait`` of simulated time."""
+
+    def build(_: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        pool = {**NODEPOOL, "spec": {**NODEPOOL["spec"], "limits": {"cpu": cpu_limit}}}
+        return [pool, NODECLASS, deployment("inflate", replicas)], [{"advance": wait}]
 
     return build
 
@@ -291,6 +304,16 @@ CASES = [
         2000,
         _one_deployment(100_000),
         large=True,
+    ),
+    Case(
+        "limited-4k-1h",
+        "4,000 pods, a NodePool limited to 500 CPUs: 3,500 wait an hour (--limits large)",
+        4000,
+        None,
+        None,
+        _behind_limit(4000, 500, "1h"),
+        large=True,
+        waiting=True,
     ),
     Case(
         "reserved-10k",
@@ -544,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         last = runs[-1]
         ok = (
             all(r.exit_code == 0 for r in runs)
-            and last.pending == 0
+            and (case.waiting or last.pending == 0)
             and (case.target_cpu is None or cpu <= case.target_cpu)
             and (case.target_rss_mb is None or rss <= case.target_rss_mb)
         )

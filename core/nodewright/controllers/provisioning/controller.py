@@ -41,7 +41,11 @@ from nodewright.controllers.nodepool.templates import (
 )
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
+from nodewright.controllers.provisioning.podrequests import Context as PodContext
+from nodewright.controllers.provisioning.podrequests import PendingPods
+from nodewright.controllers.provisioning.solvememo import SolveInputs, SolveMemo
 from nodewright.controllers.state.cluster import (
+    VOLUME_KINDS,
     ClusterView,
     NodeCache,
     VolumeFacts,
@@ -64,11 +68,9 @@ from nodewright.scheduling.model import (
     PodRequest,
 )
 from nodewright.scheduling.pods import (
-    pod_request,
     pod_requests,
     pod_requirement_terms,
     pod_tolerations,
-    validate_pod,
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.resources import (
@@ -78,7 +80,6 @@ from nodewright.scheduling.resources import (
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.scheduler import solve
 from nodewright.scheduling.taints import tolerates_all
-from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 
 log = logging.getLogger("nodewright.provisioner")
 
@@ -120,6 +121,10 @@ class Provisioner:
         #: NodePools made into NodeClaimTemplates, kept while they and their types stay.
         self._claim_templates = ClaimTemplates()
         self._daemon_groups = DaemonGroupMemo()
+        #: Each pending pod as the solver takes it, kept while the pod stays the same.
+        self._pending = PendingPods()
+        #: The last solve's answer, kept while what it read stays the same.
+        self._solved = SolveMemo()
         #: How many NodeClaims a pass may still plan (None: no bound); a simulation sets it
         #: from its launch limit, so a pass stops planning where the run would stop anyway.
         self.launch_allowance: Callable[[], int | None] | None = None
@@ -184,25 +189,21 @@ class Provisioner:
         #: Keys of CapacityBuffer virtual pods: placed like the others, but never reported.
         virtual: set[str] = set()
         spread = DefaultSpread(state, self._options.default_spread)
+        self._pending.begin(
+            PodContext(
+                domains,
+                well_known,
+                namespaces,
+                sum(state.kind_version(kind) for kind in VOLUME_KINDS),
+                (spread.constraints, spread.version()),
+            )
+        )
         for index, pending_pod in enumerate(ordered):
-            pod = spread.apply(pending_pod)
+            pod, request, problem = self._pending.take(pending_pod, index, spread, facts)
             if is_virtual(pod):
                 virtual.add(pod.key)
-            problem = validate_pod(pod, domains, well_known)
-            request: PodRequest | None = None
-            if problem is None:
-                try:
-                    volumes = pod_volumes(pod, facts.claims, facts.volumes, facts.storage_classes)
-                except VolumeProblem as error:
-                    problem = str(error)
-                else:
-                    request = dataclasses.replace(
-                        pod_request(pod, index, namespaces),
-                        volume_requirements=volumes.requirements,
-                        volumes=volumes.usage,
-                    )
-                    if claims is not None:
-                        request = with_claims(request, pod, claims)
+            if request is not None and claims is not None:
+                request = with_claims(request, pod, claims)
             if request is None:
                 if pod.key not in virtual:
                     self._events.publish(
@@ -211,6 +212,7 @@ class Provisioner:
                 continue
             requests.append(request)
             by_key[pod.key] = pod
+        self._pending.end()
         metrics.scheduler_queue_depth.labels("provisioner").set(len(requests))
         self.pods_solved += len(requests)
         if not requests:
@@ -228,15 +230,22 @@ class Provisioner:
         devices = None
         if claims is not None:
             devices = device_facts(state, claims, existing, _leaving_pods(view))
-        result = solve(
-            requests,
-            existing,
-            templates,
-            settings,
-            placed=view.placed_pods(namespaces),
-            devices=devices,
-            built=self._claim_templates,
+        running = view.placed_pods(namespaces)
+        inputs = SolveInputs(
+            tuple(requests), tuple(existing), tuple(templates), settings, tuple(running), devices
         )
+        result = self._solved.recall(inputs)
+        if result is None:
+            result = solve(
+                requests,
+                existing,
+                templates,
+                settings,
+                placed=running,
+                devices=devices,
+                built=self._claim_templates,
+            )
+            self._solved.remember(inputs, result)
         metrics.scheduling_duration.labels("provisioner").observe(
             time.perf_counter() - solve_started
         )
