@@ -16,7 +16,7 @@ import yaml
 
 from nodewright.commands.crds import all_crds
 from nodewright.commands.host import load_host
-from nodewright.settings import load_settings, parse_provider_options
+from nodewright.settings.run import load_settings, parse_provider_options
 from tests.charts.gotemplate import TemplateError
 from tests.charts.helm import CHART, REQUIRED, ValuesError, merge, render
 

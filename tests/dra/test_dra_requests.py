@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.service.runner import options_from
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright.testing.manifests import KWOK_NODE_CLASS, deployment, node_pool
 from tests.conftest import Simulate
 from tests.disruption.harness import Harness

@@ -27,7 +27,7 @@ import yaml
 from nodewright.api.labels import NODEPOOL_LABEL
 from nodewright.cluster.kube import KubeCluster
 from nodewright.cluster.kube.transport import Answer
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright.testing.manifests import deployment, kwok_node_class, node_pool
 from tests.kube.polling import eventually
 

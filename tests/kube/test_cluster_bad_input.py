@@ -32,7 +32,7 @@ from nodewright.api.validation import validate_node_pool
 from nodewright.commands.crds import run_crds
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import RunService, connect
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright.testing.manifests import KWOK_NODE_CLASS_REF, deployment, node_pool, pod
 from nodewright_kwok.nodeclass import KWOKNodeClass
 from tests.kube.polling import eventually

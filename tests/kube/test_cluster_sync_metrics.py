@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.service.runner import UNCACHED_KINDS, RunService
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright_kwok.plugin import KWOKPlugin
 from nodewright_kwok.provider import KWOKProvider
 from tests.kube.conftest import FAST

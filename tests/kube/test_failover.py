@@ -21,7 +21,7 @@ from nodewright.cluster.kube import KubeCluster
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.runner import UNCACHED_KINDS, RunService
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright.testing.manifests import KWOK_NODE_CLASS, node_pool, pod
 from nodewright_kwok.faults import Crash
 from nodewright_kwok.ledger import Ledger

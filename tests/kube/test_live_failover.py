@@ -27,7 +27,7 @@ from nodewright.cluster.kube.transport import Answer
 from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.runner import RunService, connect
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 from nodewright_kwok.faults import Crash
 from nodewright_kwok.ledger import Ledger
 from nodewright_kwok.plugin import KWOKPlugin

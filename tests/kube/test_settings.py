@@ -14,7 +14,7 @@ import pytest
 from nodewright.commands import main
 from nodewright.service import logs
 from nodewright.service.runner import options_from
-from nodewright.settings import RunSettings, SettingsError, add_flags, load_settings
+from nodewright.settings.run import RunSettings, SettingsError, add_flags, load_settings
 
 
 def _flags(*argv: str) -> argparse.Namespace:

@@ -14,7 +14,7 @@ import pytest
 
 from nodewright.service import http
 from nodewright.service.http import Endpoints, probe
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 
 
 @pytest.fixture

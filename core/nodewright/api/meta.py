@@ -119,7 +119,13 @@ def shallow_copy(value: M) -> M:
 
 
 class Model(BaseModel):
-    """Base for Kubernetes-shaped data: camelCase aliases, unknown fields preserved."""
+    """Base for Kubernetes-shaped data: camelCase aliases, unknown fields preserved.
+
+    A model's validator and serializer are built when it is first used (``defer_build``):
+    a command pays only for the kinds it reads, not for the hundreds of models of every kind
+    and provider it imports. What uses models from more than one thread builds them all
+    first (:func:`build_models`).
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -127,11 +133,27 @@ class Model(BaseModel):
         validate_by_alias=True,
         extra="allow",
         serialize_by_alias=True,
+        defer_build=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
         """The object as the API server would show it (camelCase, nulls omitted)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def build_models() -> None:
+    """Build every model defined so far, as pydantic would without ``defer_build``.
+
+    Older pydantic releases (which ``pydantic>=2.7`` allows) build a deferred model unsafely
+    when two threads first use it at once: the one may validate with the base class's
+    validator while the other builds. ``nodewright run`` calls this before it starts any
+    thread, so nothing is built afterwards.
+    """
+    waiting: list[type[Model]] = [Model]
+    while waiting:
+        model = waiting.pop()
+        waiting.extend(model.__subclasses__())
+        model.model_rebuild()
 
 
 class StrictModel(Model):

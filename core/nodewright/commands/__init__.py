@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 
 from nodewright.commands import convert, crds, plugins, run, simulate, tune, version
-from nodewright.commands.command import Command
+from nodewright.commands.command import Command, CommandParser
 
 #: The subcommands, in the order ``nodewright --help`` lists them.
 COMMANDS: tuple[Command, ...] = (
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nodewright",
         description="A Kubernetes node autoscaler, drop-in compatible with Karpenter.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for command in COMMANDS:
         command.register(subparsers)
     return parser

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,40 @@ EXIT_INVALID_INPUT = 2
 
 def _no_arguments(_: argparse.ArgumentParser) -> None:
     return None
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser, given its arguments only when it is used: adding them may import
+    what that command alone needs (``run``'s settings), which the other commands never pay for.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        add_arguments: Callable[[argparse.ArgumentParser], None] = _no_arguments,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._add_arguments: Callable[[argparse.ArgumentParser], None] | None = add_arguments
+
+    def _complete(self) -> None:
+        add_arguments, self._add_arguments = self._add_arguments, None
+        if add_arguments is not None:
+            add_arguments(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._complete()
+        return super().format_help()
 
 
 @dataclass(frozen=True)
@@ -39,9 +73,15 @@ class Command:
     epilog: str | None = None
 
     def register(self, commands: argparse._SubParsersAction[Any]) -> None:
-        """Add the command to the subparsers of ``nodewright``."""
+        """Add the command to the subparsers of ``nodewright`` (made with ``parser_class=``
+        :class:`CommandParser`); its arguments are added when the command is used."""
         if self.epilog is None:
-            parser = commands.add_parser(self.name, help=self.help, description=self.description)
+            parser = commands.add_parser(
+                self.name,
+                help=self.help,
+                description=self.description,
+                add_arguments=self.add_arguments,
+            )
         else:
             # Kept as written, so the description is wrapped here.
             parser = commands.add_parser(
@@ -50,6 +90,6 @@ class Command:
                 description=textwrap.fill(self.description or "", 78) or None,
                 epilog=self.epilog,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                add_arguments=self.add_arguments,
             )
-        self.add_arguments(parser)
         parser.set_defaults(handler=self.run)

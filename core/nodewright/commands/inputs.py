@@ -17,12 +17,11 @@ from nodewright.api.duration import DurationError, format_duration, parse_durati
 from nodewright.api.excerpt import cut
 from nodewright.clock import Clock
 from nodewright.cluster import ClusterError
-from nodewright.cluster.kube.snapshot import take_snapshot
 from nodewright.commands.kubeconfig import kubeconfig_problem
 from nodewright.controllers.options import Options
 from nodewright.plugin.host import PluginHost
 from nodewright.service.logs import TextFormatter
-from nodewright.settings import DEFAULT_FEATURE_GATES, parse_feature_gates
+from nodewright.settings.featuregates import DEFAULT_FEATURE_GATES, parse_feature_gates
 from nodewright.settings.schedulerconfig import SchedulerConfigError, load_scheduler_config
 from nodewright.simulation.inputs import (
     InputError,
@@ -260,6 +259,9 @@ def _read_snapshot(args: argparse.Namespace, host: PluginHost, limits: Limits) -
         *LOAD_ORDER,
         *(kind.model for kind in host.node_class_kinds()),
     ]
+    # The API client is loaded only to read a cluster, not for every simulation.
+    from nodewright.cluster.kube.snapshot import take_snapshot  # noqa: PLC0415
+
     try:
         taken = take_snapshot(kinds, args.kubeconfig, args.context)
     except ClusterError as error:

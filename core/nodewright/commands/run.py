@@ -9,19 +9,31 @@ import os
 import signal
 import sys
 
+from nodewright.api.meta import build_models
 from nodewright.cluster import ClusterError
 from nodewright.cluster.objects import tune_collector
 from nodewright.commands.command import EXIT_INVALID_INPUT, Command
 from nodewright.commands.host import load_host
 from nodewright.commands.kubeconfig import kubeconfig_problem
 from nodewright.service import logs
-from nodewright.service.runner import RunService, connect
-from nodewright.settings import SettingsError, add_flags, load_settings
 
 log = logging.getLogger("nodewright.run")
 
+# The service (the API client, the HTTP endpoints) and the settings (pydantic-settings) are
+# imported when ``run`` runs or shows its flags, not with the module: every ``nodewright``
+# command imports this one to list it.
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nodewright.settings.run import add_flags  # noqa: PLC0415 (see above)
+
+    add_flags(parser)
+
 
 def run(args: argparse.Namespace) -> int:
+    from nodewright.service.runner import RunService, connect  # noqa: PLC0415 (see above)
+    from nodewright.settings.run import SettingsError, load_settings  # noqa: PLC0415
+
     tune_collector()
     try:
         settings = load_settings(args)
@@ -38,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if not host.node_class_kinds():
         print('error: no provider installed; e.g. pip install "nodewright[kwok]"', file=sys.stderr)
         return EXIT_INVALID_INPUT
+    build_models()  # before any thread reads or writes an object (see build_models)
     problem = kubeconfig_problem(settings.kubeconfig)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -80,5 +93,5 @@ COMMAND = Command(
     "with leader election, /healthz, /readyz and /metrics. Every flag is also an "
     "environment variable (the flag's name in upper case with underscores).",
     run=run,
-    add_arguments=add_flags,
+    add_arguments=add_arguments,
 )

@@ -50,7 +50,7 @@ from nodewright.plugin.host import PluginHost
 from nodewright.plugin.model import ProviderContext
 from nodewright.service.http import Endpoints, metrics, probe
 from nodewright.service.leader import LeaderElector
-from nodewright.settings import RunSettings
+from nodewright.settings.run import RunSettings
 
 log = logging.getLogger("nodewright.run")
 

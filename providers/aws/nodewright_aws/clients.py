@@ -12,16 +12,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import botocore.config
 import botocore.exceptions
 
 from nodewright.plugin import NodeClassNotReadyError, TemporaryProviderError
 from nodewright_aws.options import REGION, Settings
 
 log = logging.getLogger(__name__)
-
-#: Throttling (RequestLimitExceeded, ThrottlingException) is retried with backoff.
-RETRY_CONFIG = botocore.config.Config(retries={"mode": "adaptive", "max_attempts": 8})
 
 THROTTLING_CODES = frozenset(
     {"RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException"}
@@ -56,6 +52,15 @@ def _boto3_session(region: str) -> Any:
     return boto3.Session(region_name=region)
 
 
+def retry_config() -> Any:
+    """botocore's configuration of every client: throttling (RequestLimitExceeded,
+    ThrottlingException) is retried with backoff."""
+    # Imported with the first client, not when the plugin loads (as boto3 is).
+    import botocore.config  # noqa: PLC0415
+
+    return botocore.config.Config(retries={"mode": "adaptive", "max_attempts": 8})
+
+
 class AWSClients:
     """One boto3 session and its clients, created on first use.
 
@@ -67,9 +72,13 @@ class AWSClients:
         self,
         settings: Settings,
         session_factory: Callable[[str], Any] | None = None,
+        client_config: Callable[[], Any] | None = retry_config,
     ) -> None:
+        """``client_config`` makes each client's botocore configuration (None: none, for
+        sessions that are not boto3's, such as the offline account's)."""
         self.settings = settings
         self._session_factory = session_factory or _boto3_session
+        self._client_config = client_config
         self._clients: dict[tuple[str, str], Any] = {}
 
     @property
@@ -93,7 +102,7 @@ class AWSClients:
                 service,
                 region_name=region,
                 endpoint_url=self.settings.endpoint_url,
-                config=RETRY_CONFIG,
+                config=self._client_config() if self._client_config is not None else None,
             )
         return self._clients[key]
 

@@ -173,10 +173,12 @@ class AWSProvider:
         self.context = context
         self.clock = context.clock
         self.cluster_name = self.settings.cluster_name or context.cluster_name
-        session_factory = self._session_factory
         if self.settings.offline:
-            session_factory = self._offline_sessions()
-        self._assemble(AWSClients(self.settings, session_factory))
+            # The offline account's clients ignore botocore's configuration: none is made.
+            clients = AWSClients(self.settings, self._offline_sessions(), client_config=None)
+        else:
+            clients = AWSClients(self.settings, self._session_factory)
+        self._assemble(clients)
 
     def _offline_sessions(self) -> Callable[[str], Any]:
         """Sessions of an in-process account answering from the bundled catalog."""

@@ -11,7 +11,6 @@ from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.rest import HttpRequest
-from azure.mgmt.core.exceptions import ARMErrorFormat
 
 #: The AKS API version of node image versions and AKS machines (the machine API is preview).
 AKS_API_VERSION = "2025-10-02-preview"
@@ -40,9 +39,12 @@ def request(
         headers=dict(headers or {}),
     )
     response = client.send_request(sent, **dict(options or {}))
-    if response.status_code == 404:
-        raise ResourceNotFoundError(response=response, error_format=ARMErrorFormat)
     if response.status_code >= 400:
+        # azure-mgmt-core comes with the ARM client that sent the request, not with the plugin.
+        from azure.mgmt.core.exceptions import ARMErrorFormat  # noqa: PLC0415
+
+        if response.status_code == 404:
+            raise ResourceNotFoundError(response=response, error_format=ARMErrorFormat)
         raise HttpResponseError(response=response, error_format=ARMErrorFormat)
     text = response.text()
     return response.status_code, (response.json() if text else {}), response.headers

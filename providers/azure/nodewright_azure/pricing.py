@@ -21,7 +21,7 @@ from urllib.parse import quote
 from azure.core import PipelineClient
 from azure.core.exceptions import AzureError
 from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy
-from azure.core.pipeline.transport import HttpTransport, RequestsTransport
+from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest import HttpRequest
 
 from nodewright.plugin import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
@@ -89,10 +89,16 @@ class RetailPricesClient:
     ) -> None:
         self.endpoint = endpoint.rstrip("/")
         verify = pipeline_options.pop("connection_verify", True)
+        if transport is None:
+            # requests is loaded only to talk to Azure, not with the plugin (every command
+            # loads every installed plugin).
+            from azure.core.pipeline.transport import RequestsTransport  # noqa: PLC0415
+
+            transport = RequestsTransport(connection_verify=verify)
         self._client: PipelineClient[Any, Any] = PipelineClient(
             base_url=self.endpoint,
             policies=[HeadersPolicy(), RetryPolicy(**pipeline_options)],
-            transport=transport or RequestsTransport(connection_verify=verify),
+            transport=transport,
         )
 
     def close(self) -> None:
