@@ -131,6 +131,10 @@ class EventRecorder:
         self._similar: dict[tuple[str, str, str], _Similar] = {}
         #: (object, type) -> its spam-filter bucket.
         self._spam: dict[tuple[str, str], TokenBucket] = {}
+        #: (object, reason, message) -> the Event's name (a digest): a controller that repeats
+        #: an event every pass asks for the same names again. Kept while the recorder
+        #: remembers the Event.
+        self._names: dict[tuple[str, str, str], str] = {}
         now = clock.now()
         self._nominated = TokenBucket(NOMINATED_QPS, NOMINATED_BURST, now)
         self._next_sweep = now + SWEEP_EVERY
@@ -155,7 +159,12 @@ class EventRecorder:
             self._sweep(now)
         window = self._dedupe if dedupe is None else dedupe
         subject = f"{obj.kind}/{obj.namespace}/{obj.name}"
-        name = f"{obj.name}.{_digest(subject, reason, message)}"
+        named = (subject, reason, message)
+        name = self._names.get(named)
+        if name is None:
+            if len(self._names) >= 2 * CACHE_ENTRIES:
+                self._names = {}
+            name = self._names[named] = f"{obj.name}.{_digest(subject, reason, message)}"
         seen = self._written.get(name)
         if seen is not None and now < seen.last + seen.window:
             return seen.last + seen.window
@@ -225,6 +234,7 @@ class EventRecorder:
             if s.last is not None and now - s.last <= SIMILAR_WINDOW
         }
         self._spam = {key: b for key, b in self._spam.items() if not b.full(now)}
+        self._names = {key: n for key, n in self._names.items() if n in self._written}
 
     def remembered(self) -> int:
         """Entries held in the recorder's memories (for tests of what it keeps)."""

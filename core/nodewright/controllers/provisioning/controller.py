@@ -25,7 +25,7 @@ from nodewright.api.karpenter import (
 from nodewright.api.meta import is_true
 from nodewright.clock import Clock
 from nodewright.cluster import Cluster, ClusterError
-from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods, is_virtual
+from nodewright.controllers.capacitybuffer.virtualpods import VirtualPods
 from nodewright.controllers.catalog import (
     Catalog,
     NodeClassNotFoundError,
@@ -199,19 +199,20 @@ class Provisioner:
             )
         )
         for index, pending_pod in enumerate(ordered):
-            pod, request, problem = self._pending.take(pending_pod, index, spread, facts)
-            if is_virtual(pod):
+            made, request = self._pending.take(pending_pod, index, spread, facts)
+            pod = made.scheduled
+            if made.virtual:
                 virtual.add(pod.key)
             if request is not None and claims is not None:
                 request = with_claims(request, pod, claims)
             if request is None:
-                if pod.key not in virtual:
+                if not made.virtual:
                     self._events.publish(
-                        pod, "FailedScheduling", f"Failed to schedule pod, {problem}", WARNING
+                        pod, "FailedScheduling", f"Failed to schedule pod, {made.problem}", WARNING
                     )
                 continue
             requests.append(request)
-            by_key[pod.key] = pod
+            by_key[request.key] = pod
         self._pending.end()
         metrics.scheduler_queue_depth.labels("provisioner").set(len(requests))
         self.pods_solved += len(requests)

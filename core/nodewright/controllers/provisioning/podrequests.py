@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodewright.api.core import Pod
+from nodewright.controllers.capacitybuffer.virtualpods import is_virtual
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
 from nodewright.controllers.state.cluster import VolumeFacts
 from nodewright.scheduling.model import PodRequest
@@ -27,9 +28,11 @@ from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
 @dataclass(frozen=True)
 class PendingPod:
     """What a pass makes of one pending pod: the pod as scheduled (default spread applied),
-    and its request at position 0 or why it has none."""
+    whether it is a CapacityBuffer's virtual pod, and its request at position 0 or why it has
+    none."""
 
     scheduled: Pod
+    virtual: bool
     request: PodRequest | None
     problem: str | None
 
@@ -71,33 +74,36 @@ class PendingPods:
 
     def take(
         self, pod: Pod, index: int, spread: DefaultSpread, facts: VolumeFacts
-    ) -> tuple[Pod, PodRequest | None, str | None]:
-        """``pod`` as scheduled, its request at position ``index`` (None when it has none)
-        and why it has none."""
-        entry = self._entries.get(pod.key)
+    ) -> tuple[PendingPod, PodRequest | None]:
+        """What is made of ``pod``, and its request at position ``index`` (None when it has
+        none)."""
+        key = pod.key
+        entry = self._entries.get(key)
         if entry is None or entry[0] is not pod:
             entry = (pod, self._make(pod, spread, facts), None)
         made = entry[1]
         placed = entry[2]
         if made.request is not None and (placed is None or placed.order != index):
             placed = made.request.at(index)
-        self._seen[pod.key] = (pod, made, placed)
-        return made.scheduled, placed, made.problem
+            entry = (pod, made, placed)
+        self._seen[key] = entry
+        return made, placed
 
     def _make(self, pending: Pod, spread: DefaultSpread, facts: VolumeFacts) -> PendingPod:
         context = self._context
         assert context is not None, "begin() first"
         pod = spread.apply(pending)
+        virtual = is_virtual(pod)
         problem = validate_pod(pod, context.domains, context.well_known)
         if problem is not None:
-            return PendingPod(pod, None, problem)
+            return PendingPod(pod, virtual, None, problem)
         try:
             volumes = pod_volumes(pod, facts.claims, facts.volumes, facts.storage_classes)
         except VolumeProblem as error:
-            return PendingPod(pod, None, str(error))
+            return PendingPod(pod, virtual, None, str(error))
         request = dataclasses.replace(
             pod_request(pod, 0, context.namespaces),
             volume_requirements=volumes.requirements,
             volumes=volumes.usage,
         )
-        return PendingPod(pod, request, None)
+        return PendingPod(pod, virtual, request, None)
