@@ -42,14 +42,13 @@ from nodewright.controllers.nodepool.templates import (
 from nodewright.controllers.options import Options, solver_options
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
 from nodewright.controllers.provisioning.podrequests import Context as PodContext
-from nodewright.controllers.provisioning.podrequests import PendingPods
+from nodewright.controllers.provisioning.podrequests import PendingPods, Provisionable
 from nodewright.controllers.provisioning.solvememo import SolveInputs, SolveMemo
 from nodewright.controllers.state.cluster import (
     VOLUME_KINDS,
     ClusterView,
     NodeCache,
     VolumeFacts,
-    is_provisionable,
     owner_kind,
 )
 from nodewright.controllers.state.nominations import (
@@ -121,6 +120,8 @@ class Provisioner:
         #: NodePools made into NodeClaimTemplates, kept while they and their types stay.
         self._claim_templates = ClaimTemplates()
         self._daemon_groups = DaemonGroupMemo()
+        #: Which unbound pods are provisionable, kept while each pod stays the same.
+        self._provisionable = Provisionable()
         #: Each pending pod as the solver takes it, kept while the pod stays the same.
         self._pending = PendingPods()
         #: The last solve's answer, kept while what it read stays the same.
@@ -136,7 +137,7 @@ class Provisioner:
     # -- batching ----------------------------------------------------------------------------
 
     def reconcile(self) -> timedelta | None:
-        pending = [p for p in self._cluster.state.unbound_pods().values() if is_provisionable(p)]
+        pending = self._provisionable.pods(self._cluster.state.unbound_pods())
         if self._virtual_pods is not None:
             pending += self._virtual_pods.pods()
         now = self._clock.now()

@@ -7,7 +7,8 @@ topology, its :class:`~nodewright.scheduling.model.PodRequest`) depends on nothi
 the pod and the context kept with it: the restricted label domains and well-known labels,
 the namespaces' labels, the storage objects, the default spread constraints and the objects
 their selectors are deduced from. An entry is used again only for the very same pod object
-in an equal context, and a pass keeps the entries of the pods it saw and no others.
+in an equal context, and a pass keeps the entries of the pods it saw and no others. Which
+unbound pods a pass looks at (:class:`Provisionable`) is kept per pod object the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodewright.api.core import Pod
+from nodewright.cluster.state import Key
 from nodewright.controllers.capacitybuffer.virtualpods import is_virtual
 from nodewright.controllers.provisioning.defaultspread import DefaultSpread
-from nodewright.controllers.state.cluster import VolumeFacts
+from nodewright.controllers.state.cluster import VolumeFacts, is_provisionable
 from nodewright.scheduling.model import PodRequest
 from nodewright.scheduling.pods import pod_request, validate_pod
 from nodewright.scheduling.volumes import VolumeProblem, pod_volumes
@@ -49,6 +51,29 @@ class Context:
     #: The default spread constraints, and the change counters of what their selectors are
     #: deduced from.
     spread: tuple[tuple[object, ...], int]
+
+
+class Provisionable:
+    """Which unbound pods provisioning looks at (:func:`is_provisionable`), the verdict kept
+    per pod while the cluster state hands out the very same pod object."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[Key, tuple[Pod, bool]] = {}
+
+    def pods(self, unbound: Mapping[Key, Pod]) -> list[Pod]:
+        """The provisionable pods of ``unbound``, in its order."""
+        kept = self._verdicts
+        verdicts: dict[Key, tuple[Pod, bool]] = {}
+        found: list[Pod] = []
+        for key, pod in unbound.items():
+            verdict = kept.get(key)
+            if verdict is None or verdict[0] is not pod:
+                verdict = (pod, is_provisionable(pod))
+            verdicts[key] = verdict
+            if verdict[1]:
+                found.append(pod)
+        self._verdicts = verdicts
+        return found
 
 
 class PendingPods:
