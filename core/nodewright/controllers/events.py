@@ -4,8 +4,11 @@ Kubernetes adapter queues them for a background writer, so a reconcile never wai
 
 What reaches the adapter follows Karpenter's recorder on top of client-go's:
 
-* **dedupe** (Karpenter): the same event (object, reason, message) published again within its
-  window (5 minutes unless the caller says otherwise) is not written again;
+* **dedupe** (Karpenter): an event whose reason and dedupe values (Karpenter's ``DedupeValues``)
+  were published within their window (5 minutes unless the caller says otherwise) is not
+  written again. A caller that names no values dedupes on the object and the message; Karpenter's
+  disruption events name the object's UID alone (``Unconsolidatable``, ``DisruptionBlocked``),
+  so a node gets one such event a window whatever its message;
 * **count** (client-go's correlator): a repeat after the window is the same Event (same name)
   with ``count`` one higher, which the adapter writes as a patch. The recorder remembers what it
   wrote, so nothing is read from the API server first;
@@ -40,6 +43,9 @@ COMPONENT = "karpenter"
 
 #: How long an event published again is not written again, unless the caller says otherwise.
 DEFAULT_DEDUPE = timedelta(minutes=5)
+#: Karpenter's recorder's window for an event that names its dedupe values but no window
+#: (``defaultDedupeTimeout``).
+KARPENTER_DEDUPE = timedelta(minutes=2)
 #: client-go's aggregation: this many different messages of one reason about one object ...
 SIMILAR_MESSAGES = 10
 #: ... within this long, and further ones are combined into one Event.
@@ -120,6 +126,16 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:16]
 
 
+def _subject(obj: KubeObject) -> str:
+    return f"{obj.kind}/{obj.namespace}/{obj.name}"
+
+
+def identity(obj: KubeObject) -> str:
+    """The object's UID as Karpenter's dedupe values name it (its kind, namespace and name when it
+    has none, as an object only a simulation made may not)."""
+    return obj.metadata.uid or _subject(obj)
+
+
 class EventRecorder:
     def __init__(self, cluster: Cluster, clock: Clock, dedupe: timedelta = DEFAULT_DEDUPE):
         self._cluster = cluster
@@ -127,6 +143,8 @@ class EventRecorder:
         self._dedupe = dedupe
         #: Event name -> what was written under it.
         self._written: dict[str, _Written] = {}
+        #: Dedupe key -> until when an event under it is not written again.
+        self._deduped: dict[tuple[str, ...], datetime] = {}
         #: (object, type, reason) -> the different messages seen lately.
         self._similar: dict[tuple[str, str, str], _Similar] = {}
         #: (object, type) -> its spam-filter bucket.
@@ -147,28 +165,34 @@ class EventRecorder:
         reason: str,
         message: str,
         kind: str = NORMAL,
+        *,
         dedupe: timedelta | None = None,
+        dedupe_on: tuple[str, ...] | None = None,
     ) -> datetime | None:
         """Record an event about ``obj``; never raises and never waits (events are best effort).
 
-        Returns when publishing the same event again would next be recorded, so a caller that
-        repeats an event every pass may skip the calls that would change nothing.
+        ``dedupe_on`` are the values it is deduped on besides its reason (None: the object and
+        the message). Returns when publishing under the same key would next be recorded, so a
+        caller that repeats an event every pass may skip the calls that would change nothing.
         """
         now = self._clock.now()
         if now >= self._next_sweep:
             self._sweep(now)
         window = self._dedupe if dedupe is None else dedupe
-        subject = f"{obj.kind}/{obj.namespace}/{obj.name}"
+        subject = _subject(obj)
         named = (subject, reason, message)
         name = self._names.get(named)
         if name is None:
             if len(self._names) >= 2 * CACHE_ENTRIES:
                 self._names = {}
             name = self._names[named] = f"{obj.name}.{_digest(subject, reason, message)}"
-        seen = self._written.get(name)
-        if seen is not None and now < seen.last + seen.window:
-            return seen.last + seen.window
+        key = self._key(obj, reason, message, dedupe_on)
+        until = self._deduped.get(key)
+        if until is not None and now < until:
+            return until
         # Karpenter's dedupe remembers the event even when a rate limit drops it.
+        _touch(self._deduped, key, now + window)
+        seen = self._written.get(name)
         entry = _Written(0, now, now, window) if seen is None else seen
         entry.last, entry.window = now, window
         _touch(self._written, name, entry)
@@ -202,6 +226,14 @@ class EventRecorder:
         )
         return now + window
 
+    @staticmethod
+    def _key(
+        obj: KubeObject, reason: str, message: str, dedupe_on: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
+        if dedupe_on is None:
+            return ("", _subject(obj), reason, message)
+        return (reason, *dedupe_on)
+
     def _combined(
         self, subject: str, kind: str, reason: str, message: str, now: datetime
     ) -> tuple[str, str] | None:
@@ -228,6 +260,7 @@ class EventRecorder:
             for name, w in self._written.items()
             if now < w.last + w.window + REMEMBER_WRITTEN
         }
+        self._deduped = {key: until for key, until in self._deduped.items() if now < until}
         self._similar = {
             key: s
             for key, s in self._similar.items()
@@ -238,4 +271,4 @@ class EventRecorder:
 
     def remembered(self) -> int:
         """Entries held in the recorder's memories (for tests of what it keeps)."""
-        return len(self._written) + len(self._similar) + len(self._spam)
+        return len(self._written) + len(self._deduped) + len(self._similar) + len(self._spam)

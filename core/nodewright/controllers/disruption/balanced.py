@@ -24,7 +24,7 @@ from nodewright.controllers.disruption.candidates import (
     offering_price,
 )
 from nodewright.controllers.disruptioncost import eviction_cost, is_active
-from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.events import KARPENTER_DEDUPE, EventRecorder, identity
 from nodewright.controllers.state.cluster import owner_kind
 from nodewright.scheduling.instancetype import InstanceType
 
@@ -207,7 +207,13 @@ class BalancedEvaluator:
                 metrics.consolidation_score.labels(decision, pool.name, policy).observe(score.value)
                 if score.approved:
                     for obj in (candidate.node, candidate.claim):
-                        self._events.publish(obj, "ConsolidationApproved", score.message())
+                        self._events.publish(
+                            obj,
+                            "ConsolidationApproved",
+                            score.message(),
+                            dedupe=KARPENTER_DEDUPE,
+                            dedupe_on=(identity(obj),),
+                        )
         return approved
 
     def multi_node_outcome(
@@ -228,4 +234,10 @@ class BalancedEvaluator:
             verdict = "approved" if score.approved else "rejected"
             metrics.consolidation_score.labels(verdict, name, policy).observe(score.value)
             if score.approved:
-                self._events.publish(pool, "ConsolidationApproved", score.message())
+                self._events.publish(
+                    pool,
+                    "ConsolidationApproved",
+                    score.message(),
+                    dedupe=KARPENTER_DEDUPE,
+                    dedupe_on=(identity(pool),),
+                )

@@ -39,7 +39,7 @@ from nodewright.controllers.disruption.singlenodeconsolidation import SingleNode
 from nodewright.controllers.disruption.staticdrift import StaticDrift
 from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.verdicts import NodeVerdicts
-from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.events import KARPENTER_DEDUPE, EventRecorder, identity
 from nodewright.controllers.nodeclaim.history import NodeHistory
 from nodewright.controllers.nodepool.templates import DaemonGroupMemo
 from nodewright.controllers.options import Options, solver_options
@@ -236,6 +236,7 @@ class DisruptionController:
                     "DisruptionBlocked",
                     f"No allowed disruptions for disruption reason {reason} due to blocking budget",
                     dedupe=BUDGET_EVENT_DEDUPE,
+                    dedupe_on=(identity(pool), reason),
                 )
         return result
 
@@ -271,8 +272,14 @@ class DisruptionController:
                     f"Consolidation rejected: {command.describe_for(candidate)}, reason: {reason} "
                     f"(savings: ${command.savings():.2f})"
                 )
-                self._events.publish(candidate.node, "ConsolidationRejected", message)
-                self._events.publish(candidate.claim, "ConsolidationRejected", message)
+                for obj in (candidate.node, candidate.claim):
+                    self._events.publish(
+                        obj,
+                        "ConsolidationRejected",
+                        message,
+                        dedupe=KARPENTER_DEDUPE,
+                        dedupe_on=(identity(obj), command.describe_for(candidate), reason),
+                    )
             log.info("Consolidation %s rejected: %s", command.describe(), reason)
             return False
         return self._start(dataclasses.replace(command, candidates=still))

@@ -32,7 +32,7 @@ from nodewright.controllers.disruption.rescheduling import (
 )
 from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruption.trials import Trials
-from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.events import KARPENTER_DEDUPE, EventRecorder, identity
 from nodewright.controllers.nodepool.templates import DaemonGroupMemo
 from nodewright.scheduling.model import NewNodeClaim, NodePoolTemplate, SolverOptions
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
@@ -173,7 +173,13 @@ class Context:
                 f"(savings: ${savings:.2f})"
             )
             for obj in (candidate.node, candidate.claim):
-                self.events.publish(obj, "ConsolidationCandidate", message)
+                self.events.publish(
+                    obj,
+                    "ConsolidationCandidate",
+                    message,
+                    dedupe=KARPENTER_DEDUPE,
+                    dedupe_on=(identity(obj), command.describe_for(candidate)),
+                )
 
     def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
         """What removing ``candidates`` takes: one of this pass's simulations, which share
@@ -220,12 +226,26 @@ class Context:
             self._count_moved(sum(len(c.reschedulable) for c in candidates))
 
     def unconsolidatable(self, candidate: Candidate, message: str) -> None:
+        """``Unconsolidatable`` on the Node and its NodeClaim, deduped on each one's UID alone
+        as Karpenter does: one a window whatever the message."""
         for obj in (candidate.node, candidate.claim):
-            self.events.publish(obj, "Unconsolidatable", message, dedupe=UNCONSOLIDATABLE_DEDUPE)
+            self.events.publish(
+                obj,
+                "Unconsolidatable",
+                message,
+                dedupe=UNCONSOLIDATABLE_DEDUPE,
+                dedupe_on=(identity(obj),),
+            )
 
     def blocked(self, candidate: Candidate, message: str) -> None:
         for obj in (candidate.node, candidate.claim):
-            self.events.publish(obj, "DisruptionBlocked", message)
+            self.events.publish(
+                obj,
+                "DisruptionBlocked",
+                message,
+                dedupe=KARPENTER_DEDUPE,
+                dedupe_on=(identity(obj),),
+            )
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from nodewright.cluster import Cluster, ClusterError, ConflictError, NotFoundErr
 from nodewright.cluster.objects import mutable
 from nodewright.controllers.disruption.candidates import REASON_EMPTY, REASON_UNDERUTILIZED
 from nodewright.controllers.disruption.methods import Command
-from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.events import KARPENTER_DEDUPE, EventRecorder, identity
 from nodewright.controllers.metrics.disruption import record_disrupted, snake_case
 from nodewright.controllers.nodeclaim.creation import create_node_claim
 from nodewright.controllers.nodeclaim.history import NodeHistory
@@ -182,13 +182,19 @@ class OrchestrationQueue:
             if claim is None or claim.deleting:
                 raise CommandFailedError(f"replacement nodeclaim {name} was deleted")
             self._events.publish(
-                claim, "DisruptionLaunching", f"Launching NodeClaim: {command.label()}"
+                claim,
+                "DisruptionLaunching",
+                f"Launching NodeClaim: {command.label()}",
+                dedupe=KARPENTER_DEDUPE,
+                dedupe_on=(identity(claim), command.label()),
             )
             if not is_true(claim.status.conditions, CONDITION_INITIALIZED):
                 self._events.publish(
                     claim,
                     "DisruptionWaitingReadiness",
                     "Waiting on readiness to continue disruption",
+                    dedupe=KARPENTER_DEDUPE,
+                    dedupe_on=(identity(claim),),
                 )
                 waiting = True
                 continue
@@ -209,12 +215,14 @@ class OrchestrationQueue:
                 consolidation_policy=snake_case(policy) if consolidating else "",
             )
             self._cluster.delete(NodeClaim, candidate.claim.name)
-            self._events.publish(
-                candidate.node, "DisruptionTerminating", f"Disrupting Node: {label}"
-            )
-            self._events.publish(
-                candidate.claim, "DisruptionTerminating", f"Disrupting NodeClaim: {label}"
-            )
+            for obj, what in ((candidate.node, "Node"), (candidate.claim, "NodeClaim")):
+                self._events.publish(
+                    obj,
+                    "DisruptionTerminating",
+                    f"Disrupting {what}: {label}",
+                    dedupe=KARPENTER_DEDUPE,
+                    dedupe_on=(identity(obj), label),
+                )
             log.info(
                 "Deleting nodeclaim %s (node %s): %s", candidate.claim.name, candidate.name, label
             )

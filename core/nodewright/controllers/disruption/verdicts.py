@@ -41,7 +41,7 @@ from nodewright.controllers.disruption.candidates import (
 )
 from nodewright.controllers.disruption.methods import Eligibility, Method
 from nodewright.controllers.disruption.pdbs import PdbLimits, PdbTracker
-from nodewright.controllers.events import EventRecorder
+from nodewright.controllers.events import KARPENTER_DEDUPE, EventRecorder, identity
 from nodewright.controllers.state.nominations import Nominations
 from nodewright.controllers.workqueue import RESYNC_PERIOD, WorkQueue
 from nodewright.scheduling.instancetype import InstanceType
@@ -139,7 +139,7 @@ class _ClassView:
     def __init__(self, disruption_class: str) -> None:
         self.disruption_class = disruption_class
         self.candidates: dict[str, Candidate] = {}
-        self.events = _Repeated(BLOCKED)
+        self.events = _Repeated(BLOCKED, dedupe=KARPENTER_DEDUPE)
         self.methods: list[_MethodView] = []
         self._listed: _Judged | None = _Judged()
 
@@ -445,7 +445,7 @@ def _publisher(events: EventRecorder) -> Publisher:
     def publish(
         obj: KubeObject, reason: str, message: str, dedupe: timedelta | None
     ) -> datetime | None:
-        return events.publish(obj, reason, message, dedupe=dedupe)
+        return events.publish(obj, reason, message, dedupe=dedupe, dedupe_on=(identity(obj),))
 
     return publish
 
