@@ -4,11 +4,10 @@ disruption (healthy pods above the desired count); more than one budget is refus
 
 from __future__ import annotations
 
-import math
-
 from nodewright.api.apps import PodDisruptionBudget
 from nodewright.api.core import Pod
 from nodewright.cluster import EvictionBlockedError, InvalidError
+from nodewright.cluster.budgetallowance import disruptions_allowed
 from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
 from nodewright.cluster.selectors import label_selector_matches
 from nodewright.cluster.state import ClusterState
@@ -70,29 +69,9 @@ def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
 
 
 def _allowed(pdb: PodDisruptionBudget, count: BudgetCount) -> int:
-    """Healthy pods minus the desired count."""
-    expected = count.expected
-    if pdb.spec.max_unavailable is not None:
-        desired = max(0, expected - _scaled(pdb.spec.max_unavailable, expected))
-    elif pdb.spec.min_available is not None:
-        desired = _scaled(pdb.spec.min_available, expected)
-    else:
-        desired = expected  # policy/v1 default: minAvailable 100%
-    return count.healthy - desired
-
-
-def _scaled(value: int | str, total: int) -> int:
-    """An int, or a percentage of ``total`` rounded up (as the disruption controller does)."""
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.endswith("%"):
-        try:
-            percent = int(text[:-1])
-        except ValueError as error:
-            raise InvalidError(f"invalid percentage {value!r}") from error
-        return math.ceil(percent * total / 100)
+    """Healthy pods minus the desired count; a value that is neither an int nor a percentage
+    is refused, as the API server refuses such a budget."""
     try:
-        return int(text)
+        return disruptions_allowed(pdb.spec, count)
     except ValueError as error:
-        raise InvalidError(f"invalid int-or-percentage {value!r}") from error
+        raise InvalidError(str(error)) from error

@@ -8,12 +8,12 @@ embedded cluster) it is worked out from the pods the way kube-controller-manager
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
+from nodewright.cluster.budgetallowance import disruptions_allowed
 from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
 from nodewright.cluster.selectors import InvalidSelectorError, label_selector_matches
 from nodewright.cluster.state import ClusterState
@@ -204,25 +204,10 @@ def _fully_blocking(budget: PodDisruptionBudget) -> bool:
     return spec.min_available is not None and str(spec.min_available).strip() == "100%"
 
 
-def _scaled(value: int | str, total: int) -> int:
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    try:
-        if text.endswith("%"):
-            return math.ceil(int(text[:-1]) * total / 100)
-        return int(text)
-    except ValueError:
-        return total  # an unreadable budget protects everything
-
-
 def _allowed(budget: PodDisruptionBudget, count: BudgetCount) -> int:
-    expected = count.expected
-    spec = budget.spec
-    if spec.max_unavailable is not None:
-        desired = max(0, expected - _scaled(spec.max_unavailable, expected))
-    elif spec.min_available is not None:
-        desired = _scaled(spec.min_available, expected)
-    else:
-        desired = expected
-    return max(0, count.healthy - desired)
+    """Evictions the budget allows now: never below 0, and none when a value is neither an
+    int nor a percentage (an unreadable budget protects everything)."""
+    try:
+        return max(0, disruptions_allowed(budget.spec, count))
+    except ValueError:
+        return 0
