@@ -125,7 +125,7 @@ class _SpreadCounts:
     histogram: Counter[int]
     minimum: int
 
-    def add(self, pod: _AssignedPod) -> None:
+    def add(self, pod: AssignedPod) -> None:
         domain = self.domains.get(pod.node)
         if (
             domain is None
@@ -180,7 +180,9 @@ class SpreadLimit:
 
 
 @dataclass(frozen=True)
-class _AssignedPod:
+class AssignedPod:
+    """What the topology checks read from a pod bound to a node."""
+
     namespace: str
     labels: Mapping[str, str]
     node: str
@@ -191,8 +193,17 @@ class PodTopology:
     """Where pods run, indexed for the spread and pod-affinity checks of one pass."""
 
     def __init__(
-        self, nodes: Sequence[Node], pods: Iterable[Pod], namespaces: Iterable[Namespace]
+        self,
+        nodes: Sequence[Node],
+        assigned: Iterable[AssignedPod],
+        repelling: Iterable[tuple[Pod, str]],
+        namespaces: Iterable[Namespace],
+        pod_namespaces: Iterable[str],
     ) -> None:
+        """``assigned``: the pods bound to nodes that have not finished; ``repelling``: those
+        of them with required pod anti-affinity, with their nodes; ``pod_namespaces``: the
+        namespaces of every pod that has not finished (a namespace with pods has labels even
+        without its object). Pods bound to nodes not in ``nodes`` are left out."""
         self._node_labels: dict[str, Mapping[str, str]] = {
             node.name: node.metadata.labels for node in nodes
         }
@@ -204,19 +215,20 @@ class PodTopology:
             )
             for node in nodes
         }
-        self._assigned: list[_AssignedPod] = []
+        node_labels = self._node_labels
+        self._assigned: list[AssignedPod] = [pod for pod in assigned if pod.node in node_labels]
         #: Assigned pods with required anti-affinity, and their nodes.
-        self._anti_affinity_pods: list[tuple[Pod, str]] = []
+        self._anti_affinity_pods: list[tuple[Pod, str]] = [
+            (pod, node) for pod, node in repelling if node in node_labels
+        ]
         self._namespace_labels: dict[str, Mapping[str, str]] = {}
         for namespace in namespaces:
             self._namespace_labels[namespace.name] = {
                 **namespace.metadata.labels,
                 NAMESPACE_NAME_LABEL: namespace.name,
             }
-        for pod in pods:
-            self._namespace_labels.setdefault(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
-            if pod.spec.node_name in self._node_labels:
-                self._add_assigned(pod, pod.spec.node_name)
+        for name in pod_namespaces:
+            self._namespace_labels.setdefault(name, {NAMESPACE_NAME_LABEL: name})
         self._spreads: dict[tuple[object, ...], _SpreadCounts] = {}
         self._terms: dict[tuple[object, ...], _TermCounts] = {}
         #: Required anti-affinity of assigned pods: term -> pods per domain.
@@ -224,8 +236,8 @@ class PodTopology:
         self._repelled: dict[tuple[object, ...], dict[str, frozenset[str]]] = {}
         self._version = 0
 
-    def _add_assigned(self, pod: Pod, node_name: str) -> _AssignedPod:
-        assigned = _AssignedPod(pod.namespace, pod.metadata.labels, node_name, pod.deleting)
+    def _add_assigned(self, pod: Pod, node_name: str) -> AssignedPod:
+        assigned = AssignedPod(pod.namespace, pod.metadata.labels, node_name, pod.deleting)
         self._assigned.append(assigned)
         if _required_terms(pod, anti=True):
             self._anti_affinity_pods.append((pod, node_name))

@@ -46,6 +46,7 @@ from nodewright.scheduling.requirements import RequirementError
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.selectors import node_selector_matches
 from nodewright.scheduling.volumes import VolumeUsage, add_usage, claim_name, pod_volume_usage
+from nodewright.simulation.kubernetes.assignedpods import AssignedPods
 from nodewright.simulation.kubernetes.devices import (
     CANNOT_ALLOCATE,
     PodDevices,
@@ -55,11 +56,7 @@ from nodewright.simulation.kubernetes.devices import (
 from nodewright.simulation.kubernetes.nodestates import NodeState, NodeStates
 from nodewright.simulation.kubernetes.ownership import controller_uid
 from nodewright.simulation.kubernetes.pods import set_pod_condition
-from nodewright.simulation.kubernetes.podtopology import (
-    PodConstraints,
-    PodTopology,
-    has_required_terms,
-)
+from nodewright.simulation.kubernetes.podtopology import PodConstraints, PodTopology
 from nodewright.simulation.kubernetes.schedulingpass import (
     NO_VOLUMES,
     PodVolumes,
@@ -136,12 +133,8 @@ class KubeScheduler:
         self._prepared: dict[Key, _Prepared] = {}
         #: pod -> the resourceVersion of the status this scheduler last wrote for it
         self._written: dict[Key, str | None] = {}
-        #: bound pods with required pod anti-affinity (they constrain every pending pod)
-        self._repelling: set[Key] = {
-            key
-            for key, pod in self.state.objects(Pod).items()
-            if pod.spec.node_name and not is_terminal(pod) and has_required_terms(pod, anti=True)
-        }
+        #: bound pods, as the topology checks read them
+        self._assigned = AssignedPods(self.state.objects(Pod))
         #: namespace -> live pods in it (a namespace with pods has implicit labels)
         self._namespaces: dict[str, int] = {}
         for pod in self.state.objects(Pod).values():
@@ -196,15 +189,7 @@ class KubeScheduler:
             self._prepared.pop(key, None)
         if new is None and old is not None:
             self.nodes.pod_gone(old)
-        if (
-            new is not None
-            and new.spec.node_name
-            and not is_terminal(new)
-            and has_required_terms(new, anti=True)
-        ):
-            self._repelling.add(key)
-        else:
-            self._repelling.discard(key)
+        self._assigned.update(key, new)
         before = None if old is None or is_terminal(old) else old.namespace
         after = None if new is None or is_terminal(new) else new.namespace
         if before != after:
@@ -273,8 +258,13 @@ class KubeScheduler:
         return run
 
     def _topology(self) -> PodTopology:
-        active = [pod for pod in self.state.sorted(Pod) if not is_terminal(pod)]
-        return PodTopology(list(self.state.sorted(Node)), active, self.state.sorted(Namespace))
+        return PodTopology(
+            list(self.state.sorted(Node)),
+            self._assigned.pods(),
+            self._assigned.repelling(),
+            self.state.sorted(Namespace),
+            self._namespaces,
+        )
 
     def _schedule_one(self, key: Key, pod: Pod, prepared: _Prepared, run: SchedulingPass) -> None:
         request = prepared.request
@@ -302,7 +292,7 @@ class KubeScheduler:
                 return
             devices = found
         constraints = None
-        if self._repelling or _has_pod_constraints(pod):
+        if self._assigned.any_repelling() or _has_pod_constraints(pod):
             constraints = run.topology.constraints(pod, request)
         refused: list[str] = []
         if constraints is None and volumes.none and devices is None:
@@ -332,8 +322,9 @@ class KubeScheduler:
         self.nodes.pods_changed(chosen.name)
         self._just_bound[key] = chosen.name
         self._world += 1
-        if has_required_terms(pod, anti=True):
-            self._repelling.add(key)  # it repels pods later in this pass already
+        # Counted at once: a pass builds its topology when a pod first needs it, and its
+        # anti-affinity repels pods later in this pass already.
+        self._assigned.update(key, self.state.get(Pod, key))
         self.volumes.bind_pod_volumes(pod, chosen.node)
         if devices is not None:
             write_allocations(self.cluster, pod, devices, chosen.name)
