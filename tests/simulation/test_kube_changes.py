@@ -22,6 +22,7 @@ from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
 from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
+from nodewright.simulation.kubernetes.scheduler import KubeScheduler
 from tests.builders import NAMESPACE, deployment, pod_template
 from tests.simulation.kube_builders import (
     HOSTNAME,
@@ -31,6 +32,7 @@ from tests.simulation.kube_builders import (
     pod,
     pods_of,
     settle,
+    term,
     unavailable,
 )
 
@@ -315,3 +317,101 @@ def test_when_settled_a_pass_over_everything_finds_nothing_left_to_do(seed: int)
             continue
         settle(kube)
         assert not EmbeddedKubernetes(cluster, clock).reconcile()
+
+
+# --- the scheduler kept from pass to pass, against one made for each pass ---------------------
+
+
+def _constrained_deployment(name: str, kind: str, replicas: int) -> Deployment:
+    """A Deployment whose pods spread, attract or repel each other by ``kind``."""
+    own = {"labelSelector": {"matchLabels": {"app": name}}}
+    spec: dict[str, Any] = {}
+    if kind in ("zone-spread", "host-spread"):
+        key = ZONE if kind == "zone-spread" else HOSTNAME
+        constraint = {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule"}
+        spec["topologySpreadConstraints"] = [{**constraint, **own}]
+    elif kind == "zone-affinity":
+        rule = {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ZONE, **own}]}
+        spec["affinity"] = {"podAffinity": rule}
+    elif kind == "host-anti-affinity":
+        rule = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": HOSTNAME, **own}]
+        }
+        spec["affinity"] = {"podAntiAffinity": rule}
+    return deployment(name, replicas, cpu="500m", **spec)
+
+
+def _topology_change(cluster: MemoryCluster, clock: SimulatedClock, rng: random.Random) -> None:
+    """One change that moves what the topology checks count: pods bound, deleted or finished,
+    nodes that come, go or change zone, and a pod that keeps another app off its zone."""
+    pods = [p for p in cluster.state.sorted(Pod) if p.spec.node_name]
+    nodes = list(cluster.state.sorted(Node))
+    deployments = list(cluster.state.sorted(Deployment))
+    roll = rng.random()
+    if roll < 0.15:
+        cluster.create(node(f"n{rng.randrange(10**6)}", zone=rng.choice("abc"), cpu="2"))
+    elif roll < 0.22 and nodes:
+        cluster.delete(Node, rng.choice(nodes).name)
+    elif roll < 0.3 and nodes:
+        moved = mutable(rng.choice(nodes))
+        moved.metadata.labels[ZONE] = rng.choice("abc")
+        cluster.update(moved)
+    elif roll < 0.5:
+        kind = rng.choice(
+            ["plain", "zone-spread", "host-spread", "zone-affinity", "host-anti-affinity"]
+        )
+        name = f"d{rng.randrange(10**6)}"
+        cluster.create(_constrained_deployment(name, kind, rng.randint(1, 8)))
+    elif roll < 0.6 and deployments:
+        scaled = mutable(rng.choice(deployments))
+        scaled.spec.replicas = rng.randint(0, 10)
+        cluster.update(scaled)
+    elif roll < 0.8 and pods:
+        victim = rng.choice(pods)
+        if rng.random() < 0.5:
+            cluster.delete(Pod, victim.name, victim.namespace)
+        else:
+            finished = mutable(victim)
+            finished.status.phase = "Succeeded"
+            cluster.update_status(finished)
+    elif roll < 0.88 and deployments:
+        target = rng.choice(deployments).name
+        rule = {"requiredDuringSchedulingIgnoredDuringExecution": [term(ZONE, target)]}
+        name = f"guard{rng.randrange(10**6)}"
+        cluster.create(pod(name, cpu="100m", affinity={"podAntiAffinity": rule}))
+    else:
+        clock.advance(timedelta(seconds=rng.randint(1, 30)))
+
+
+def _outcome(cluster: MemoryCluster) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+    """Each pod's node, or kube-scheduler's message on it."""
+    outcome: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+    for p in cluster.state.sorted(Pod):
+        condition = p.condition("PodScheduled")
+        outcome[(p.namespace, p.name)] = (
+            p.spec.node_name,
+            condition.message if condition else None,
+        )
+    return outcome
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_scheduler_kept_from_pass_to_pass_places_pods_as_a_new_one_would(seed: int) -> None:
+    # Two clusters take the same changes; one keeps its scheduler, the other gets a new one
+    # (which reads every pod) before each pass. Spread, affinity and anti-affinity pods must
+    # land on the same nodes, or get the same message, in both.
+    clocks = [SimulatedClock(), SimulatedClock()]
+    clusters = [MemoryCluster(clock, seed=seed) for clock in clocks]
+    kubes = [EmbeddedKubernetes(c, clock) for c, clock in zip(clusters, clocks, strict=True)]
+    rngs = [random.Random(seed), random.Random(seed)]
+    passes = random.Random(-seed)
+    fresh = kubes[1]
+    for step in range(40):
+        for cluster, clock, rng in zip(clusters, clocks, rngs, strict=True):
+            for _ in range(rng.randint(1, 3)):
+                _topology_change(cluster, clock, rng)
+        for _ in range(passes.randint(1, 3)):
+            fresh.scheduler = KubeScheduler(clusters[1], clocks[1], fresh.volumes)
+            for kube in kubes:
+                kube.reconcile()
+        assert _outcome(clusters[0]) == _outcome(clusters[1]), f"step {step}"

@@ -8,6 +8,7 @@ import pytest
 from nodewright.api.core import Namespace, Pod
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.memory import MemoryCluster
+from nodewright.cluster.objects import mutable
 from nodewright.simulation.kubernetes import EmbeddedKubernetes
 from tests.builders import deployment
 from tests.simulation.kube_builders import (
@@ -323,6 +324,41 @@ def test_existing_pods_anti_affinity_repels_a_new_pod(
     cluster.create(node("b-1", "b"))
     settle(kube)
     assert placement(cluster, "web") == {"b-1": 1}
+
+
+def test_a_finished_pod_repels_no_more(cluster: MemoryCluster, kube: EmbeddedKubernetes) -> None:
+    cluster.create(node("a-1", "a"))
+    anti = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(ZONE, "web")]}
+    }
+    cluster.create(pod("loner", affinity=anti))
+    cluster.create(pod("web-0", "web"))
+    settle(kube)
+    assert placement(cluster, "web") == {None: 1}
+    loner = cluster.get(Pod, "loner", "default")
+    assert loner is not None
+    finished = mutable(loner)
+    finished.status.phase = "Succeeded"
+    cluster.update_status(finished)
+    settle(kube)
+    assert placement(cluster, "web") == {"a-1": 1}
+
+
+def test_pods_bound_earlier_in_a_pass_repel_a_pod_later_in_it(
+    cluster: MemoryCluster, kube: EmbeddedKubernetes
+) -> None:
+    cluster.create(node("n-1"))
+    cluster.create(node("n-2"))
+    cluster.create(pod("a-web", "web"))  # first in the queue: no constraint of its own
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term(HOSTNAME, "web")]
+        }
+    }
+    cluster.create(pod("b-guard", "guard", affinity=anti))
+    kube.reconcile()  # one pass binds both
+    assert placement(cluster, "web") == {"n-1": 1}
+    assert placement(cluster, "guard") == {"n-2": 1}  # not the fuller n-1
 
 
 def test_anti_affinity_looks_only_at_the_namespaces_its_term_names(
