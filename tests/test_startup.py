@@ -72,7 +72,12 @@ def test_models_are_built_when_first_used_or_all_at_once() -> None:
         pod = Pod.model_validate({"metadata": {"name": "a"}, "spec": {"nodeName": "n"}})
         after_use = Pod.__pydantic_complete__ and pod.spec.node_name == "n"
         build_models()
-        print(json.dumps([at_import, after_use, all(m.__pydantic_complete__ for m in models())]))
+        every = all(m.__pydantic_complete__ for m in models())
+
+        class DefinedLater(Model):  # a module imported after run built every model
+            size: int = 0
+
+        print(json.dumps([at_import, after_use, every, DefinedLater.__pydantic_complete__]))
         """
     )
-    assert built == [False, True, True]
+    assert built == [False, True, True, True]

@@ -136,9 +136,20 @@ class Model(BaseModel):
         defer_build=True,
     )
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if _built_all:
+            # Defined after build_models (a module imported late): built now, not on a thread.
+            cls.model_rebuild(raise_errors=False)
+
     def to_dict(self) -> dict[str, Any]:
         """The object as the API server would show it (camelCase, nulls omitted)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+#: Whether :func:`build_models` ran: models defined afterwards are built when defined.
+_built_all = False
 
 
 def build_models() -> None:
@@ -147,8 +158,10 @@ def build_models() -> None:
     Older pydantic releases (which ``pydantic>=2.7`` allows) build a deferred model unsafely
     when two threads first use it at once: the one may validate with the base class's
     validator while the other builds. ``nodewright run`` calls this before it starts any
-    thread, so nothing is built afterwards.
+    thread, so nothing is built afterwards; a model defined later is built when defined.
     """
+    global _built_all  # noqa: PLW0603
+    _built_all = True
     waiting: list[type[Model]] = [Model]
     while waiting:
         model = waiting.pop()
