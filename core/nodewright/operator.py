@@ -144,8 +144,8 @@ class Operator:
         #: :meth:`_unchanged_for`): a simulation, where nothing changes but what the passes
         #: write. ``nodewright run`` runs every controller whenever it wakes.
         self.skip_unchanged = skip_unchanged
-        #: What each controller saw when it last started (:func:`pass_inputs`).
-        self._seen: dict[str, PassInputs] = {}
+        #: What each controller saw when it last started (:meth:`_inputs_of`).
+        self._seen: dict[str, tuple[PassInputs, int]] = {}
 
     def _gated_controllers(self) -> list[Controller]:
         """The controllers of the feature gates that are on."""
@@ -169,7 +169,13 @@ class Operator:
         for controller in self.controllers:
             controller.resync()
 
-    def _unchanged_for(self, name: str, now: datetime, inputs: PassInputs) -> bool:
+    def _inputs_of(self, controller: Controller, inputs: PassInputs) -> tuple[PassInputs, int]:
+        """What ``controller`` reads that a pass can change: ``inputs`` and, for disruption,
+        the nominations provisioning makes (a node nominated anew is blocked, which its next
+        pass tells in an event; nominating writes nothing to the cluster)."""
+        return inputs, self.nominations.version if controller is self.disruption else 0
+
+    def _unchanged_for(self, name: str, now: datetime, inputs: tuple[PassInputs, int]) -> bool:
         """Whether running controller ``name`` now provably changes nothing: nothing it reads
         (``inputs``) changed since it last started, and nothing it has is due by time (a poll
         it asked for only looks again, see :class:`~nodewright.clock.Poll`)."""
@@ -190,7 +196,10 @@ class Operator:
         for controller in self.controllers:
             now = self.clock.now()
             if self.skip_unchanged:
-                inputs = pass_inputs(self.cluster, self.catalog, self.host, self.virtual_pods)
+                inputs = self._inputs_of(
+                    controller,
+                    pass_inputs(self.cluster, self.catalog, self.host, self.virtual_pods),
+                )
                 if self._unchanged_for(controller.name, now, inputs):
                     continue
                 self._seen[controller.name] = inputs

@@ -28,6 +28,7 @@ from nodewright.api.labels import (
 from nodewright.api.meta import OwnerReference
 from nodewright.clock import SimulatedClock
 from nodewright.cluster.objects import mutable
+from nodewright.controllers import Controller
 from nodewright.controllers.options import Options
 from nodewright.controllers.state.solverdata import nodepool_hash
 from nodewright.plugin.host import PluginHost
@@ -119,6 +120,11 @@ class Harness(OperatorHarness):
     def start(self) -> None:
         """Let the disruption loop run (``run`` does this too)."""
         self.sim.operator.controllers = list(self._controllers)
+
+    def run_before_disruption(self, controller: Controller) -> None:
+        """Add ``controller`` to every pass, just before the disruption controller."""
+        at = self._controllers.index(self.sim.operator.disruption)
+        self._controllers.insert(at, controller)
 
     # -- building the cluster -------------------------------------------------------------------
 

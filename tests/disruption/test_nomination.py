@@ -3,7 +3,7 @@ for ``max(2 x BATCH_MAX_DURATION, 10s)`` after the pass (Karpenter's ``nominated
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from nodewright.api.core import Node, Pod
@@ -12,6 +12,7 @@ from nodewright.controllers.state.nominations import nomination_window
 from tests.disruption.harness import Harness
 
 NOMINATED = "Node is nominated for a pending pod"
+SECOND = timedelta(seconds=1)
 
 
 def _provider_id(harness: Harness, name: str) -> str:
@@ -152,3 +153,45 @@ def test_starting_a_consolidation_nominates_where_its_pods_go(tmp_path: Path) ->
         (f"pod/{pods[gone]}", f"Pod should schedule on: nodeclaim/{kept}, node/{kept}")
     ], "the deleted node's pod is told where it should go"
     assert _blocked(harness, kept), "and the node it goes to is nominated"
+
+
+class _NominateAt:
+    """Nominates one node in the first pass at or after ``at``, and changes nothing else: as a
+    provisioning pass does when it plans a pending pod onto a node that exists."""
+
+    name = "test.nominate"
+
+    def __init__(self, harness: Harness, provider_id: str, at: datetime) -> None:
+        self._harness = harness
+        self._provider_id = provider_id
+        self._at = at
+        self.done = False
+
+    def reconcile(self) -> timedelta | None:
+        now = self._harness.clock.now()
+        if self.done:
+            return None
+        if now < self._at:
+            return self._at - now
+        self._harness.operator.nominations.nominate([self._provider_id])
+        self.done = True
+        return None
+
+    def resync(self) -> None:
+        return None
+
+
+def test_a_node_nominated_in_a_pass_that_changes_nothing_else_is_blocked_in_that_pass(
+    tmp_path: Path,
+) -> None:
+    harness = Harness(tmp_path)
+    node = harness.node("small-instance-type")
+    harness.bind_pods(node, 1)
+    harness.run(30)
+    assert node in harness.live_claim_names(), "one pod on the smallest type: nothing to do"
+    assert not _blocked(harness, node)
+    nominate = _NominateAt(harness, _provider_id(harness, node), harness.clock.now() + SECOND * 5)
+    harness.run_before_disruption(nominate)
+    harness.run(5)
+    assert nominate.done
+    assert _blocked(harness, node), "the disruption pass right after the nomination tells it"
