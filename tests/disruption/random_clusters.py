@@ -2,11 +2,12 @@
 ``simulate --from-dump`` reads one) drawn from a seed.
 
 Each cluster has one to three NodePools (weights, zone and capacity-type restrictions, a
-taint, disruption budgets, limits, the three consolidation policies), up to two dozen nodes of
-random KWOK types carrying the running pods of up to eight Deployments (zonal and hostname
-spreads, zonal affinity, hostname anti-affinity, preferred anti-affinity, node selectors,
-tolerations), PodDisruptionBudgets, ``karpenter.sh/do-not-disrupt`` pods, a few pods waiting
-for a node, and sometimes a node nodewright does not manage.
+taint, disruption budgets, limits, the three consolidation policies, minValues on instance
+types), up to two dozen nodes of random KWOK types carrying the running pods of up to eight
+Deployments (zonal and hostname spreads, zonal affinity, hostname anti-affinity, preferred
+anti-affinity, node selectors, tolerations), PodDisruptionBudgets, ``karpenter.sh/do-not-disrupt``
+pods, a few pods waiting for a node (in some clusters up to a third), and sometimes a node
+nodewright does not manage.
 """
 
 from __future__ import annotations
@@ -333,4 +334,30 @@ def cluster(seed: int) -> dict[str, Any]:
                     },
                 }
             )
+    _vary(random.Random(f"more-{seed}"), items)
     return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _vary(rng: random.Random, items: list[dict[str, Any]]) -> None:
+    """Drawn apart from the rest, so the clusters stay what they were: a minValues on some
+    NodePools' instance types, and in some clusters a share of the pods waiting for a node."""
+    for item in items:
+        if item["kind"] == "NodePool" and rng.random() < 0.3:
+            item["spec"]["template"]["spec"]["requirements"].append(
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "Exists",
+                    "minValues": rng.randint(2, 4),
+                }
+            )
+    if rng.random() < 0.4:
+        share = rng.choice((0.1, 0.3))
+        for item in items:
+            if item["kind"] == "Pod" and "nodeName" in item["spec"] and rng.random() < share:
+                del item["spec"]["nodeName"]
+                item["status"] = {
+                    "phase": "Pending",
+                    "conditions": [
+                        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                    ],
+                }

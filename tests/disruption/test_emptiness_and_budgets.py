@@ -156,9 +156,9 @@ def test_a_search_held_back_by_budgets_is_not_repeated_until_something_changes(
     trials: list[list[str]] = []
     simulate = Context.simulate
 
-    def counting(self: Context, candidates: Any) -> Any:
+    def counting(self: Context, candidates: Any, decide: bool = False) -> Any:
         trials.append([c.name for c in candidates])
-        return simulate(self, candidates)
+        return simulate(self, candidates, decide)
 
     monkeypatch.setattr(Context, "simulate", counting)
     harness.run(30)

@@ -5,9 +5,14 @@ A disruption pass simulates candidate after candidate over one shared base
 validation simulates once from scratch (``Context.simulate_alone``), as every simulation did
 before the base existed. On 200 random clusters (several NodePools with budgets, taints,
 limits and the three policies; spreads, affinity, anti-affinity, node selectors, tolerations;
-PodDisruptionBudgets, do-not-disrupt pods and nodes, pending pods, unmanaged nodes) both give
-the same answer for every candidate alone and for the first candidates together, and a whole
-disruption pass run on each decides the same command and publishes the same events.
+PodDisruptionBudgets, do-not-disrupt pods and nodes, pending pods, unmanaged nodes, minValues)
+both give the same answer for every candidate alone and for the first candidates together, and
+a whole disruption pass run on each decides the same command and publishes the same events.
+
+A shared simulation asked only for the decision may stop as soon as the answer is "no"
+(:mod:`nodewright.scheduling.solver.decision`); the reference never stops early, so the
+passes compare early-stopping trials against full ones, and each stopped simulation is checked
+against the full answer for the same candidates.
 """
 
 from __future__ import annotations
@@ -91,11 +96,16 @@ def _candidate_sets(controller: DisruptionController) -> list[list[Candidate]]:
     return sets
 
 
+def _from_scratch(context: Context, candidates: Any, decide: bool = False) -> Rescheduling:
+    del decide  # always the full simulation
+    return context.simulate_alone(candidates)
+
+
 @contextmanager
 def _reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every simulation of the pass built from scratch, as before the shared base."""
     with monkeypatch.context() as patch:
-        patch.setattr(Context, "simulate", Context.simulate_alone)
+        patch.setattr(Context, "simulate", _from_scratch)
         yield
 
 
@@ -120,14 +130,22 @@ def _pass(simulation: Simulation) -> tuple[object, ...]:
     return (wake, command, sorted(controller.decisions.items()), _events(simulation))
 
 
-def _compare_simulations(simulation: Simulation, seed: int) -> None:
+def _compare_simulations(simulation: Simulation, seed: int, stopped: list[int]) -> None:
     controller = simulation.operator.disruption
     context = controller._context(controller.refresh())
     for candidates in _candidate_sets(controller):
         names = [c.name for c in candidates]
+        full = context.simulate_alone(candidates)
         shared = _canonical(context.simulate(candidates))
-        alone = _canonical(context.simulate_alone(candidates))
+        alone = _canonical(full)
         assert shared == alone, f"cluster {seed}, candidates {names}"
+        decided = context.simulate(candidates, decide=True)
+        if decided.result.decided_no:
+            stopped[0] += 1
+            could = full.all_scheduled() and len(full.result.new_node_claims) <= 1
+            assert not could, f"cluster {seed}, candidates {names}: stopped at a wrong no"
+        else:
+            assert _canonical(decided) == alone, f"cluster {seed}, candidates {names}"
 
 
 def _run(simulation: Simulation, later: bool) -> tuple[tuple[object, ...], object]:
@@ -148,14 +166,17 @@ def test_shared_simulations_decide_as_simulations_from_scratch(
     """Per cluster: every candidate alone and the first ones together give the same
     simulation; then a whole pass decides the same command and tells the same events."""
     commands = 0
+    stopped = [0]
     for seed in range(block * 20, block * 20 + 20):
         # One simulation at a time: a simulation configures the plugin host for itself.
         simulation = _simulation(host, seed)
-        _compare_simulations(simulation, seed)
+        _compare_simulations(simulation, seed, stopped)
         shared = _run(simulation, later=seed % 8 == 0)
         with _reference(monkeypatch):
             alone = _run(_simulation(host, seed), later=seed % 8 == 0)
         assert shared == alone, f"cluster {seed}"
         commands += shared[0][1] is not None
-    # Not trivial: a fair share of the clusters ends the pass with a command to validate.
+    # Not trivial: a fair share of the clusters ends the pass with a command to validate, and
+    # some simulations stop at their decision.
     assert commands >= 3
+    assert stopped[0] >= 1

@@ -226,6 +226,19 @@ class EventRecorder:
         )
         return now + window
 
+    def dropped(self) -> None:
+        """What publishing an event the dedupe drops does: only the recorder's housekeeping,
+        which must run when it would have (what it forgets decides later counts)."""
+        now = self._clock.now()
+        if now >= self._next_sweep:
+            self._sweep(now)
+
+    def would_record(self, obj: KubeObject, reason: str, dedupe_on: tuple[str, ...]) -> bool:
+        """Whether an event about ``obj`` deduped on ``dedupe_on`` published now would get past
+        the dedupe (rate limits aside). Publishes nothing."""
+        until = self._deduped.get(self._key(obj, reason, "", dedupe_on))
+        return until is None or self._clock.now() >= until
+
     @staticmethod
     def _key(
         obj: KubeObject, reason: str, message: str, dedupe_on: tuple[str, ...] | None

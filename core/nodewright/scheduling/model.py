@@ -247,6 +247,9 @@ class SchedulingResult:
     #: How many times the solve tried to open a NodeClaim from a NodePool for a pod: the
     #: costliest step of a solve (every instance type is weighed), counted as work.
     claims_tried: int = field(default=0, compare=False)
+    #: A trial solve stopped as soon as its consolidation answer was sure to be "no"
+    #: (:mod:`nodewright.scheduling.solver.decision`): no other field is complete.
+    decided_no: bool = False
 
     def scheduled_count(self) -> int:
         return sum(len(c.pods) for c in self.new_node_claims) + sum(

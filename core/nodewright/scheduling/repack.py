@@ -50,7 +50,9 @@ def claim_price(claim: NewNodeClaim) -> float:
     return min(prices, default=0.0)
 
 
-def _terms(pods: Iterable[PodRequest], placed_terms: Iterable[TopologyTerm]) -> set[TopologyTerm]:
+def repack_terms(
+    pods: Iterable[PodRequest], placed_terms: Iterable[TopologyTerm]
+) -> set[TopologyTerm]:
     terms: set[TopologyTerm] = set(placed_terms)
     for pod in pods:
         terms.update(pod.topology)
@@ -60,7 +62,7 @@ def _terms(pods: Iterable[PodRequest], placed_terms: Iterable[TopologyTerm]) -> 
     return terms
 
 
-def _movable(pod: PodRequest, terms: set[TopologyTerm]) -> bool:
+def movable(pod: PodRequest, terms: set[TopologyTerm]) -> bool:
     if (
         pod.topology
         or pod.preferred_affinity
@@ -128,7 +130,7 @@ def repack(
     ``placed_terms`` are the required anti-affinity terms of the pods already running;
     ``solve_in_order`` solves pods against one pool, taking them in the order given.
     """
-    terms = _terms(pods, placed_terms)
+    terms = repack_terms(pods, placed_terms)
     by_pool: dict[str, list[NewNodeClaim]] = {}
     for claim in result.new_node_claims:
         by_pool.setdefault(claim.node_pool, []).append(claim)
@@ -137,11 +139,11 @@ def repack(
         claims = by_pool.get(template.name, [])
         if template.remaining is not None:
             continue
-        candidates = [c for c in claims if all(_movable(p, terms) for p in c.pods)]
-        if len(candidates) < 2 or _has_reservations(template):
+        candidates = [c for c in claims if all(movable(p, terms) for p in c.pods)]
+        if len(candidates) < 2 or has_reservations(template):
             continue
-        movable = [p for c in candidates for p in c.pods]
-        again = solve_in_order(interleave(movable, _largest(template)), template)
+        moving = [p for c in candidates for p in c.pods]
+        again = solve_in_order(interleave(moving, _largest(template)), template)
         if again.errors or again.existing_nodes:
             continue
         old = sum(claim_price(c) for c in candidates)
@@ -164,5 +166,5 @@ def repack(
     )
 
 
-def _has_reservations(template: NodePoolTemplate) -> bool:
+def has_reservations(template: NodePoolTemplate) -> bool:
     return any(o.reservation is not None for it in template.instance_types for o in it.offerings)

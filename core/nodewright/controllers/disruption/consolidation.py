@@ -85,8 +85,18 @@ class Consolidation:
         return sorted(candidates, key=lambda c: (-c.savings_ratio(), c.name))
 
     def consolidation(self, context: Context, candidates: Sequence[Candidate]) -> Command | None:
-        """Karpenter's ``computeConsolidation``: delete, replace with one cheaper, or nothing."""
-        rescheduling = context.simulate(candidates)
+        """Karpenter's ``computeConsolidation``: delete, replace with one cheaper, or nothing.
+
+        Only a single candidate's "no" is told (an ``Unconsolidatable`` event quoting the
+        simulation), and only while the recorder would record it: other trials want just the
+        decision, and their simulation stops as soon as it is "no"."""
+        single = candidates[0] if len(candidates) == 1 else None
+        decide = single is None or not context.unconsolidatable_recorded(single)
+        rescheduling = context.simulate(candidates, decide)
+        if rescheduling.result.decided_no:
+            if single is not None:
+                context.unconsolidatable_dropped()
+            return None
         command = self._decide(context, candidates, rescheduling)
         if command is not None:
             command.destinations = context.destinations(rescheduling)

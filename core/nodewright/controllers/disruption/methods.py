@@ -181,9 +181,10 @@ class Context:
                     dedupe_on=(identity(obj), command.describe_for(candidate)),
                 )
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
+    def simulate(self, candidates: Sequence[Candidate], decide: bool = False) -> Rescheduling:
         """What removing ``candidates`` takes: one of this pass's simulations, which share
-        everything that does not depend on the candidates (:mod:`.trials`)."""
+        everything that does not depend on the candidates (:mod:`.trials`). ``decide``: only
+        the decision is wanted (it may stop as soon as the answer is "no")."""
         self._moving(candidates)
         if self._trials is None:
             self._trials = Trials(
@@ -195,7 +196,7 @@ class Context:
                 built=self._claim_templates,
                 memo=self._trial_memo,
             )
-        return self._trials.simulate(candidates)
+        return self._trials.simulate(candidates, decide)
 
     def simulate_alone(self, candidates: Sequence[Candidate]) -> Rescheduling:
         """The same, from scratch: for a pass that simulates once (a command's validation)."""
@@ -236,6 +237,19 @@ class Context:
                 dedupe=UNCONSOLIDATABLE_DEDUPE,
                 dedupe_on=(identity(obj),),
             )
+
+    def unconsolidatable_recorded(self, candidate: Candidate) -> bool:
+        """Whether an ``Unconsolidatable`` event on the candidate would be recorded now (on
+        its Node or its NodeClaim)."""
+        return any(
+            self.events.would_record(obj, "Unconsolidatable", (identity(obj),))
+            for obj in (candidate.node, candidate.claim)
+        )
+
+    def unconsolidatable_dropped(self) -> None:
+        """What publishing an ``Unconsolidatable`` event the recorder drops does (only its
+        housekeeping), for a trial that stopped at its decision instead of wording one."""
+        self.events.dropped()
 
     def blocked(self, candidate: Candidate, message: str) -> None:
         for obj in (candidate.node, candidate.claim):

@@ -55,10 +55,12 @@ class Rescheduling:
     errors: dict[str, str]
 
     def all_scheduled(self) -> bool:
-        return not self.errors
+        return not self.errors and not self.result.decided_no
 
     def error_text(self) -> str:
         """Karpenter's ``NonPendingPodSchedulingErrors`` sentence."""
+        if self.result.decided_no:
+            raise ValueError("a trial that stopped at its decision has no errors to tell")
         shown = sorted(self.errors.items())[:MAX_ERRORS_SHOWN]
         return "not all pods would schedule, " + " ".join(f"{k} => {e}" for k, e in shown)
 

@@ -27,7 +27,13 @@ from nodewright.controllers.disruption.rescheduling import (
 from nodewright.controllers.disruption.trialmemo import TrialMemo
 from nodewright.controllers.disruptioncost import blocks_disruption, is_reschedulable
 from nodewright.controllers.state.cluster import is_provisionable
-from nodewright.scheduling.model import ExistingNode, NodePoolTemplate, PodRequest, SolverOptions
+from nodewright.scheduling.model import (
+    ExistingNode,
+    NodePoolTemplate,
+    PodRequest,
+    SchedulingResult,
+    SolverOptions,
+)
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.trial import SolveBase, solve_trial
 
@@ -134,8 +140,10 @@ class Trials:
         entries.sort(key=_sort_key)
         return entries
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Rescheduling:
-        """Place the candidates' pods elsewhere; report what that takes."""
+    def simulate(self, candidates: Sequence[Candidate], decide: bool = False) -> Rescheduling:
+        """Place the candidates' pods elsewhere; report what that takes. With ``decide``, only
+        whether consolidating them could work is wanted: the simulation may stop as soon as it
+        cannot (:attr:`~nodewright.scheduling.model.SchedulingResult.decided_no`)."""
         snapshot = self._snapshot
         names = {c.name for c in candidates} | {c.claim.name for c in candidates}
         moving: list[Pod] = []
@@ -169,6 +177,8 @@ class Trials:
                 errors[pod.key] = request
                 continue
             requests.append(request.at(index))
+        if decide and any(key not in self._pending_keys for key in errors):
+            return Rescheduling(SchedulingResult(decided_no=True), {})
         if self._options.dra and any(r.dynamic_resources for r in requests):
             # DRA claims: which devices are free depends on the candidates (theirs leave
             # with them), so this one is solved from scratch, devices and all.
@@ -181,8 +191,10 @@ class Trials:
                 virtual=self._virtual,
                 built=self._built,
             )
-        result = solve_trial(self._base, requests, names, names)
         pending_keys = self._pending_keys
+        result = solve_trial(self._base, requests, names, names, pending_keys if decide else None)
+        if result.decided_no:
+            return Rescheduling(result, {})
         deleting_keys = {p.key for p in from_deleting}
         errors = {k: e for k, e in errors.items() if k not in pending_keys}
         errors.update({k: e for k, e in result.errors.items() if k not in pending_keys})

@@ -44,6 +44,7 @@ from nodewright.scheduling.repack import repack
 from nodewright.scheduling.resources import CPU, MEMORY
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
 from nodewright.scheduling.solver.constraints import MergeMemo, Refusal
+from nodewright.scheduling.solver.decision import DecisionWatch
 from nodewright.scheduling.solver.devices import DeviceFacts, DeviceRound
 from nodewright.scheduling.solver.effectivezone import effective_zone
 from nodewright.scheduling.solver.existingnode import ExistingNodeState
@@ -174,6 +175,8 @@ class Scheduler:
         self.ranks = 0
         #: NodeClaims tried from a NodePool for a pod (:attr:`SchedulingResult.claims_tried`).
         self.claims_tried = 0
+        #: A trial's watch for a certain "no" (:mod:`.decision`); None: solve to the end.
+        self.watch: DecisionWatch | None = None
         #: Claims in the order they were opened or had their requirements narrowed.
         self.changed: list[OpenNodeClaim] = []
         #: Per pod shape: how far into :attr:`changed` it has looked, and the claims it has
@@ -288,6 +291,8 @@ class Scheduler:
             queue.popleft()
             if error is None:
                 errors.pop(state.pod.key, None)
+                if self.watch is not None and self.watch.decided:
+                    return SchedulingResult(decided_no=True, claims_tried=self.claims_tried)
                 continue
             errors[state.pod.key] = error
             state.reset()
@@ -297,6 +302,10 @@ class Scheduler:
         unplaced = {
             s.pod.key: errors[s.pod.key] for s in queue if s.pod.key in errors and not capped
         }
+        if self.watch is not None:
+            self.watch.unplaced(unplaced)
+            if self.watch.decided:
+                return SchedulingResult(decided_no=True, claims_tried=self.claims_tried)
         finished: list[NewNodeClaim] = []
         for claim in self.claims:
             outcome = claim.finish(self.options.max_instance_types)
@@ -399,6 +408,8 @@ class Scheduler:
             self.ranks += 1
             claim.rank = self.ranks
             claim.commit(state, opened, topology)
+            if self.watch is not None:
+                self.watch.placed(claim, state.pod)
             self._place(claim)
             self.claims.append(claim)
             self.changed.append(claim)
@@ -480,6 +491,8 @@ class Scheduler:
         del self.order_keys[index]
         del self.order[index]
         claim.commit(state, plan, self.topology)
+        if self.watch is not None:
+            self.watch.placed(claim, state.pod)
         self.ranks += 1
         claim.rank = -self.ranks
         self._place(claim)

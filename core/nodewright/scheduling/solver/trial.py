@@ -30,6 +30,7 @@ from nodewright.scheduling.model import (
 )
 from nodewright.scheduling.repack import repack
 from nodewright.scheduling.solver.claimtemplates import ClaimTemplates
+from nodewright.scheduling.solver.decision import DecisionWatch
 from nodewright.scheduling.solver.nodeclaimtemplate import NodeClaimTemplate
 from nodewright.scheduling.solver.nodeindex import NodeIndex
 from nodewright.scheduling.solver.reservations import Reservations
@@ -94,12 +95,24 @@ def solve_trial(
     pods: Sequence[PodRequest],
     excluded: Collection[str] = (),
     leaving: Collection[str] = (),
+    decide_with: Collection[str] | None = None,
 ) -> SchedulingResult:
     """Place ``pods`` as :func:`~nodewright.scheduling.solver.scheduler.solve` would on the
     cluster of ``base`` without the existing nodes whose name or NodeClaim is in ``excluded``
-    and without the running pods of the nodes named in ``leaving``."""
+    and without the running pods of the nodes named in ``leaving``.
+
+    With ``decide_with`` (the keys of the pods already waiting for a node), the solve stops as
+    soon as a consolidation's answer is sure to be "no" and says only that
+    (:attr:`~nodewright.scheduling.model.SchedulingResult.decided_no`, :mod:`.decision`)."""
     pods, skipped = split_dra_pods(pods)
-    result = Scheduler.trial_of(base, pods, excluded, leaving).solve(pods)
+    scheduler = Scheduler.trial_of(base, pods, excluded, leaving)
+    if decide_with is not None:
+        scheduler.watch = DecisionWatch(
+            base.pools, base.options, pods, decide_with, lambda: base.placed_terms(leaving)
+        )
+    result = scheduler.solve(pods)
+    if result.decided_no:
+        return result
     options = base.options
     if options.repack:
         plain = replace(options, repack=False)
