@@ -258,6 +258,17 @@ def test_a_new_embedded_kubernetes_picks_up_what_is_already_there(
 # --- random changes -----------------------------------------------------------------------------
 
 
+def _end_a_pod(cluster: MemoryCluster, rng: random.Random, pods: list[Pod]) -> None:
+    """One of ``pods`` is deleted, or finishes (Succeeded) on its node."""
+    victim = rng.choice(pods)
+    if rng.random() < 0.5:
+        cluster.delete(Pod, victim.name, victim.namespace)
+    else:
+        finished = mutable(victim)
+        finished.status.phase = "Succeeded"
+        cluster.update_status(finished)
+
+
 def _random_change(cluster: MemoryCluster, clock: SimulatedClock, rng: random.Random) -> None:
     """One change a user, a node or a kubelet could make."""
     pods = list(cluster.state.sorted(Pod))
@@ -290,13 +301,7 @@ def _random_change(cluster: MemoryCluster, clock: SimulatedClock, rng: random.Ra
         scaled.spec.replicas = rng.randint(0, 15)
         cluster.update(scaled)
     elif roll < 0.8 and pods:
-        victim = rng.choice(pods)
-        if rng.random() < 0.5:
-            cluster.delete(Pod, victim.name, victim.namespace)
-        else:
-            finished = mutable(victim)
-            finished.status.phase = "Succeeded"
-            cluster.update_status(finished)
+        _end_a_pod(cluster, rng, pods)
     elif roll < 0.85:
         cluster.create(daemon_set(f"ds{rng.randrange(10**6)}"))
     else:
@@ -367,13 +372,7 @@ def _topology_change(cluster: MemoryCluster, clock: SimulatedClock, rng: random.
         scaled.spec.replicas = rng.randint(0, 10)
         cluster.update(scaled)
     elif roll < 0.8 and pods:
-        victim = rng.choice(pods)
-        if rng.random() < 0.5:
-            cluster.delete(Pod, victim.name, victim.namespace)
-        else:
-            finished = mutable(victim)
-            finished.status.phase = "Succeeded"
-            cluster.update_status(finished)
+        _end_a_pod(cluster, rng, pods)
     elif roll < 0.88 and deployments:
         target = rng.choice(deployments).name
         rule = {"requiredDuringSchedulingIgnoredDuringExecution": [term(ZONE, target)]}
