@@ -13,13 +13,13 @@ asked (one lookup per controller).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import LABEL_SELECTOR_OPERATORS, LabelSelector, Pod
 from nodewright.cluster.selectors import label_selector_matches
-from nodewright.cluster.state import ChangeFeed, ClusterState, Key, is_terminal, object_key
+from nodewright.cluster.state import ChangeFeed, ClusterState, Key, is_terminal
 
 #: A pod's controlling owner: (kind, name), in the pod's namespace.
 Owner = tuple[str, str]
@@ -162,11 +162,15 @@ class BudgetCounts:
             self._changes = None
 
 
-def count_of(state: ClusterState, namespace: str, pods: Iterable[Pod]) -> BudgetCount:
-    """What a budget of ``namespace`` counts when it selects ``pods`` (counted now, in full)."""
+def count_selected(
+    state: ClusterState, namespace: str, selects: Callable[[Pod], bool]
+) -> BudgetCount:
+    """What a budget of ``namespace`` counts when it selects the pods ``selects`` accepts
+    (counted now, in full; a finished pod is never counted, and ``selects`` is asked first)."""
     tally = _Tally(None)
-    for pod in pods:
-        tally.add(object_key(pod), pod)
+    for key, pod in state.in_namespace(Pod, namespace).items():
+        if selects(pod) and not is_terminal(pod):
+            tally.add(key, pod)
     return BudgetCount(tally.healthy, _expected(state, namespace, tally))
 
 

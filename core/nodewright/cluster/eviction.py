@@ -8,7 +8,7 @@ from nodewright.api.apps import PodDisruptionBudget
 from nodewright.api.core import Pod
 from nodewright.cluster import EvictionBlockedError, InvalidError
 from nodewright.cluster.budgetallowance import disruptions_allowed
-from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
+from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_selected, countable
 from nodewright.cluster.selectors import label_selector_matches
 from nodewright.cluster.state import ClusterState
 
@@ -59,13 +59,10 @@ class EvictionCheck:
 def _disruptions_allowed(state: ClusterState, pdb: PodDisruptionBudget) -> int:
     """How many more pods the budget lets go, counting its namespace's pods now."""
     selector = pdb.spec.selector
-    pods = [
-        pod
-        for pod in state.in_namespace(Pod, pdb.namespace).values()
-        if label_selector_matches(selector, pod.metadata.labels)
-        and pod.status.phase not in ("Succeeded", "Failed")
-    ]
-    return _allowed(pdb, count_of(state, pdb.namespace, pods))
+    count = count_selected(
+        state, pdb.namespace, lambda pod: label_selector_matches(selector, pod.metadata.labels)
+    )
+    return _allowed(pdb, count)
 
 
 def _allowed(pdb: PodDisruptionBudget, count: BudgetCount) -> int:

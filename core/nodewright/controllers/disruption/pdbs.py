@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from nodewright.api.apps import PodDisruptionBudget, ReplicaSet, StatefulSet
 from nodewright.api.core import Pod
 from nodewright.cluster.budgetallowance import disruptions_allowed
-from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_of, countable
+from nodewright.cluster.budgetcounts import BudgetCount, BudgetCounts, count_selected, countable
 from nodewright.cluster.selectors import InvalidSelectorError, label_selector_matches
 from nodewright.cluster.state import ClusterState
-from nodewright.controllers.state.cluster import is_terminal
 
 
 @dataclass(frozen=True)
@@ -99,12 +98,7 @@ def namespace_limits(
         elif counts is not None and countable(budget.spec.selector):
             allowed = _allowed(budget, counts.count(budget))
         else:
-            selected = [
-                p
-                for p in state.in_namespace(Pod, namespace).values()
-                if limit.selects(p) and not is_terminal(p)
-            ]
-            allowed = _allowed(budget, count_of(state, namespace, selected))
+            allowed = _allowed(budget, count_selected(state, namespace, limit.selects))
         limits.append(PdbLimit(budget, allowed, limit.fully_blocking))
     return limits
 
