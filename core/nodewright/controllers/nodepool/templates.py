@@ -56,7 +56,7 @@ class DaemonGroupMemo:
     ) -> dict[tuple[int, ...], list[str]]:
         key = (terms, id(instance_types))
         kept = self._kept.get(key)
-        if kept is not None and kept[0] is instance_types:
+        if kept is not None:  # the entry holds its list, so no other list has that id
             return kept[1]
         members = _members(terms, instance_types)
         if len(self._kept) >= _GROUPINGS_KEPT:
