@@ -98,7 +98,8 @@ class NodeClaimTemplate:
         self._ranked: dict[Requirements, list[InstanceTypeOption]] = {}
         self._tolerations: dict[tuple[tuple[Toleration, ...], bool], str | None] = {}
         self._port_blocked: dict[tuple[HostPort, ...], frozenset[int]] = {}
-        #: The same options -> their smallest and largest allocatable (see :meth:`bounds`).
+        #: The same options -> their smallest and largest allocatable, each once asked for
+        #: (:meth:`floor`, :meth:`ceiling`).
         self._bounds: dict[
             tuple[InstanceTypeOption, ...], tuple[tuple[int, int, int] | None, ResourceList | None]
         ] = {}
